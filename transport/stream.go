@@ -1,0 +1,155 @@
+package transport
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// RaftOptions configures the raft.NetworkTransport built by Mux.RaftTransport.
+type RaftOptions struct {
+	// MaxPool is the number of idle connections kept per peer. Default 3.
+	MaxPool int
+	// Timeout is the I/O deadline of each raft RPC (scaled up for snapshot
+	// installs by hashicorp/raft). Default 10s.
+	Timeout time.Duration
+	// MaxRPCsInFlight is passed to hashicorp/raft (0 = its default, 2).
+	MaxRPCsInFlight int
+	// Logger for the raft transport; nil means the Mux logger named "raft-net".
+	Logger hclog.Logger
+	// ServerAddressProvider is passed to hashicorp/raft (optional).
+	ServerAddressProvider raft.ServerAddressProvider
+}
+
+// RaftTransport returns a hashicorp/raft NetworkTransport speaking over this
+// Mux's raft channel: inbound raft connections arrive through the shared
+// listener, outbound ones are dialed with the same TLS policy. It supports
+// pre-vote (raft.WithPreVote), Close (raft.WithClose) and pipelining. Its
+// LocalAddr is the Mux's advertised address. Only one raft transport per Mux
+// (ErrRaftTransportExists); until it exists, and after it is closed, inbound
+// raft connections are refused. Closing it does not close the Mux.
+func (m *Mux) RaftTransport(opts RaftOptions) (*raft.NetworkTransport, error) {
+	if opts.MaxPool <= 0 {
+		opts.MaxPool = 3
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = m.log.Named("raft-net")
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if m.raft != nil {
+		m.mu.Unlock()
+		return nil, ErrRaftTransportExists
+	}
+	sl := &streamLayer{
+		m:      m,
+		ch:     make(chan *trackedConn),
+		closed: make(chan struct{}),
+	}
+	m.raft = sl
+	m.mu.Unlock()
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		ServerAddressProvider: opts.ServerAddressProvider,
+		Logger:                opts.Logger,
+		Stream:                sl,
+		MaxPool:               opts.MaxPool,
+		MaxRPCsInFlight:       opts.MaxRPCsInFlight,
+		Timeout:               opts.Timeout,
+	}), nil
+}
+
+// streamLayer is the raft.StreamLayer over the Mux's raft channel.
+type streamLayer struct {
+	m      *Mux
+	ch     chan *trackedConn
+	closed chan struct{}
+	once   sync.Once
+}
+
+var _ raft.StreamLayer = (*streamLayer)(nil)
+
+// deliver hands an accepted, handshaken raft connection to Accept, or closes
+// it if the layer is closed.
+func (s *streamLayer) deliver(c *trackedConn) {
+	s.m.mu.Lock()
+	c.raftInbound = true
+	s.m.mu.Unlock()
+	select {
+	case s.ch <- c:
+	case <-s.closed:
+		_ = c.Close()
+	}
+}
+
+// Accept implements net.Listener.
+func (s *streamLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.ch:
+		return c, nil
+	case <-s.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close implements net.Listener: it stops accepting raft connections and
+// closes those accepted so far. The Mux keeps running.
+func (s *streamLayer) Close() error {
+	s.once.Do(func() {
+		close(s.closed)
+		var conns []*trackedConn
+		s.m.mu.Lock()
+		for c := range s.m.conns {
+			if c.raftInbound {
+				conns = append(conns, c)
+			}
+		}
+		s.m.mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return nil
+}
+
+func (s *streamLayer) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Addr implements net.Listener: the advertised address.
+func (s *streamLayer) Addr() net.Addr { return advertiseAddr(s.m.advertise) }
+
+// Dial implements raft.StreamLayer: TCP, TLS (if configured), channel header.
+func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx := s.m.ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	c, op, err := s.m.dial(ctx, string(address), channelRaft)
+	if err != nil {
+		return nil, &net.OpError{Op: op, Net: "tcp", Addr: advertiseAddr(address), Err: err}
+	}
+	return c, nil
+}
+
+// advertiseAddr is a net.Addr for a host:port string that may hold a name.
+type advertiseAddr string
+
+func (a advertiseAddr) Network() string { return "tcp" }
+func (a advertiseAddr) String() string  { return string(a) }
