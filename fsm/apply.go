@@ -1,0 +1,396 @@
+package fsm
+
+import (
+	"strconv"
+	"time"
+)
+
+// This file is the job state machine proper: one handler per command. Every
+// handler validates everything it needs before its first mutation, so a
+// refusal leaves the state unchanged. See docs/jobs.md for the table of
+// transitions.
+
+const leaseExpiredMsg = "lease expired"
+
+// apply applies one decoded command (c, or the decode error derr) as the
+// entry e. The caller holds the write lock.
+func (s *state) apply(e Entry, c Command, derr error) *result {
+	r := &result{index: e.Index}
+	if c != nil {
+		r.cmd = c.Type()
+	} else if len(e.Cmd) >= 2 && CommandType(e.Cmd[1]) < numCmds {
+		r.cmd = CommandType(e.Cmd[1])
+	}
+	if s.index != 0 && e.Index <= s.index {
+		r.code, r.detail = CodeIndexNotIncreasing, "entry "+strconv.FormatUint(e.Index, 10)+" at applied "+strconv.FormatUint(s.index, 10)
+		return r
+	}
+	s.index = e.Index
+	if derr != nil {
+		r.code, r.detail = codeOf(derr), derr.Error()
+		return r
+	}
+	if rf := validate(c, false); rf != nil {
+		r.code, r.detail = rf.code, rf.detail
+		return r
+	}
+	now := toNanos(e.Time)
+	var rf *refusal
+	switch c := c.(type) {
+	case *SubmitCmd:
+		s.submit(e, now, c, r)
+	case *ClaimCmd:
+		rf = s.claim(e, now, c, r)
+	case *ExtendCmd:
+		rf = s.extend(e, now, c, r)
+	case *AckCmd:
+		rf = s.ack(now, c, r)
+	case *NakCmd:
+		rf = s.nak(now, c, r)
+	case *TermCmd:
+		rf = s.term(now, c, r)
+	case *CancelCmd:
+		rf = s.cancel(now, c, r)
+	case *RetryCmd:
+		rf = s.retry(now, c, r)
+	case *ExpireCmd:
+		s.expire(e, now, c, r)
+	case *PauseCmd:
+		q := s.queueOrCreate(c.Queue)
+		r.changed = !q.paused
+		q.paused = true
+	case *ResumeCmd:
+		if q := s.queue(c.Queue); q != nil && q.paused {
+			q.paused = false
+			r.changed = true
+			s.dropIfEmpty(q)
+		}
+	case *SweepCmd:
+		s.sweep(now, c, r)
+	}
+	if rf != nil {
+		r.code, r.detail = rf.code, rf.detail
+	}
+	return r
+}
+
+// derivedID names a job submitted without an ID: unique per (entry, batch
+// position), and outside the caller's ID space (callers may not use '@').
+func derivedID(index uint64, pos int) string {
+	b := make([]byte, 0, 24)
+	b = append(b, '@')
+	h := strconv.AppendUint(nil, index, 16)
+	for i := len(h); i < 16; i++ {
+		b = append(b, '0')
+	}
+	b = append(b, h...)
+	b = append(b, '.')
+	return string(strconv.AppendInt(b, int64(pos), 16))
+}
+
+func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
+	r.subs = make([]sub, 0, len(c.Jobs))
+	for i := range c.Jobs {
+		nj := &c.Jobs[i]
+		if rf := nj.validate(); rf != nil {
+			r.subs = append(r.subs, sub{outcome: OutcomeRejected, code: rf.code, detail: rf.detail})
+			continue
+		}
+		if nj.IdempotencyKey != "" {
+			if k, ok := s.keys.Get(keyEnt{key: nj.IdempotencyKey}); ok {
+				r.subs = append(r.subs, sub{outcome: OutcomeDuplicate, job: s.get(k.id)})
+				continue
+			}
+		}
+		id := nj.ID
+		if id == "" {
+			id = derivedID(e.Index, i)
+		}
+		if old := s.get(id); old != nil {
+			r.subs = append(r.subs, sub{outcome: OutcomeDuplicate, job: old})
+			continue
+		}
+		bo := nj.Backoff.withDefaults()
+		s.seq++
+		j := &job{
+			id: id, queue: nj.Queue, kind: nj.Kind, key: nj.IdempotencyKey,
+			payload: nj.Payload, runAt: toNanos(nj.RunAt), created: now, updated: now,
+			seq: s.seq, boBase: int64(bo.Base), boMax: int64(bo.Max), boFactor: bo.Factor,
+			boJitter: bo.Jitter, prio: nj.Priority, maxAtt: nj.MaxAttempts, state: StatePending,
+		}
+		if j.maxAtt == 0 {
+			j.maxAtt = DefaultMaxAttempts
+		}
+		if j.runAt <= now {
+			j.runAt = now
+		} else {
+			j.state = StateScheduled
+		}
+		s.put(j)
+		r.subs = append(r.subs, sub{outcome: OutcomeCreated, job: j})
+	}
+}
+
+// promote moves every scheduled job whose run-at is due (<= now) to its
+// queue's ready order, queue by queue in name order.
+func (s *state) promote(now int64) {
+	var due []*job
+	s.queues.Scan(func(q *queue) bool {
+		q.sched.Scan(func(it item) bool {
+			if it.a > now {
+				return false
+			}
+			due = append(due, it.j)
+			return true
+		})
+		return true
+	})
+	for _, old := range due {
+		n := old.clone()
+		n.state = StatePending
+		s.replace(old, n)
+	}
+}
+
+func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
+	var qs []*queue
+	paused := 0
+	for i, name := range c.Queues {
+		dup := false
+		for _, prev := range c.Queues[:i] {
+			dup = dup || prev == name
+		}
+		if dup {
+			continue
+		}
+		q := s.queue(name)
+		switch {
+		case q == nil:
+		case q.paused:
+			paused++
+		default:
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) == 0 && paused > 0 {
+		return refuse(CodeQueuePaused, "every queue claimed is paused")
+	}
+	s.promote(now)
+	ttl := int64(c.TTL)
+	for len(r.jobs) < int(c.Max) {
+		var best item
+		found := false
+		for _, q := range qs {
+			if it, ok := q.ready.Min(); ok && (!found || itemLess(it, best)) {
+				best, found = it, true
+			}
+		}
+		if !found {
+			break
+		}
+		old := best.j
+		n := old.clone()
+		n.state = StateRunning
+		n.attempts++
+		n.updated = now
+		n.lease = &lease{token: e.Index, worker: c.Worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term}
+		s.replace(old, n)
+		r.jobs = append(r.jobs, n)
+	}
+	return nil
+}
+
+// leased returns the running job id whose current lease token is token.
+func (s *state) leased(id string, token uint64) (*job, *refusal) {
+	j := s.get(id)
+	if j == nil {
+		return nil, refuse(CodeNotFound, "job %q", id)
+	}
+	if j.state != StateRunning || j.lease.token != token {
+		return nil, refuse(CodeStaleLease, "job %q token %d is not its current lease (state %s)", id, token, j.state)
+	}
+	return j, nil
+}
+
+func (s *state) extend(e Entry, now int64, c *ExtendCmd, r *result) *refusal {
+	old, rf := s.leased(c.ID, c.Token)
+	if rf != nil {
+		return rf
+	}
+	ttl := int64(c.TTL)
+	if ttl == 0 {
+		ttl = old.lease.ttl
+	}
+	n := old.clone()
+	n.updated = now
+	n.lease = &lease{token: old.lease.token, worker: old.lease.worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term}
+	s.replace(old, n)
+	r.jobs = append(r.jobs, n)
+	return nil
+}
+
+func (s *state) ack(now int64, c *AckCmd, r *result) *refusal {
+	old, rf := s.leased(c.ID, c.Token)
+	if rf != nil {
+		return rf
+	}
+	n := old.clone()
+	n.state = StateSucceeded
+	n.lease = nil
+	n.updated = now
+	n.setOutcome(old.lastErr(), c.Result)
+	s.replace(old, n)
+	r.jobs = append(r.jobs, n)
+	return nil
+}
+
+// fail ends n's current attempt (n is a private copy, lease already
+// cleared): dead when out of attempts, else scheduled after delay (0: the
+// job's backoff for its attempt count).
+func fail(n *job, now int64, delay time.Duration, msg string) {
+	n.lease = nil
+	n.updated = now
+	n.setOutcome(msg, nil)
+	if n.attempts >= n.maxAtt {
+		n.state = StateDead
+		return
+	}
+	if delay == 0 {
+		delay = n.backoff().Delay(n.id, n.attempts)
+	}
+	n.runAt = addSat(now, int64(delay))
+	n.state = StateScheduled
+}
+
+func (s *state) nak(now int64, c *NakCmd, r *result) *refusal {
+	old, rf := s.leased(c.ID, c.Token)
+	if rf != nil {
+		return rf
+	}
+	n := old.clone()
+	fail(n, now, c.Delay, c.Error)
+	s.replace(old, n)
+	r.jobs = append(r.jobs, n)
+	return nil
+}
+
+func (s *state) term(now int64, c *TermCmd, r *result) *refusal {
+	old, rf := s.leased(c.ID, c.Token)
+	if rf != nil {
+		return rf
+	}
+	n := old.clone()
+	n.state = StateDead
+	n.lease = nil
+	n.updated = now
+	n.setOutcome(c.Reason, nil)
+	s.replace(old, n)
+	r.jobs = append(r.jobs, n)
+	return nil
+}
+
+func (s *state) cancel(now int64, c *CancelCmd, r *result) *refusal {
+	old := s.get(c.ID)
+	if old == nil {
+		return refuse(CodeNotFound, "job %q", c.ID)
+	}
+	if old.state.Terminal() {
+		return refuse(CodeInvalidState, "cannot cancel %s job %q", old.state, c.ID)
+	}
+	n := old.clone()
+	n.state = StateCanceled
+	n.lease = nil
+	n.updated = now
+	n.setOutcome(c.Reason, nil)
+	s.replace(old, n)
+	r.jobs = append(r.jobs, n)
+	return nil
+}
+
+func (s *state) retry(now int64, c *RetryCmd, r *result) *refusal {
+	old := s.get(c.ID)
+	if old == nil {
+		return refuse(CodeNotFound, "job %q", c.ID)
+	}
+	if old.state != StateDead && old.state != StateCanceled {
+		return refuse(CodeInvalidState, "cannot retry %s job %q", old.state, c.ID)
+	}
+	n := old.clone()
+	n.state = StatePending
+	n.attempts = 0
+	n.runAt = now
+	n.updated = now
+	n.setOutcome(old.lastErr(), nil)
+	s.replace(old, n)
+	r.jobs = append(r.jobs, n)
+	return nil
+}
+
+// expirable is the skew rule: a lease whose deadline passed may be expired
+// by an entry of the same term (same leader, same clock); a lease from an
+// earlier term only once the proposing leader has itself been in office for
+// the lease's whole TTL; never one from a later term.
+func expirable(l *lease, now int64, term uint64, leaderSince int64) bool {
+	if l.deadline > now {
+		return false
+	}
+	if l.term == term {
+		return true
+	}
+	if l.term > term || now < leaderSince {
+		return false
+	}
+	return uint64(now)-uint64(leaderSince) >= uint64(l.ttl) // no overflow: now >= leaderSince
+}
+
+func (s *state) expire(e Entry, now int64, c *ExpireCmd, r *result) {
+	s.promote(now)
+	since := toNanos(c.LeaderSince)
+	var due []*job
+	s.queues.Scan(func(q *queue) bool {
+		q.running.Scan(func(it item) bool {
+			if it.a > now {
+				return false
+			}
+			if expirable(it.j.lease, now, e.Term, since) {
+				due = append(due, it.j)
+			}
+			return true
+		})
+		return true
+	})
+	for _, old := range due {
+		n := old.clone()
+		fail(n, now, 0, leaseExpiredMsg)
+		s.replace(old, n)
+		r.expired = append(r.expired, n.id)
+	}
+}
+
+func (s *state) sweep(now int64, c *SweepCmd, r *result) {
+	var qs []*queue
+	s.queues.Scan(func(q *queue) bool {
+		qs = append(qs, q)
+		return true
+	})
+	cutoff := addSat(now, -int64(c.MaxAge))
+	for _, q := range qs {
+		var gone []*job
+		keep := q.done.Len()
+		q.done.Scan(func(it item) bool {
+			switch {
+			case c.MaxAge > 0 && it.a <= cutoff:
+			case c.MaxPerQueue > 0 && keep > int(c.MaxPerQueue):
+			default:
+				return false
+			}
+			gone = append(gone, it.j)
+			keep--
+			return true
+		})
+		for _, j := range gone {
+			s.remove(j)
+		}
+		r.removed += uint64(len(gone))
+	}
+}

@@ -1,0 +1,145 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Primitive encoding shared by commands, results and snapshots:
+// unsigned integers are uvarints, signed ones zig-zag varints, strings and
+// byte slices a uvarint length followed by the bytes, times int64 unix
+// nanoseconds as varints (0 = unset), durations nanoseconds as varints.
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b []byte, p []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	return append(b, p...)
+}
+
+// decoder reads primitives from a byte slice. The first error sticks; every
+// read after it returns zero values, so callers check err once at the end.
+// Lengths are bounded by the remaining input, so a hostile length prefix
+// can never cause a large allocation.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidCommand}, args...)...)
+	}
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.fail("truncated")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) u32() uint32 {
+	v := d.uvarint()
+	if v > 1<<32-1 {
+		d.fail("value %d overflows uint32", v)
+		return 0
+	}
+	return uint32(v)
+}
+
+func (d *decoder) i32() int32 {
+	v := d.varint()
+	if v < -1<<31 || v > 1<<31-1 {
+		d.fail("value %d overflows int32", v)
+		return 0
+	}
+	return int32(v)
+}
+
+// raw returns the next length-prefixed bytes without copying.
+func (d *decoder) raw() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail("length %d beyond input (%d left)", n, len(d.b))
+		return nil
+	}
+	p := d.b[:n:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *decoder) str() string { return string(d.raw()) }
+
+// bytes returns a copy of the next length-prefixed bytes (nil when empty).
+func (d *decoder) bytes() []byte {
+	p := d.raw()
+	if len(p) == 0 {
+		return nil
+	}
+	return append([]byte(nil), p...)
+}
+
+// count reads a collection length and checks it against max and against
+// the input left (each element takes at least minSize bytes).
+func (d *decoder) count(max, minSize int) int {
+	n := d.uvarint()
+	if d.err != nil {
+		return 0
+	}
+	if n > uint64(max) {
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: %d elements, at most %d", ErrTooLarge, n, max)
+		}
+		return 0
+	}
+	if n*uint64(minSize) > uint64(len(d.b)) {
+		d.fail("%d elements cannot fit in %d bytes", n, len(d.b))
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) end() {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d trailing bytes", len(d.b))
+	}
+}

@@ -1,0 +1,215 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// FormatVersion is the version byte that starts every encoded command and
+// result.
+const FormatVersion = 1
+
+// Command encoding (all integers varint/uvarint, see codec.go):
+//
+//	+---------+------+------------------------------+
+//	| version | type | fields of the command type   |
+//	|  1 byte |1 byte| (no trailing bytes allowed)  |
+//	+---------+------+------------------------------+
+//
+//	submit: count, then per job: id, queue, kind, payload, priority(varint),
+//	        runAt(ns varint), maxAttempts, backoff{base, max (varint ns),
+//	        factor, jitter(byte)}, idempotencyKey
+//	claim:  count, queues..., worker, max, ttl
+//	extend: id, token, ttl          ack:  id, token, result
+//	nak:    id, token, delay, error term: id, token, reason
+//	cancel: id, reason              retry: id
+//	expire: leaderSince             pause, resume: queue
+//	sweep:  maxAge, maxPerQueue
+
+// minJobWire is the smallest encoding of one submitted job (empty strings,
+// zero numbers): 4 strings + payload + 6 numbers + jitter byte + key.
+const minJobWire = 12
+
+// EncodeCommand validates c and returns the bytes of one raft entry. c may
+// be a command value or a pointer to one. Validation is the same Apply does
+// (minus state-dependent checks), so an error here means Apply would refuse;
+// errors wrap the sentinels of errors.go.
+func EncodeCommand(c Command) ([]byte, error) {
+	c = normalize(c)
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil command", ErrInvalidCommand)
+	}
+	if r := validate(c, true); r != nil {
+		return nil, r
+	}
+	return appendCommand(nil, c), nil
+}
+
+// normalize turns command values into pointers (nil for nil/unknown).
+func normalize(c Command) Command {
+	switch v := c.(type) {
+	case SubmitCmd:
+		return &v
+	case ClaimCmd:
+		return &v
+	case ExtendCmd:
+		return &v
+	case AckCmd:
+		return &v
+	case NakCmd:
+		return &v
+	case TermCmd:
+		return &v
+	case CancelCmd:
+		return &v
+	case RetryCmd:
+		return &v
+	case ExpireCmd:
+		return &v
+	case PauseCmd:
+		return &v
+	case ResumeCmd:
+		return &v
+	case SweepCmd:
+		return &v
+	}
+	return c
+}
+
+// appendCommand encodes c (a pointer type) without validating it.
+func appendCommand(b []byte, c Command) []byte {
+	b = append(b, FormatVersion, byte(c.Type()))
+	switch c := c.(type) {
+	case *SubmitCmd:
+		b = binary.AppendUvarint(b, uint64(len(c.Jobs)))
+		for i := range c.Jobs {
+			nj := &c.Jobs[i]
+			b = appendStr(b, nj.ID)
+			b = appendStr(b, nj.Queue)
+			b = appendStr(b, nj.Kind)
+			b = appendBytes(b, nj.Payload)
+			b = binary.AppendVarint(b, int64(nj.Priority))
+			b = binary.AppendVarint(b, toNanos(nj.RunAt))
+			b = binary.AppendUvarint(b, uint64(nj.MaxAttempts))
+			b = binary.AppendVarint(b, int64(nj.Backoff.Base))
+			b = binary.AppendVarint(b, int64(nj.Backoff.Max))
+			b = binary.AppendUvarint(b, uint64(nj.Backoff.Factor))
+			b = append(b, nj.Backoff.Jitter)
+			b = appendStr(b, nj.IdempotencyKey)
+		}
+	case *ClaimCmd:
+		b = binary.AppendUvarint(b, uint64(len(c.Queues)))
+		for _, q := range c.Queues {
+			b = appendStr(b, q)
+		}
+		b = appendStr(b, c.Worker)
+		b = binary.AppendUvarint(b, uint64(c.Max))
+		b = binary.AppendVarint(b, int64(c.TTL))
+	case *ExtendCmd:
+		b = appendStr(b, c.ID)
+		b = binary.AppendUvarint(b, c.Token)
+		b = binary.AppendVarint(b, int64(c.TTL))
+	case *AckCmd:
+		b = appendStr(b, c.ID)
+		b = binary.AppendUvarint(b, c.Token)
+		b = appendBytes(b, c.Result)
+	case *NakCmd:
+		b = appendStr(b, c.ID)
+		b = binary.AppendUvarint(b, c.Token)
+		b = binary.AppendVarint(b, int64(c.Delay))
+		b = appendStr(b, c.Error)
+	case *TermCmd:
+		b = appendStr(b, c.ID)
+		b = binary.AppendUvarint(b, c.Token)
+		b = appendStr(b, c.Reason)
+	case *CancelCmd:
+		b = appendStr(b, c.ID)
+		b = appendStr(b, c.Reason)
+	case *RetryCmd:
+		b = appendStr(b, c.ID)
+	case *ExpireCmd:
+		b = binary.AppendVarint(b, toNanos(c.LeaderSince))
+	case *PauseCmd:
+		b = appendStr(b, c.Queue)
+	case *ResumeCmd:
+		b = appendStr(b, c.Queue)
+	case *SweepCmd:
+		b = binary.AppendVarint(b, int64(c.MaxAge))
+		b = binary.AppendUvarint(b, uint64(c.MaxPerQueue))
+	}
+	return b
+}
+
+// DecodeCommand parses an encoded command into a pointer to its typed struct
+// (*SubmitCmd, *ClaimCmd, ...). It checks structure only (version, type,
+// lengths, no trailing bytes); field limits are checked by Apply. Errors wrap
+// ErrUnsupportedVersion, ErrUnknownCommand, ErrTooLarge or ErrInvalidCommand.
+// The returned command owns its memory (nothing aliases b).
+func DecodeCommand(b []byte) (Command, error) {
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%w: %d bytes, truncated header", ErrInvalidCommand, len(b))
+	}
+	if b[0] != FormatVersion {
+		return nil, fmt.Errorf("%w: command version %d", ErrUnsupportedVersion, b[0])
+	}
+	d := decoder{b: b[2:]}
+	var c Command
+	switch CommandType(b[1]) {
+	case CmdSubmit:
+		n := d.count(MaxSubmit, minJobWire)
+		jobs := make([]NewJob, n)
+		for i := range jobs {
+			nj := &jobs[i]
+			nj.ID = d.str()
+			nj.Queue = d.str()
+			nj.Kind = d.str()
+			nj.Payload = d.bytes()
+			nj.Priority = d.i32()
+			nj.RunAt = fromNanos(d.varint())
+			nj.MaxAttempts = d.u32()
+			nj.Backoff.Base = durationOf(d.varint())
+			nj.Backoff.Max = durationOf(d.varint())
+			nj.Backoff.Factor = d.u32()
+			nj.Backoff.Jitter = d.byte()
+			nj.IdempotencyKey = d.str()
+		}
+		c = &SubmitCmd{Jobs: jobs}
+	case CmdClaim:
+		n := d.count(MaxClaimQueue, 1)
+		qs := make([]string, n)
+		for i := range qs {
+			qs[i] = d.str()
+		}
+		c = &ClaimCmd{Queues: qs, Worker: d.str(), Max: d.u32(), TTL: durationOf(d.varint())}
+	case CmdExtend:
+		c = &ExtendCmd{ID: d.str(), Token: d.uvarint(), TTL: durationOf(d.varint())}
+	case CmdAck:
+		c = &AckCmd{ID: d.str(), Token: d.uvarint(), Result: d.bytes()}
+	case CmdNak:
+		c = &NakCmd{ID: d.str(), Token: d.uvarint(), Delay: durationOf(d.varint()), Error: d.str()}
+	case CmdTerm:
+		c = &TermCmd{ID: d.str(), Token: d.uvarint(), Reason: d.str()}
+	case CmdCancel:
+		c = &CancelCmd{ID: d.str(), Reason: d.str()}
+	case CmdRetry:
+		c = &RetryCmd{ID: d.str()}
+	case CmdExpire:
+		c = &ExpireCmd{LeaderSince: fromNanos(d.varint())}
+	case CmdPause:
+		c = &PauseCmd{Queue: d.str()}
+	case CmdResume:
+		c = &ResumeCmd{Queue: d.str()}
+	case CmdSweep:
+		c = &SweepCmd{MaxAge: durationOf(d.varint()), MaxPerQueue: d.u32()}
+	default:
+		return nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, b[1])
+	}
+	d.end()
+	if d.err != nil {
+		return nil, d.err
+	}
+	return c, nil
+}
+
+func durationOf(ns int64) time.Duration { return time.Duration(ns) }

@@ -1,0 +1,207 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// job is the stored record. Once a *job is published in a tree it is never
+// mutated (snapshots share it): modifications copy it first (see clone).
+type job struct {
+	id, queue, kind, key string
+	payload              []byte
+	lease                *lease   // running only
+	out                  *outcome // last error and result, nil when both empty
+	runAt                int64    // unix ns
+	created, updated     int64    // unix ns; updated = finish time once terminal
+	seq                  uint64   // submit sequence
+	boBase, boMax        int64    // backoff, ns
+	prio                 int32
+	maxAtt, attempts     uint32
+	boFactor             uint32
+	boJitter             uint8
+	state                State
+}
+
+type lease struct {
+	token    uint64
+	worker   string
+	deadline int64
+	ttl      int64
+	term     uint64
+}
+
+type outcome struct {
+	lastErr string
+	result  []byte
+}
+
+func (j *job) clone() *job {
+	c := *j
+	return &c
+}
+
+func (j *job) lastErr() string {
+	if j.out == nil {
+		return ""
+	}
+	return j.out.lastErr
+}
+
+func (j *job) result() []byte {
+	if j.out == nil {
+		return nil
+	}
+	return j.out.result
+}
+
+func (j *job) setOutcome(lastErr string, result []byte) {
+	if lastErr == "" && len(result) == 0 {
+		j.out = nil
+		return
+	}
+	j.out = &outcome{lastErr: lastErr, result: result}
+}
+
+func (j *job) backoff() Backoff {
+	return Backoff{Base: time.Duration(j.boBase), Max: time.Duration(j.boMax), Factor: j.boFactor, Jitter: j.boJitter}
+}
+
+// public converts a record to the caller's Job. Slices are shared.
+func (j *job) public(withPayload bool) Job {
+	p := Job{
+		ID: j.id, Queue: j.queue, Kind: j.kind,
+		Priority: j.prio, RunAt: fromNanos(j.runAt), MaxAttempts: j.maxAtt,
+		Backoff: j.backoff(), IdempotencyKey: j.key, Attempts: j.attempts,
+		State: j.state, LastError: j.lastErr(), Result: j.result(), Seq: j.seq,
+		Created: fromNanos(j.created), Updated: fromNanos(j.updated),
+	}
+	if withPayload {
+		p.Payload = j.payload
+	}
+	if j.state.Terminal() {
+		p.Finished = p.Updated
+	}
+	if l := j.lease; l != nil {
+		p.Lease = &Lease{Token: l.token, Worker: l.worker, Deadline: fromNanos(l.deadline), TTL: time.Duration(l.ttl), Term: l.term}
+	}
+	return p
+}
+
+// Job record encoding, shared by snapshots, digests and results:
+//
+//	id, queue, kind, key (str) | payload (bytes; empty when omitted) |
+//	priority (varint) | maxAttempts, attempts (uvarint) | state (byte) |
+//	runAt, created, updated (varint ns) | seq (uvarint) |
+//	backoff base, max (varint ns) | factor (uvarint) | jitter (byte) |
+//	flags (byte: 1 lease, 2 outcome) |
+//	[lease: token (uvarint), worker (str), deadline, ttl (varint), term (uvarint)] |
+//	[outcome: lastError (str), result (bytes)]
+const (
+	flagLease   = 1
+	flagOutcome = 2
+)
+
+func appendJob(b []byte, j *job, withPayload bool) []byte {
+	b = appendStr(b, j.id)
+	b = appendStr(b, j.queue)
+	b = appendStr(b, j.kind)
+	b = appendStr(b, j.key)
+	if withPayload {
+		b = appendBytes(b, j.payload)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.AppendVarint(b, int64(j.prio))
+	b = binary.AppendUvarint(b, uint64(j.maxAtt))
+	b = binary.AppendUvarint(b, uint64(j.attempts))
+	b = append(b, byte(j.state))
+	b = binary.AppendVarint(b, j.runAt)
+	b = binary.AppendVarint(b, j.created)
+	b = binary.AppendVarint(b, j.updated)
+	b = binary.AppendUvarint(b, j.seq)
+	b = binary.AppendVarint(b, j.boBase)
+	b = binary.AppendVarint(b, j.boMax)
+	b = binary.AppendUvarint(b, uint64(j.boFactor))
+	b = append(b, j.boJitter)
+	var flags byte
+	if j.lease != nil {
+		flags |= flagLease
+	}
+	if j.out != nil {
+		flags |= flagOutcome
+	}
+	b = append(b, flags)
+	if l := j.lease; l != nil {
+		b = binary.AppendUvarint(b, l.token)
+		b = appendStr(b, l.worker)
+		b = binary.AppendVarint(b, l.deadline)
+		b = binary.AppendVarint(b, l.ttl)
+		b = binary.AppendUvarint(b, l.term)
+	}
+	if o := j.out; o != nil {
+		b = appendStr(b, o.lastErr)
+		b = appendBytes(b, o.result)
+	}
+	return b
+}
+
+// decodeJob reads one record. It checks structure only; snapshot restore
+// checks invariants separately (checkJob).
+func decodeJob(d *decoder) *job {
+	j := &job{}
+	j.id = d.str()
+	j.queue = d.str()
+	j.kind = d.str()
+	j.key = d.str()
+	j.payload = d.bytes()
+	j.prio = d.i32()
+	j.maxAtt = d.u32()
+	j.attempts = d.u32()
+	j.state = State(d.byte())
+	j.runAt = d.varint()
+	j.created = d.varint()
+	j.updated = d.varint()
+	j.seq = d.uvarint()
+	j.boBase = d.varint()
+	j.boMax = d.varint()
+	j.boFactor = d.u32()
+	j.boJitter = d.byte()
+	flags := d.byte()
+	if flags&^(flagLease|flagOutcome) != 0 {
+		d.fail("job flags %#x", flags)
+	}
+	if flags&flagLease != 0 {
+		j.lease = &lease{token: d.uvarint(), worker: d.str(), deadline: d.varint(), ttl: d.varint(), term: d.uvarint()}
+	}
+	if flags&flagOutcome != 0 {
+		j.out = &outcome{lastErr: d.str(), result: d.bytes()}
+	}
+	return j
+}
+
+// checkJob verifies a restored record's invariants; it returns a reason or "".
+func checkJob(j *job) string {
+	switch {
+	case checkID(j.id) != nil:
+		return "bad id"
+	case checkName("queue", j.queue) != nil || checkName("kind", j.kind) != nil:
+		return "bad queue or kind"
+	case len(j.key) > MaxKeyLen || len(j.payload) > MaxPayload:
+		return "oversize key or payload"
+	case !j.state.Valid():
+		return "bad state"
+	case (j.lease != nil) != (j.state == StateRunning):
+		return "lease present iff running violated"
+	case j.out != nil && j.out.lastErr == "" && len(j.out.result) == 0:
+		return "empty outcome record"
+	case j.boFactor < 1000 || j.boBase <= 0 || j.boMax < j.boBase || j.boJitter > 100:
+		return "bad backoff"
+	case j.maxAtt == 0:
+		return "zero max attempts"
+	}
+	if l := j.lease; l != nil && (l.worker == "" || l.token == 0 || l.ttl <= 0) {
+		return "bad lease"
+	}
+	return ""
+}

@@ -1,0 +1,201 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Outcome is what a submit did with one job of its batch.
+type Outcome uint8
+
+// Outcomes. Values are part of the result encoding.
+const (
+	OutcomeInvalid   Outcome = iota
+	OutcomeCreated           // a new job was created
+	OutcomeDuplicate         // the ID or idempotency key exists: Job is the existing job
+	OutcomeRejected          // the job was refused: Code says why, nothing was created
+	numOutcomes
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeCreated:
+		return "created"
+	case OutcomeDuplicate:
+		return "duplicate"
+	case OutcomeRejected:
+		return "rejected"
+	}
+	return "invalid"
+}
+
+// Submitted is the outcome of one job of a submit batch, in batch order.
+type Submitted struct {
+	Outcome Outcome
+	Code    Code   // refusal code when Outcome is OutcomeRejected
+	Detail  string // refusal detail
+	Job     Job    // the created or existing job, without Payload (zero when rejected)
+}
+
+// Err returns the refusal error for a rejected job, nil otherwise.
+func (s *Submitted) Err() error {
+	if s.Code == CodeOK {
+		return nil
+	}
+	return &refusal{code: s.Code, detail: s.Detail}
+}
+
+// Result is the decoded answer of Apply to one command.
+type Result struct {
+	Command CommandType // the command answered (CmdInvalid if undecodable)
+	Index   uint64      // the raft index of the entry
+	Code    Code        // CodeOK, or why the whole command was refused
+	Detail  string      // refusal detail, for humans
+
+	Submitted []Submitted // submit: one per job, in batch order
+	// Jobs: claim: the claimed jobs with their payload and lease, best
+	// first; extend, ack, nak, term, cancel, retry: the job after the
+	// command, without payload.
+	Jobs    []Job
+	Expired []string // expire: IDs of expired leases' jobs, in expiry order
+	Removed uint64   // sweep: jobs removed
+	Changed bool     // pause, resume: whether the queue's state changed
+}
+
+// Err returns nil if the command was applied, else an error wrapping the
+// sentinel of Code (use errors.Is).
+func (r *Result) Err() error {
+	if r.Code == CodeOK {
+		return nil
+	}
+	return &refusal{code: r.Code, detail: r.Detail}
+}
+
+// Result encoding:
+//
+//	version (byte) | command type (byte) | code (byte) | index (uvarint) |
+//	detail (str) | body, only when code is OK:
+//	  submit: count, then per job: outcome (byte), code (byte), detail (str),
+//	          job record without payload (only for created/duplicate)
+//	  claim, extend, ack, nak, term, cancel, retry: count, job records
+//	          (with payload for claim, without otherwise)
+//	  expire: count, ids (str)      sweep: removed (uvarint)
+//	  pause, resume: changed (byte 0/1)
+
+func appendResult(b []byte, r *result) []byte {
+	b = append(b, FormatVersion, byte(r.cmd), byte(r.code))
+	b = binary.AppendUvarint(b, r.index)
+	b = appendStr(b, r.detail)
+	if r.code != CodeOK {
+		return b
+	}
+	switch r.cmd {
+	case CmdSubmit:
+		b = binary.AppendUvarint(b, uint64(len(r.subs)))
+		for _, s := range r.subs {
+			b = append(b, byte(s.outcome), byte(s.code))
+			b = appendStr(b, s.detail)
+			if s.job != nil {
+				b = appendJob(b, s.job, false)
+			}
+		}
+	case CmdClaim, CmdExtend, CmdAck, CmdNak, CmdTerm, CmdCancel, CmdRetry:
+		b = binary.AppendUvarint(b, uint64(len(r.jobs)))
+		for _, j := range r.jobs {
+			b = appendJob(b, j, r.cmd == CmdClaim)
+		}
+	case CmdExpire:
+		b = binary.AppendUvarint(b, uint64(len(r.expired)))
+		for _, id := range r.expired {
+			b = appendStr(b, id)
+		}
+	case CmdSweep:
+		b = binary.AppendUvarint(b, r.removed)
+	case CmdPause, CmdResume:
+		if r.changed {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	return b
+}
+
+// result is Apply's internal answer, encoded by appendResult.
+type result struct {
+	cmd     CommandType
+	code    Code
+	index   uint64
+	detail  string
+	subs    []sub
+	jobs    []*job
+	expired []string
+	removed uint64
+	changed bool
+}
+
+type sub struct {
+	outcome Outcome
+	code    Code
+	detail  string
+	job     *job
+}
+
+// DecodeResult parses the bytes Apply returned. An error (wrapping
+// ErrInvalidResult or ErrUnsupportedVersion) means the bytes are not a
+// result; a refused command decodes fine and reports itself via Result.Err.
+func DecodeResult(b []byte) (Result, error) {
+	var r Result
+	if len(b) < 3 {
+		return r, fmt.Errorf("%w: %d bytes", ErrInvalidResult, len(b))
+	}
+	if b[0] != FormatVersion {
+		return r, fmt.Errorf("%w: result version %d", ErrUnsupportedVersion, b[0])
+	}
+	r.Command, r.Code = CommandType(b[1]), Code(b[2])
+	if r.Command >= numCmds || r.Code >= numCodes {
+		return Result{}, fmt.Errorf("%w: command %d code %d", ErrInvalidResult, b[1], b[2])
+	}
+	d := decoder{b: b[3:]}
+	r.Index = d.uvarint()
+	r.Detail = d.str()
+	if r.Code == CodeOK {
+		switch r.Command {
+		case CmdSubmit:
+			n := d.count(MaxSubmit, 3)
+			r.Submitted = make([]Submitted, n)
+			for i := range r.Submitted {
+				s := &r.Submitted[i]
+				s.Outcome, s.Code = Outcome(d.byte()), Code(d.byte())
+				s.Detail = d.str()
+				if s.Outcome == OutcomeInvalid || s.Outcome >= numOutcomes || s.Code >= numCodes {
+					d.fail("outcome %d code %d", s.Outcome, s.Code)
+				}
+				if s.Outcome != OutcomeRejected && d.err == nil {
+					s.Job = decodeJob(&d).public(false)
+				}
+			}
+		case CmdClaim, CmdExtend, CmdAck, CmdNak, CmdTerm, CmdCancel, CmdRetry:
+			n := d.count(MaxClaim, 20)
+			r.Jobs = make([]Job, 0, n)
+			for i := 0; i < n && d.err == nil; i++ {
+				r.Jobs = append(r.Jobs, decodeJob(&d).public(r.Command == CmdClaim))
+			}
+		case CmdExpire:
+			n := d.count(len(d.b), 1)
+			r.Expired = make([]string, n)
+			for i := range r.Expired {
+				r.Expired[i] = d.str()
+			}
+		case CmdSweep:
+			r.Removed = d.uvarint()
+		case CmdPause, CmdResume:
+			r.Changed = d.byte() == 1
+		}
+	}
+	d.end()
+	if d.err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrInvalidResult, d.err)
+	}
+	return r, nil
+}

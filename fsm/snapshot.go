@@ -1,0 +1,300 @@
+package fsm
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+
+	"github.com/tidwall/btree"
+)
+
+// Snapshot stream format, version 1 (integers little endian unless noted):
+//
+//	+----------------------+---------------+-------------+-----------+
+//	| magic "JRFSMSNP" (8) | version (u16) | index (u64) | seq (u64) |
+//	+----------------------+---------------+-------------+-----------+
+//	| records, each: tag (1 byte) + body                             |
+//	|   'Q' paused queue:  name (str)          (in name order)       |
+//	|   'J' job:           length (uvarint) + job record (record.go) |
+//	|                      (in ID order, strictly increasing)        |
+//	+----------------------------------------------------------------+
+//	| 'E' end: job count (uvarint) | state digest Sum (32 bytes)     |
+//	+----------------------------------------------------------------+
+//	| CRC-32C (u32) of every byte above                              |
+//	+----------------------------------------------------------------+
+//
+// Nothing may follow the CRC. Restore rebuilds every index from the
+// records, recomputes the digest and requires it to equal the stored one.
+const (
+	snapMagic   = "JRFSMSNP"
+	snapVersion = 1
+	// maxRecord bounds one job record: caps on payload and result plus the
+	// other fields' caps with room to spare.
+	maxRecord = MaxPayload + MaxResult + 64<<10
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// snapshot is a frozen copy: the job tree is a copy-on-write clone, so
+// Persist reads it while Apply keeps writing the live tree.
+type snapshot struct {
+	index, seq uint64
+	sum        [32]byte
+	paused     []string
+	jobs       *btree.BTreeG[*job]
+}
+
+var _ Snapshot = (*snapshot)(nil)
+
+// Snapshot implements StateMachine: O(paused queues), no job is copied.
+func (m *Jobs) Snapshot() (Snapshot, error) {
+	m.mu.Lock() // Copy marks the live tree's nodes shared: a write.
+	defer m.mu.Unlock()
+	st := m.st
+	return &snapshot{index: st.index, seq: st.seq, sum: st.sum(), paused: st.pausedNames(), jobs: st.jobs.Copy()}, nil
+}
+
+// Release implements Snapshot.
+func (sn *snapshot) Release() { sn.jobs = nil }
+
+// Persist implements Snapshot.
+func (sn *snapshot) Persist(w io.Writer) error {
+	if sn.jobs == nil {
+		return errors.New("fsm: persist of a released snapshot")
+	}
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
+	var b []byte
+	b = append(b, snapMagic...)
+	b = binary.LittleEndian.AppendUint16(b, snapVersion)
+	b = binary.LittleEndian.AppendUint64(b, sn.index)
+	b = binary.LittleEndian.AppendUint64(b, sn.seq)
+	for _, name := range sn.paused {
+		b = append(b, 'Q')
+		b = appendStr(b, name)
+	}
+	if _, err := bw.Write(b); err != nil {
+		return err
+	}
+	var werr error
+	rec := make([]byte, 0, 4096)
+	sn.jobs.Scan(func(j *job) bool {
+		rec = appendJob(rec[:0], j, true)
+		b = append(b[:0], 'J')
+		b = binary.AppendUvarint(b, uint64(len(rec)))
+		if _, werr = bw.Write(b); werr == nil {
+			_, werr = bw.Write(rec)
+		}
+		return werr == nil
+	})
+	if werr != nil {
+		return werr
+	}
+	b = append(b[:0], 'E')
+	b = binary.AppendUvarint(b, uint64(sn.jobs.Len()))
+	b = append(b, sn.sum[:]...)
+	if _, err := bw.Write(b); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	return err
+}
+
+// Restore implements StateMachine. It reads the whole stream into a new
+// state, validating layout, checksum, record invariants and the digest,
+// and swaps it in only if everything holds. Errors wrap ErrCorruptSnapshot
+// or ErrSnapshotVersion (or are the reader's own error).
+func (m *Jobs) Restore(r io.Reader) error {
+	st, err := readSnapshot(r)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.st = st
+	m.mu.Unlock()
+	return nil
+}
+
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorruptSnapshot}, args...)...)
+}
+
+// crcReader feeds everything read through it to a CRC.
+type crcReader struct {
+	r   *bufio.Reader
+	crc   hash.Hash32
+	n     int64
+	ioErr error // the underlying reader's last error
+}
+
+func (c *crcReader) read(p []byte) error {
+	if _, err := io.ReadFull(c.r, p); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return corrupt("truncated at byte %d", c.n)
+		}
+		c.ioErr = err
+		return err
+	}
+	c.crc.Write(p)
+	c.n += int64(len(p))
+	return nil
+}
+
+func (c *crcReader) ReadByte() (byte, error) {
+	var b [1]byte
+	err := c.read(b[:])
+	return b[0], err
+}
+
+func readSnapshot(r io.Reader) (*state, error) {
+	cr := &crcReader{r: bufio.NewReaderSize(r, 1<<20), crc: crc32.New(castagnoli)}
+	hdr := make([]byte, 8+2+8+8)
+	if err := cr.read(hdr); err != nil {
+		return nil, err
+	}
+	if string(hdr[:8]) != snapMagic {
+		return nil, corrupt("bad magic %q", hdr[:8])
+	}
+	if v := binary.LittleEndian.Uint16(hdr[8:]); v != snapVersion {
+		return nil, fmt.Errorf("%w: version %d", ErrSnapshotVersion, v)
+	}
+	st := newState()
+	st.index = binary.LittleEndian.Uint64(hdr[10:])
+	st.seq = binary.LittleEndian.Uint64(hdr[18:])
+	var (
+		rec     []byte
+		count   uint64
+		lastID  string
+		lastQ   string
+		inJobs  bool
+		wantSum [32]byte
+	)
+	for {
+		tag, err := cr.ReadByte()
+		if err != nil {
+			return nil, err
+		}
+		switch tag {
+		case 'Q':
+			if inJobs {
+				return nil, corrupt("queue record after job records")
+			}
+			name, err := readStr(cr, MaxNameLen)
+			if err != nil {
+				return nil, err
+			}
+			if name == "" || (lastQ != "" && name <= lastQ) {
+				return nil, corrupt("paused queue %q out of order", name)
+			}
+			lastQ = name
+			st.queueOrCreate(name).paused = true
+			continue
+		case 'J':
+			inJobs = true
+			n, err := readUvarint(cr)
+			if err != nil {
+				return nil, err
+			}
+			if n > maxRecord {
+				return nil, corrupt("job record of %d bytes", n)
+			}
+			if uint64(cap(rec)) < n {
+				rec = make([]byte, n)
+			}
+			rec = rec[:n]
+			if err := cr.read(rec); err != nil {
+				return nil, err
+			}
+			d := decoder{b: rec}
+			j := decodeJob(&d)
+			d.end()
+			if d.err != nil {
+				return nil, corrupt("job record %d: %v", count, d.err)
+			}
+			if why := checkJob(j); why != "" {
+				return nil, corrupt("job %q: %s", j.id, why)
+			}
+			if count > 0 && j.id <= lastID {
+				return nil, corrupt("job %q out of order", j.id)
+			}
+			if j.seq == 0 || j.seq > st.seq || (j.lease != nil && j.lease.token > st.index) {
+				return nil, corrupt("job %q: seq or lease token beyond the snapshot", j.id)
+			}
+			if j.key != "" {
+				if _, dup := st.keys.Get(keyEnt{key: j.key}); dup {
+					return nil, corrupt("job %q: idempotency key shared", j.id)
+				}
+			}
+			if !st.put(j) {
+				return nil, corrupt("job %q: duplicate index key", j.id)
+			}
+			lastID = j.id
+			count++
+			continue
+		case 'E':
+		default:
+			return nil, corrupt("unknown record tag %#x at byte %d", tag, cr.n-1)
+		}
+		break
+	}
+	n, err := readUvarint(cr)
+	if err != nil {
+		return nil, err
+	}
+	if n != count {
+		return nil, corrupt("end record counts %d jobs, read %d", n, count)
+	}
+	if err := cr.read(wantSum[:]); err != nil {
+		return nil, err
+	}
+	want := cr.crc.Sum32()
+	var tail [4]byte
+	if err := cr.read(tail[:]); err != nil {
+		return nil, err
+	}
+	if got := binary.LittleEndian.Uint32(tail[:]); got != want {
+		return nil, corrupt("checksum %08x, computed %08x", got, want)
+	}
+	if _, err := cr.r.ReadByte(); err != io.EOF {
+		if err != nil {
+			return nil, err
+		}
+		return nil, corrupt("data after the checksum")
+	}
+	if st.sum() != wantSum {
+		return nil, corrupt("restored state digest differs from the snapshot's")
+	}
+	return st, nil
+}
+
+func readStr(cr *crcReader, max int) (string, error) {
+	n, err := readUvarint(cr)
+	if err != nil {
+		return "", err
+	}
+	if n > uint64(max) {
+		return "", corrupt("string of %d bytes", n)
+	}
+	b := make([]byte, n)
+	if err := cr.read(b); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// readUvarint reads a uvarint, reporting a malformed one as corruption
+// (errors of the underlying reader pass through).
+func readUvarint(cr *crcReader) (uint64, error) {
+	v, err := binary.ReadUvarint(cr)
+	if err != nil && !IsCorrupt(err) && err != cr.ioErr {
+		return 0, corrupt("bad uvarint at byte %d: %v", cr.n, err)
+	}
+	return v, err
+}

@@ -1,0 +1,243 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+
+	"github.com/tidwall/btree"
+)
+
+// item orders a job inside one of its queue's indexes. Keys are inlined so
+// tree searches never dereference records:
+//
+//	ready (pending):  a = -priority, b = runAt, seq  (claim order)
+//	sched (scheduled): a = runAt, seq
+//	running:           a = lease deadline, seq
+//	done (terminal):   a = finish time, seq
+//
+// seq is unique per job, so items never tie.
+type item struct {
+	a, b int64
+	seq  uint64
+	j    *job
+}
+
+func itemLess(x, y item) bool {
+	if x.a != y.a {
+		return x.a < y.a
+	}
+	if x.b != y.b {
+		return x.b < y.b
+	}
+	return x.seq < y.seq
+}
+
+func itemOf(j *job) item {
+	switch j.state {
+	case StatePending:
+		return item{a: -int64(j.prio), b: j.runAt, seq: j.seq, j: j}
+	case StateScheduled:
+		return item{a: j.runAt, seq: j.seq, j: j}
+	case StateRunning:
+		return item{a: j.lease.deadline, seq: j.seq, j: j}
+	}
+	return item{a: j.updated, seq: j.seq, j: j}
+}
+
+type tree = btree.BTreeG[item]
+
+func newTree() *tree {
+	return btree.NewBTreeGOptions(itemLess, btree.Options{NoLocks: true, Degree: 64})
+}
+
+// queue holds one queue's indexes. Queue structs belong to the live state
+// only (snapshots copy the job tree, not queues), so they are mutated in
+// place; the trees inside are btrees, the job records in them immutable.
+type queue struct {
+	name    string
+	paused  bool
+	counts  [numStates]int
+	total   int
+	ready   *tree
+	sched   *tree
+	running *tree
+	done    *tree
+}
+
+func newQueue(name string) *queue {
+	return &queue{name: name, ready: newTree(), sched: newTree(), running: newTree(), done: newTree()}
+}
+
+func (q *queue) tree(s State) *tree {
+	switch s {
+	case StatePending:
+		return q.ready
+	case StateScheduled:
+		return q.sched
+	case StateRunning:
+		return q.running
+	}
+	return q.done
+}
+
+type keyEnt struct{ key, id string }
+
+// state is the whole replicated state plus its indexes.
+type state struct {
+	index  uint64 // last applied raft index
+	seq    uint64 // last submit sequence
+	jobs   *btree.BTreeG[*job]
+	keys   *btree.BTreeG[keyEnt]
+	queues *btree.BTreeG[*queue]
+	acc    [4]uint64 // sum of per-job hashes, lane-wise mod 2^64
+
+	probe  job   // scratch key for job lookups on the apply goroutine
+	qprobe queue // scratch key for queue lookups on the apply goroutine
+	buf    []byte
+}
+
+func newState() *state {
+	return &state{
+		jobs: btree.NewBTreeGOptions(func(a, b *job) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
+		keys: btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
+		queues: btree.NewBTreeGOptions(func(a, b *queue) bool { return a.name < b.name },
+			btree.Options{NoLocks: true}),
+	}
+}
+
+// get looks a job up (apply goroutine only: uses the scratch probe).
+func (s *state) get(id string) *job {
+	s.probe.id = id
+	j, _ := s.jobs.Get(&s.probe)
+	s.probe.id = ""
+	return j
+}
+
+// getShared looks a job up without scratch state (queries).
+func (s *state) getShared(id string) *job {
+	j, _ := s.jobs.Get(&job{id: id})
+	return j
+}
+
+func (s *state) queue(name string) *queue {
+	s.qprobe.name = name
+	q, _ := s.queues.Get(&s.qprobe)
+	s.qprobe.name = ""
+	return q
+}
+
+func (s *state) queueOrCreate(name string) *queue {
+	if q := s.queue(name); q != nil {
+		return q
+	}
+	q := newQueue(name)
+	s.queues.Set(q)
+	return q
+}
+
+// dropIfEmpty removes a queue that holds no job and is not paused, so the
+// set of queues is a function of the jobs and the paused set.
+func (s *state) dropIfEmpty(q *queue) {
+	if q.total == 0 && !q.paused {
+		s.queues.Delete(q)
+	}
+}
+
+// hash is a job record's digest contribution.
+func (s *state) hash(j *job) [32]byte {
+	s.buf = appendJob(s.buf[:0], j, true)
+	return sha256.Sum256(s.buf)
+}
+
+func (s *state) accAdd(j *job, sign int) {
+	h := s.hash(j)
+	for i := range s.acc {
+		v := binary.LittleEndian.Uint64(h[i*8:])
+		if sign > 0 {
+			s.acc[i] += v
+		} else {
+			s.acc[i] -= v
+		}
+	}
+}
+
+// put publishes a new job in every index. It reports false if the job's
+// queue-index key collides (only possible with a corrupt snapshot).
+func (s *state) put(j *job) bool {
+	q := s.queueOrCreate(j.queue)
+	j.queue = q.name // share the name's bytes
+	if _, replaced := q.tree(j.state).Set(itemOf(j)); replaced {
+		return false
+	}
+	q.counts[j.state]++
+	q.total++
+	s.jobs.Set(j)
+	if j.key != "" {
+		s.keys.Set(keyEnt{key: j.key, id: j.id})
+	}
+	s.accAdd(j, +1)
+	return true
+}
+
+// replace swaps the published record old for its modified copy n (same ID,
+// queue and key).
+func (s *state) replace(old, n *job) {
+	q := s.queue(old.queue)
+	q.tree(old.state).Delete(itemOf(old))
+	q.counts[old.state]--
+	q.tree(n.state).Set(itemOf(n))
+	q.counts[n.state]++
+	s.jobs.Set(n)
+	s.accAdd(old, -1)
+	s.accAdd(n, +1)
+}
+
+// remove deletes a job and its idempotency key from every index.
+func (s *state) remove(j *job) {
+	q := s.queue(j.queue)
+	q.tree(j.state).Delete(itemOf(j))
+	q.counts[j.state]--
+	q.total--
+	s.jobs.Delete(j)
+	if j.key != "" {
+		s.keys.Delete(keyEnt{key: j.key})
+	}
+	s.accAdd(j, -1)
+	s.dropIfEmpty(q)
+}
+
+// sum is the digest of the whole state: SHA-256 over a domain tag, the
+// applied index, the submit sequence, the job-hash accumulator and the
+// names of paused queues in order. O(paused queues).
+func (s *state) sum() [32]byte {
+	h := sha256.New()
+	var b []byte
+	b = append(b, "jobraft/fsm.Jobs digest v1\x00"...)
+	b = binary.BigEndian.AppendUint64(b, s.index)
+	b = binary.BigEndian.AppendUint64(b, s.seq)
+	for _, v := range s.acc {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	s.queues.Scan(func(q *queue) bool {
+		if q.paused {
+			b = appendStr(b, q.name)
+		}
+		return true
+	})
+	h.Write(b)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// pausedNames lists the paused queues in name order.
+func (s *state) pausedNames() []string {
+	var names []string
+	s.queues.Scan(func(q *queue) bool {
+		if q.paused {
+			names = append(names, q.name)
+		}
+		return true
+	})
+	return names
+}
