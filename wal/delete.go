@@ -1,0 +1,191 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// DeleteRange implements raft.LogStore under the guard's G4 (see
+// checkDelete): prefix compaction up to the floor, suffix truncation above
+// it, or a whole-log reset as snapshot install does it. A refusal changes
+// nothing. A truncation or reset is durable when it returns: it is recorded
+// by a new segment whose header says where the log continues.
+func (l *Log) DeleteRange(min, max uint64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.RLock()
+	closed, failed, sh := l.closed, l.failed, l.shape()
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if failed != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, failed)
+	}
+	kind, g := checkDelete(sh, min, max)
+	if g != nil {
+		countRefusal(g)
+		l.opts.logger.Error("guard refused DeleteRange", "error", g)
+		return g
+	}
+	switch kind {
+	case deletePrefix:
+		l.compact(max)
+	case deleteSuffix:
+		if err := l.truncate(min); err != nil {
+			return err
+		}
+	case deleteAll:
+		seg, err := l.createSegment(0, segFlagReset)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.first, l.last, l.lastTerm = 0, 0, 0
+		l.cache.dropFrom(0)
+		l.mu.Unlock()
+		l.rotateTo(seg, true)
+	default:
+		return nil
+	}
+	countDelete(kind)
+	l.opts.logger.Info("log range deleted", "kind", kind.String(), "min", min, "max", max, "floor", sh.Floor)
+	return nil
+}
+
+// compact drops entries through max (max < last). Whole segments below the
+// new first index are removed; a partly compacted segment keeps its file and
+// after a restart its entries below the old first index reappear, which is
+// harmless: they are committed and intact.
+func (l *Log) compact(max uint64) {
+	l.mu.Lock()
+	l.first = max + 1
+	var drop []*segment
+	for len(l.segs) > 1 {
+		s := l.segs[0]
+		if len(s.offs) > 0 && s.lastIndex() >= l.first {
+			break
+		}
+		drop = append(drop, s)
+		l.segs = l.segs[1:]
+	}
+	l.cache.dropThrough(max)
+	l.mu.Unlock()
+	l.removeSegments(drop)
+}
+
+// truncate cuts the suffix from min (first < min <= last, min > floor).
+func (l *Log) truncate(min uint64) error {
+	// The new last entry's term, read before anything changes.
+	var prev raft.Log
+	if err := l.GetLog(min-1, &prev); err != nil {
+		return fmt.Errorf("wal: truncate at %d: read index %d: %w", min, min-1, err)
+	}
+	seg, err := l.createSegment(min, 0)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	var keep, drop []*segment
+	for _, s := range l.segs {
+		switch {
+		case len(s.offs) > 0 && s.base >= min:
+			drop = append(drop, s)
+		case len(s.offs) > 0 && s.lastIndex() >= min:
+			n := min - s.base
+			s.offs, s.lens = s.offs[:n], s.lens[:n]
+			keep = append(keep, s)
+		default:
+			keep = append(keep, s)
+		}
+	}
+	// The old tail stays only as a read-only file now; reopen is not needed
+	// since reads use ReadAt.
+	l.segs = append(keep, seg)
+	l.last, l.lastTerm = min-1, prev.Term
+	l.cache.dropFrom(min)
+	l.mu.Unlock()
+	l.removeSegments(drop)
+	return nil
+}
+
+// Close writes a floor mark if the floor advanced since the last batch,
+// and closes every file. Further calls return ErrClosed.
+func (l *Log) Close() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	failed := l.failed
+	l.mu.Unlock()
+	var firstErr error
+	if failed == nil {
+		if err := l.persistFloor(); err != nil {
+			firstErr = err
+		}
+	}
+	l.closeFiles()
+	if err := l.stable.Close(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	return firstErr
+}
+
+// persistFloor appends a floor mark frame when the floor is above what was
+// persisted. wmu held.
+func (l *Log) persistFloor() error {
+	floor := l.floor.now()
+	if floor <= l.floor.persisted.Load() {
+		return nil
+	}
+	tail := l.segs[len(l.segs)-1]
+	buf := make([]byte, frameHeaderSize)
+	frameHeader{Kind: frameFloor, Floor: floor}.put(buf)
+	if _, err := tail.f.Write(buf); err != nil {
+		return fmt.Errorf("wal: write floor mark: %w", err)
+	}
+	start := time.Now()
+	if err := tail.f.Sync(); err != nil {
+		return fmt.Errorf("wal: sync floor mark: %w", err)
+	}
+	measureFsync(start)
+	tail.size += int64(len(buf))
+	l.floor.raise(floor)
+	return nil
+}
+
+// SyncFloor makes the current commit floor durable now (a floor mark), so a
+// restart refuses truncations up to it even if no batch followed.
+func (l *Log) SyncFloor() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.RLock()
+	closed, failed := l.closed, l.failed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if failed != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, failed)
+	}
+	if err := l.persistFloor(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+func (l *Log) closeFiles() {
+	for _, s := range l.segs {
+		if err := s.f.Close(); err != nil && !os.IsNotExist(err) {
+			l.opts.logger.Warn("close segment", "segment", s.path, "error", err)
+		}
+	}
+	l.segs = nil
+}

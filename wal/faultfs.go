@@ -1,0 +1,139 @@
+package wal
+
+import (
+	"io"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// FaultFS wraps an FS and injects the faults of a failing disk: write
+// errors, short writes, fsync errors and a full disk. It is safe for
+// concurrent use and can be reconfigured at any time. Tests of every package
+// use it; it is never used by default.
+type FaultFS struct {
+	inner FS
+
+	mu         sync.Mutex
+	writeErr   error
+	syncErr    error
+	shortWrite bool
+	space      int64 // bytes left before ENOSPC; < 0 means unlimited
+	syncs      int
+}
+
+// NewFaultFS returns a FaultFS over inner with no faults armed.
+func NewFaultFS(inner FS) *FaultFS { return &FaultFS{inner: inner, space: -1} }
+
+// FailWrites makes every following write fail with err (nil disarms).
+func (f *FaultFS) FailWrites(err error) { f.mu.Lock(); f.writeErr = err; f.mu.Unlock() }
+
+// FailSyncs makes every following Sync fail with err (nil disarms).
+func (f *FaultFS) FailSyncs(err error) { f.mu.Lock(); f.syncErr = err; f.mu.Unlock() }
+
+// ShortWrites makes every following write write half its bytes and fail
+// with io.ErrShortWrite.
+func (f *FaultFS) ShortWrites(on bool) { f.mu.Lock(); f.shortWrite = on; f.mu.Unlock() }
+
+// LimitSpace leaves n more bytes of space; writes beyond fail with ENOSPC
+// after writing what fits. n < 0 removes the limit.
+func (f *FaultFS) LimitSpace(n int64) { f.mu.Lock(); f.space = n; f.mu.Unlock() }
+
+// Syncs returns how many Sync calls succeeded.
+func (f *FaultFS) Syncs() int { f.mu.Lock(); defer f.mu.Unlock(); return f.syncs }
+
+// OpenFile implements FS.
+func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if flag&(os.O_CREATE|os.O_WRONLY|os.O_RDWR) != 0 {
+		f.mu.Lock()
+		err := f.writeErr
+		f.mu.Unlock()
+		if err != nil && flag&os.O_CREATE != 0 {
+			return nil, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+	}
+	inner, err := f.inner.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: inner, fs: f}, nil
+}
+
+// Remove implements FS.
+func (f *FaultFS) Remove(name string) error { return f.inner.Remove(name) }
+
+// Rename implements FS.
+func (f *FaultFS) Rename(o, n string) error { return f.inner.Rename(o, n) }
+
+// ReadDirNames implements FS.
+func (f *FaultFS) ReadDirNames(dir string) ([]string, error) { return f.inner.ReadDirNames(dir) }
+
+// MkdirAll implements FS.
+func (f *FaultFS) MkdirAll(dir string, perm os.FileMode) error { return f.inner.MkdirAll(dir, perm) }
+
+// SyncDir implements FS.
+func (f *FaultFS) SyncDir(dir string) error {
+	f.mu.Lock()
+	err := f.syncErr
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return f.inner.SyncDir(dir)
+}
+
+type faultFile struct {
+	File
+	fs *FaultFS
+}
+
+func (ff *faultFile) Write(p []byte) (int, error) {
+	f := ff.fs
+	f.mu.Lock()
+	werr, short, space := f.writeErr, f.shortWrite, f.space
+	f.mu.Unlock()
+	if werr != nil {
+		return 0, &os.PathError{Op: "write", Path: ff.Name(), Err: werr}
+	}
+	if short {
+		n, err := ff.File.Write(p[:len(p)/2])
+		if err == nil {
+			err = io.ErrShortWrite
+		}
+		return n, err
+	}
+	if space >= 0 && int64(len(p)) > space {
+		n, err := ff.File.Write(p[:space])
+		f.mu.Lock()
+		f.space -= int64(n)
+		f.mu.Unlock()
+		if err == nil {
+			err = &os.PathError{Op: "write", Path: ff.Name(), Err: syscall.ENOSPC}
+		}
+		return n, err
+	}
+	n, err := ff.File.Write(p)
+	if space >= 0 {
+		f.mu.Lock()
+		f.space -= int64(n)
+		f.mu.Unlock()
+	}
+	return n, err
+}
+
+func (ff *faultFile) Sync() error {
+	f := ff.fs
+	f.mu.Lock()
+	err := f.syncErr
+	f.mu.Unlock()
+	if err != nil {
+		return &os.PathError{Op: "fdatasync", Path: ff.Name(), Err: err}
+	}
+	if err := ff.File.Sync(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.syncs++
+	f.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,49 @@
+package wal
+
+import "github.com/hashicorp/go-hclog"
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	fs           FS
+	segmentSize  int64
+	cacheSize    int
+	logger       hclog.Logger
+	repair       bool
+	requireStamp bool
+}
+
+func defaultOptions() options {
+	return options{
+		fs:          OSFS{},
+		segmentSize: 64 << 20,
+		cacheSize:   512,
+		logger:      hclog.NewNullLogger(),
+	}
+}
+
+// WithFS makes the log do its IO through fs (a FaultFS in tests).
+func WithFS(fs FS) Option { return func(o *options) { o.fs = fs } }
+
+// WithSegmentSize sets the size after which the log starts a new segment
+// file (default 64 MiB). A batch is never split across segments.
+func WithSegmentSize(n int64) Option { return func(o *options) { o.segmentSize = max(n, segHeaderSize+1) } }
+
+// WithCacheSize sets how many recently stored entries are kept in memory for
+// reads (default 512; 0 disables). Cached entries were verified when stored
+// and their stamps are verified again on every read.
+func WithCacheSize(n int) Option { return func(o *options) { o.cacheSize = max(n, 0) } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l hclog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Repair makes Open cut the log at the first damaged record instead of
+// refusing to open; Log.Repaired reports what was cut. Only an operator
+// should ask for this: the cut entries must be fetched again from peers.
+func Repair() Option { return func(o *options) { o.repair = true } }
+
+// RequireStamp refuses command entries that arrive without a proposal stamp
+// (ErrUnstamped). The jobraft node sets it: every command its leader proposes
+// is stamped, so an unstamped command came through some other path.
+func RequireStamp() Option { return func(o *options) { o.requireStamp = true } }

@@ -1,0 +1,163 @@
+package wal
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/raft"
+)
+
+// scanned is one segment file as read from disk.
+type scanned struct {
+	name   string
+	hdr    segHeader
+	size   int64
+	floor  uint64    // highest floor in the header or a valid frame
+	recs   []scanRec // valid records of valid frames, in file order
+	frames []scanFrame
+	// bad is the first damaged spot, nil when the whole file is valid.
+	bad *badSpot
+}
+
+type scanFrame struct {
+	off, end   int64
+	first, cnt int // recs[first : first+cnt]
+	floor      uint64
+}
+
+type scanRec struct {
+	off  int64
+	len  uint32
+	info recordInfo
+	// stamp of the record (every stored record carries one)
+	stamp StampInfo
+}
+
+// badSpot is where a segment stops being valid.
+type badSpot struct {
+	off    int64
+	reason string
+	// torn: nothing valid follows the spot in this file, so it can be the
+	// unacknowledged tail of a crashed write.
+	torn bool
+}
+
+// scanSegment parses a whole segment file. It never fails on content: damage
+// is reported in bad. Only IO errors are returned.
+func scanSegment(fs FS, path string) (*scanned, error) {
+	f, err := fs.OpenFile(path, osRDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return scanBytes(path, buf), nil
+}
+
+// scanBytes parses a segment held in memory (also the fuzz entry point).
+func scanBytes(name string, buf []byte) *scanned {
+	s := &scanned{name: name, size: int64(len(buf))}
+	h, err := decodeSegHeader(buf)
+	if err != nil {
+		s.bad = &badSpot{off: 0, reason: err.Error(), torn: len(buf) < segHeaderSize}
+		return s
+	}
+	s.hdr, s.floor = h, h.Floor
+	off := int64(segHeaderSize)
+	for off < int64(len(buf)) {
+		fr, recs, reason := parseFrame(buf, off)
+		if reason != "" {
+			s.bad = &badSpot{off: off, reason: reason, torn: !validFrameAfter(buf, off+1)}
+			return s
+		}
+		fr.first = len(s.recs)
+		s.recs = append(s.recs, recs...)
+		s.frames = append(s.frames, fr)
+		s.floor = max(s.floor, fr.floor)
+		off = fr.end
+	}
+	return s
+}
+
+// parseFrame parses and fully verifies the frame at off. reason is "" when
+// it is valid.
+func parseFrame(buf []byte, off int64) (scanFrame, []scanRec, string) {
+	fr := scanFrame{off: off}
+	if int64(len(buf))-off < frameHeaderSize {
+		return fr, nil, "frame header cut short"
+	}
+	fh, err := decodeFrameHeader(buf[off : off+frameHeaderSize])
+	if err != nil {
+		return fr, nil, err.Error()
+	}
+	body := off + frameHeaderSize
+	end := body + int64(fh.BodyLen)
+	if end > int64(len(buf)) {
+		return fr, nil, fmt.Sprintf("frame body of %d bytes extends beyond the end of the file", fh.BodyLen)
+	}
+	fr.end, fr.cnt, fr.floor = end, int(fh.Count), fh.Floor
+	if fh.Kind == frameFloor {
+		return fr, nil, ""
+	}
+	recs := make([]scanRec, 0, fh.Count)
+	p := body
+	var l raft.Log
+	for i := uint32(0); i < fh.Count; i++ {
+		if end-p < recHeaderSize {
+			return fr, nil, fmt.Sprintf("record %d of %d cut short", i, fh.Count)
+		}
+		ri, err := decodeRecordHeader(buf[p : p+recHeaderSize])
+		if err != nil {
+			return fr, nil, err.Error()
+		}
+		if int64(ri.Len) > end-p {
+			return fr, nil, fmt.Sprintf("record %d of %d overruns its frame", i, fh.Count)
+		}
+		if _, err := decodeRecord(buf[p:p+int64(ri.Len)], &l); err != nil {
+			return fr, nil, fmt.Sprintf("index %d: %v", ri.Index, err)
+		}
+		st, ok := ParseStamp(l.Extensions)
+		if !ok {
+			return fr, nil, fmt.Sprintf("index %d: record carries no stamp", ri.Index)
+		}
+		if uint32(len(l.Data)) != st.Len || Checksum(l.Data) != st.CRC {
+			return fr, nil, fmt.Sprintf("index %d: data (len %d crc %08x) does not match its stamp (len %d crc %08x)",
+				ri.Index, len(l.Data), Checksum(l.Data), st.Len, st.CRC)
+		}
+		if i > 0 && ri.Index != recs[i-1].info.Index+1 {
+			return fr, nil, fmt.Sprintf("index %d follows %d inside one batch", ri.Index, recs[i-1].info.Index)
+		}
+		recs = append(recs, scanRec{off: p, len: ri.Len, info: ri, stamp: st})
+		p += int64(ri.Len)
+	}
+	if p != end {
+		return fr, nil, fmt.Sprintf("frame body has %d bytes after its %d records", end-p, fh.Count)
+	}
+	return fr, recs, ""
+}
+
+// validFrameAfter reports whether any fully valid frame starts at or after
+// from. It decides between a torn tail (nothing valid follows) and damage
+// inside the log.
+func validFrameAfter(buf []byte, from int64) bool {
+	for from < int64(len(buf)) {
+		i := bytes.Index(buf[from:], frameMagic)
+		if i < 0 {
+			return false
+		}
+		at := from + int64(i)
+		if _, _, reason := parseFrame(buf, at); reason == "" {
+			return true
+		}
+		from = at + 1
+	}
+	return false
+}

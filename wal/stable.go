@@ -1,0 +1,72 @@
+package wal
+
+import (
+	"encoding/binary"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var stableBucket = []byte("stable")
+
+const stableFile = "stable.db"
+
+func openStable(path string) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(stableBucket)
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Set implements raft.StableStore. It is durable when it returns.
+func (l *Log) Set(key, val []byte) error {
+	if l.stable == nil {
+		return ErrClosed
+	}
+	return l.stable.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(stableBucket).Put(key, val)
+	})
+}
+
+// Get implements raft.StableStore; a missing key is ErrKeyNotFound ("not
+// found", which hashicorp/raft compares by text).
+func (l *Log) Get(key []byte) ([]byte, error) {
+	if l.stable == nil {
+		return nil, ErrClosed
+	}
+	var out []byte
+	err := l.stable.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(stableBucket).Get(key)
+		if v == nil {
+			return ErrKeyNotFound
+		}
+		out = append([]byte(nil), v...)
+		return nil
+	})
+	return out, err
+}
+
+// SetUint64 implements raft.StableStore.
+func (l *Log) SetUint64(key []byte, val uint64) error {
+	return l.Set(key, binary.BigEndian.AppendUint64(nil, val))
+}
+
+// GetUint64 implements raft.StableStore.
+func (l *Log) GetUint64(key []byte) (uint64, error) {
+	v, err := l.Get(key)
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, &GuardError{Op: OpGet, Err: ErrCorrupt, Detail: "stable store value is not 8 bytes"}
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
