@@ -128,7 +128,7 @@ func corrupt(format string, args ...any) error {
 
 // crcReader feeds everything read through it to a CRC.
 type crcReader struct {
-	r   *bufio.Reader
+	r     *bufio.Reader
 	crc   hash.Hash32
 	n     int64
 	ioErr error // the underlying reader's last error

@@ -1,0 +1,285 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+var baseTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// world drives random entries through the real state machine, a twin (a
+// second instance, replaced by a restored copy at random points) and the
+// reference model, checking they agree.
+type world struct {
+	t           *rapid.T
+	real, twin  *Jobs
+	ref         *model
+	index, term uint64
+	now         time.Time
+	since       time.Time // current leader's LeaderSince
+}
+
+func newWorld(t *rapid.T) *world {
+	return &world{t: t, real: New(), twin: New(), ref: newModel(), term: 1, now: baseTime, since: baseTime}
+}
+
+func (w *world) genID(t *rapid.T, allowEmpty bool) string {
+	ids := []string{"j0", "j1", "j2", "j3", "j4", "j5"}
+	for id := range w.ref.jobs {
+		if id[0] == '@' {
+			ids = append(ids, id)
+		}
+	}
+	if allowEmpty {
+		ids = append(ids, "", "", "")
+	}
+	return rapid.SampledFrom(ids).Draw(t, "id")
+}
+
+func (w *world) genToken(t *rapid.T, id string) uint64 {
+	if j, ok := w.ref.jobs[id]; ok && j.Lease != nil && rapid.IntRange(0, 3).Draw(t, "tokgood") > 0 {
+		return j.Lease.Token
+	}
+	return rapid.Uint64Range(0, w.index+1).Draw(t, "token")
+}
+
+var queuesGen = rapid.SampledFrom([]string{"a", "b", "c", ""})
+
+func (w *world) genCommand(t *rapid.T) Command {
+	dur := func(label string) time.Duration {
+		return time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, label))
+	}
+	switch rapid.IntRange(0, 13).Draw(t, "kind") {
+	case 0, 1, 2:
+		n := rapid.IntRange(0, 4).Draw(t, "n")
+		jobs := make([]NewJob, n)
+		for i := range jobs {
+			nj := NewJob{
+				ID: w.genID(t, true), Queue: queuesGen.Draw(t, "queue"), Kind: "k",
+				Payload:        []byte(rapid.StringN(0, 8, -1).Draw(t, "payload")),
+				Priority:       int32(rapid.IntRange(-1, 2).Draw(t, "prio")),
+				MaxAttempts:    uint32(rapid.IntRange(0, 3).Draw(t, "maxatt")),
+				IdempotencyKey: rapid.SampledFrom([]string{"", "", "k0", "k1", "k2"}).Draw(t, "key"),
+				Backoff: Backoff{Base: time.Duration(rapid.Int64Range(0, int64(3*time.Second)).Draw(t, "bobase")),
+					Jitter: uint8(rapid.IntRange(0, 101).Draw(t, "jitter"))},
+			}
+			if rapid.Bool().Draw(t, "delayed") {
+				nj.RunAt = w.now.Add(time.Duration(rapid.Int64Range(-int64(5*time.Second), int64(10*time.Second)).Draw(t, "runat")))
+			}
+			jobs[i] = nj
+		}
+		return &SubmitCmd{Jobs: jobs}
+	case 3, 4:
+		n := rapid.IntRange(0, 3).Draw(t, "nq")
+		qs := make([]string, n)
+		for i := range qs {
+			qs[i] = queuesGen.Draw(t, "cq")
+		}
+		return &ClaimCmd{Queues: qs, Worker: rapid.SampledFrom([]string{"w1", "w2", ""}).Draw(t, "worker"),
+			Max: uint32(rapid.IntRange(0, 3).Draw(t, "max")), TTL: dur("ttl")}
+	case 5:
+		id := w.genID(t, false)
+		return &ExtendCmd{ID: id, Token: w.genToken(t, id), TTL: dur("ttl")}
+	case 6:
+		id := w.genID(t, false)
+		return &AckCmd{ID: id, Token: w.genToken(t, id), Result: []byte(rapid.StringN(0, 4, -1).Draw(t, "res"))}
+	case 7:
+		id := w.genID(t, false)
+		return &NakCmd{ID: id, Token: w.genToken(t, id), Delay: dur("delay"), Error: rapid.SampledFrom([]string{"", "boom"}).Draw(t, "err")}
+	case 8:
+		id := w.genID(t, false)
+		return &TermCmd{ID: id, Token: w.genToken(t, id), Reason: "bad"}
+	case 9:
+		return &CancelCmd{ID: w.genID(t, false), Reason: rapid.SampledFrom([]string{"", "stop"}).Draw(t, "reason")}
+	case 10:
+		return &RetryCmd{ID: w.genID(t, false)}
+	case 11:
+		since := w.since
+		if rapid.IntRange(0, 9).Draw(t, "zerosince") == 0 {
+			since = time.Time{}
+		}
+		return &ExpireCmd{LeaderSince: since}
+	case 12:
+		q := queuesGen.Draw(t, "pq")
+		if rapid.Bool().Draw(t, "pause") {
+			return &PauseCmd{Queue: q}
+		}
+		return &ResumeCmd{Queue: q}
+	default:
+		return &SweepCmd{MaxAge: dur("maxage"), MaxPerQueue: uint32(rapid.IntRange(0, 3).Draw(t, "maxper"))}
+	}
+}
+
+func (w *world) step(t *rapid.T) {
+	// Time mostly moves forward, sometimes back (a new leader's skewed clock).
+	w.now = w.now.Add(time.Duration(rapid.Int64Range(-int64(time.Second), int64(8*time.Second)).Draw(t, "dt")))
+	if rapid.IntRange(0, 15).Draw(t, "election") == 0 {
+		w.term++
+		w.since = w.now
+	}
+	var cmd []byte
+	if rapid.IntRange(0, 30).Draw(t, "garbage") == 0 {
+		cmd = rapid.SliceOfN(rapid.Byte(), 0, 12).Draw(t, "bytes")
+	} else {
+		cmd = appendCommand(nil, w.genCommand(t))
+	}
+	w.index += uint64(rapid.IntRange(1, 2).Draw(t, "di"))
+	e := Entry{Index: w.index, Term: w.term, Time: w.now, Cmd: cmd}
+	got := w.real.Apply(e)
+	twinGot := w.twin.Apply(e)
+	if !bytes.Equal(got, twinGot) {
+		t.Fatalf("entry %d: twin result differs", e.Index)
+	}
+	res, err := DecodeResult(got)
+	if err != nil {
+		t.Fatalf("entry %d: decode result: %v", e.Index, err)
+	}
+	want := w.ref.apply(e)
+	stripDetail(&res)
+	stripDetail(&want)
+	if !reflect.DeepEqual(res, want) {
+		t.Fatalf("entry %d (%x): result mismatch\n got %+v\nwant %+v", e.Index, cmd, res, want)
+	}
+	if w.real.Digest() != w.twin.Digest() {
+		t.Fatalf("entry %d: digests differ between instances", e.Index)
+	}
+}
+
+func stripDetail(r *Result) {
+	r.Detail = ""
+	for i := range r.Submitted {
+		r.Submitted[i].Detail = ""
+	}
+	if len(r.Submitted) == 0 {
+		r.Submitted = nil
+	}
+	if len(r.Jobs) == 0 {
+		r.Jobs = nil
+	}
+	if len(r.Expired) == 0 {
+		r.Expired = nil
+	}
+}
+
+// checkQueries compares every query of the real machine with the model.
+func (w *world) checkQueries(t *rapid.T) {
+	if got := w.real.AppliedIndex(); got != w.ref.index {
+		t.Fatalf("applied index %d, model %d", got, w.ref.index)
+	}
+	if w.real.Len() != len(w.ref.jobs) {
+		t.Fatalf("len %d, model %d", w.real.Len(), len(w.ref.jobs))
+	}
+	for id, mj := range w.ref.jobs {
+		j, ok := w.real.Get(id)
+		if !ok || !reflect.DeepEqual(j, *mj) {
+			t.Fatalf("Get(%q) = %+v %v, model %+v", id, j, ok, *mj)
+		}
+	}
+	if _, ok := w.real.Get("missing"); ok {
+		t.Fatalf("Get(missing) found")
+	}
+	var wantQ []QueueInfo
+	for _, q := range w.ref.queueNames() {
+		wantQ = append(wantQ, QueueInfo{Name: q, Paused: w.ref.paused[q], Counts: w.ref.counts(q)})
+	}
+	if got := w.real.Queues(); !reflect.DeepEqual(got, wantQ) {
+		t.Fatalf("Queues() = %+v, model %+v", got, wantQ)
+	}
+	limit := rapid.IntRange(1, 3).Draw(t, "limit")
+	for _, q := range []string{"a", "b", "c"} {
+		for s := StatePending; s < numStates; s++ {
+			var got []Job
+			cursor := ""
+			for pages := 0; ; pages++ {
+				p, err := w.real.List(ListQuery{Queue: q, State: s, Cursor: cursor, Limit: limit})
+				if err != nil || pages > 100 {
+					t.Fatalf("List: %v (pages %d)", err, pages)
+				}
+				got = append(got, p.Jobs...)
+				if p.Next == "" {
+					break
+				}
+				cursor = p.Next
+			}
+			var want []Job
+			for _, j := range w.ref.selectJobs(q, s) {
+				want = append(want, *j)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("List(%s, %s) = %+v\nmodel %+v", q, s, got, want)
+			}
+		}
+	}
+}
+
+// snapshotRestore snapshots the real machine, applies a few more entries,
+// then persists (the snapshot must still describe its own index) and
+// restores into a new twin, which must carry the snapshot's digest.
+func (w *world) snapshotRestore(t *rapid.T) {
+	snap, err := w.real.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := w.real.Digest()
+	refAt := w.ref.clone()
+	for i := rapid.IntRange(0, 3).Draw(t, "extra"); i > 0; i-- {
+		w.step(t)
+	}
+	var buf bytes.Buffer
+	if err := snap.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	restored := New()
+	if err := restored.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if got := restored.Digest(); got != at {
+		t.Fatalf("restored digest %x@%d, snapshot taken at %x@%d", got.Sum, got.Index, at.Sum, at.Index)
+	}
+	if restored.Len() != len(refAt.jobs) {
+		t.Fatalf("restored %d jobs, model had %d", restored.Len(), len(refAt.jobs))
+	}
+	// Catch the restored copy up by replaying on a fresh snapshot of now.
+	snap2, _ := w.real.Snapshot()
+	buf.Reset()
+	if err := snap2.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	w.twin = New()
+	if err := w.twin.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if w.twin.Digest() != w.real.Digest() {
+		t.Fatalf("twin digest differs after restore")
+	}
+}
+
+func TestDifferential(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := newWorld(t)
+		steps := rapid.IntRange(1, 120).Draw(t, "steps")
+		for i := 0; i < steps; i++ {
+			w.step(t)
+			if rapid.IntRange(0, 4).Draw(t, "check") == 0 || i == steps-1 {
+				w.checkQueries(t)
+			}
+			if rapid.IntRange(0, 20).Draw(t, "snap") == 0 {
+				w.snapshotRestore(t)
+			}
+		}
+	})
+}
+
+func ExampleEncodeCommand() {
+	b, _ := EncodeCommand(SubmitCmd{Jobs: []NewJob{{ID: "mail-1", Queue: "default", Kind: "email"}}})
+	m := New()
+	r, _ := DecodeResult(m.Apply(Entry{Index: 1, Term: 1, Time: baseTime, Cmd: b}))
+	fmt.Println(r.Submitted[0].Outcome, r.Submitted[0].Job.ID, r.Submitted[0].Job.State)
+	// Output: created mail-1 pending
+}

@@ -1,0 +1,380 @@
+package fsm
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// model is the naive reference for the differential test: plain maps of
+// public Job values, sorting slices on every query. It is written to be
+// obviously right, not fast. Input validation (validate, NewJob.validate)
+// and Backoff.Delay are shared with the real thing; all state logic is not.
+type model struct {
+	index, seq uint64
+	jobs       map[string]*Job
+	keys       map[string]string
+	paused     map[string]bool
+}
+
+func newModel() *model {
+	return &model{jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}}
+}
+
+func (m *model) clone() *model {
+	c := &model{index: m.index, seq: m.seq, jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}}
+	for id, j := range m.jobs {
+		cp := *j
+		c.jobs[id] = &cp
+	}
+	for k, v := range m.keys {
+		c.keys[k] = v
+	}
+	for k, v := range m.paused {
+		c.paused[k] = v
+	}
+	return c
+}
+
+func noPayload(j *Job) Job {
+	c := *j
+	c.Payload = nil
+	return c
+}
+
+func withPayload(j *Job) Job { return *j }
+
+// sortKey is the order of a state's index (see item in state.go).
+func sortKey(j *Job) [3]int64 {
+	switch j.State {
+	case StatePending:
+		return [3]int64{-int64(j.Priority), toNanos(j.RunAt), int64(j.Seq)}
+	case StateScheduled:
+		return [3]int64{toNanos(j.RunAt), 0, int64(j.Seq)}
+	case StateRunning:
+		return [3]int64{toNanos(j.Lease.Deadline), 0, int64(j.Seq)}
+	}
+	return [3]int64{toNanos(j.Updated), 0, int64(j.Seq)}
+}
+
+func lessKey(a, b [3]int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+func (m *model) queueNames() []string {
+	set := map[string]bool{}
+	for _, j := range m.jobs {
+		set[j.Queue] = true
+	}
+	for q, p := range m.paused {
+		if p {
+			set[q] = true
+		}
+	}
+	var names []string
+	for q := range set {
+		names = append(names, q)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// selectJobs returns the jobs of queue q in state s in index order.
+func (m *model) selectJobs(q string, s State) []*Job {
+	var out []*Job
+	for _, j := range m.jobs {
+		if j.Queue == q && j.State == s {
+			out = append(out, j)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return lessKey(sortKey(out[a]), sortKey(out[b])) })
+	return out
+}
+
+func (m *model) counts(q string) Counts {
+	var c Counts
+	for _, j := range m.jobs {
+		if j.Queue != q {
+			continue
+		}
+		switch j.State {
+		case StatePending:
+			c.Pending++
+		case StateScheduled:
+			c.Scheduled++
+		case StateRunning:
+			c.Running++
+		case StateSucceeded:
+			c.Succeeded++
+		case StateDead:
+			c.Dead++
+		case StateCanceled:
+			c.Canceled++
+		}
+	}
+	return c
+}
+
+func (m *model) promote(now time.Time) {
+	for _, j := range m.jobs {
+		if j.State == StateScheduled && !j.RunAt.After(now) {
+			j.State = StatePending
+		}
+	}
+}
+
+func (m *model) fail(j *Job, now time.Time, delay time.Duration, msg string) {
+	j.Lease = nil
+	j.Updated = now
+	j.LastError = msg
+	j.Result = nil
+	if j.Attempts >= j.MaxAttempts {
+		j.State = StateDead
+		j.Finished = now
+		return
+	}
+	if delay == 0 {
+		delay = j.Backoff.Delay(j.ID, j.Attempts)
+	}
+	j.RunAt = fromNanos(addSat(toNanos(now), int64(delay)))
+	j.State = StateScheduled
+}
+
+func (m *model) apply(e Entry) Result {
+	r := Result{Index: e.Index}
+	if len(e.Cmd) >= 2 && CommandType(e.Cmd[1]) < numCmds {
+		r.Command = CommandType(e.Cmd[1])
+	}
+	m.index = e.Index
+	c, err := DecodeCommand(e.Cmd)
+	if err != nil {
+		r.Code = codeOf(err)
+		return r
+	}
+	if rf := validate(c, false); rf != nil {
+		r.Code = rf.code
+		return r
+	}
+	now := fromNanos(toNanos(e.Time))
+	nowNs := toNanos(now)
+	leased := func(id string, tok uint64) (*Job, Code) {
+		j, ok := m.jobs[id]
+		if !ok {
+			return nil, CodeNotFound
+		}
+		if j.State != StateRunning || j.Lease.Token != tok {
+			return nil, CodeStaleLease
+		}
+		return j, CodeOK
+	}
+	switch c := c.(type) {
+	case *SubmitCmd:
+		r.Submitted = []Submitted{}
+		for i, nj := range c.Jobs {
+			if rf := nj.validate(); rf != nil {
+				r.Submitted = append(r.Submitted, Submitted{Outcome: OutcomeRejected, Code: rf.code})
+				continue
+			}
+			if id, ok := m.keys[nj.IdempotencyKey]; ok && nj.IdempotencyKey != "" {
+				r.Submitted = append(r.Submitted, Submitted{Outcome: OutcomeDuplicate, Job: noPayload(m.jobs[id])})
+				continue
+			}
+			id := nj.ID
+			if id == "" {
+				id = derivedID(e.Index, i)
+			}
+			if old, ok := m.jobs[id]; ok {
+				r.Submitted = append(r.Submitted, Submitted{Outcome: OutcomeDuplicate, Job: noPayload(old)})
+				continue
+			}
+			m.seq++
+			j := &Job{ID: id, Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Priority: nj.Priority,
+				RunAt: nj.RunAt, MaxAttempts: nj.MaxAttempts, Backoff: nj.Backoff.withDefaults(),
+				IdempotencyKey: nj.IdempotencyKey, State: StatePending, Seq: m.seq, Created: now, Updated: now}
+			if j.MaxAttempts == 0 {
+				j.MaxAttempts = DefaultMaxAttempts
+			}
+			if j.RunAt.IsZero() || !j.RunAt.After(now) {
+				j.RunAt = now
+			} else {
+				j.State = StateScheduled
+			}
+			m.jobs[id] = j
+			if j.IdempotencyKey != "" {
+				m.keys[j.IdempotencyKey] = id
+			}
+			r.Submitted = append(r.Submitted, Submitted{Outcome: OutcomeCreated, Job: noPayload(j)})
+		}
+	case *ClaimCmd:
+		exists := map[string]bool{}
+		for _, q := range m.queueNames() {
+			exists[q] = true
+		}
+		eligible, paused := map[string]bool{}, 0
+		for _, q := range slicesCompact(c.Queues) {
+			switch {
+			case !exists[q]:
+			case m.paused[q]:
+				paused++
+			default:
+				eligible[q] = true
+			}
+		}
+		if len(eligible) == 0 && paused > 0 {
+			r.Code = CodeQueuePaused
+			return r
+		}
+		m.promote(now)
+		var cands []*Job
+		for _, j := range m.jobs {
+			if eligible[j.Queue] && j.State == StatePending {
+				cands = append(cands, j)
+			}
+		}
+		sort.Slice(cands, func(a, b int) bool { return lessKey(sortKey(cands[a]), sortKey(cands[b])) })
+		r.Jobs = []Job{}
+		for i := 0; i < len(cands) && i < int(c.Max); i++ {
+			j := cands[i]
+			j.State = StateRunning
+			j.Attempts++
+			j.Updated = now
+			j.Lease = &Lease{Token: e.Index, Worker: c.Worker, Deadline: fromNanos(addSat(nowNs, int64(c.TTL))), TTL: c.TTL, Term: e.Term}
+			r.Jobs = append(r.Jobs, withPayload(j))
+		}
+	case *ExtendCmd:
+		j, code := leased(c.ID, c.Token)
+		if code != CodeOK {
+			r.Code = code
+			return r
+		}
+		ttl := c.TTL
+		if ttl == 0 {
+			ttl = j.Lease.TTL
+		}
+		j.Updated = now
+		j.Lease = &Lease{Token: j.Lease.Token, Worker: j.Lease.Worker, Deadline: fromNanos(addSat(nowNs, int64(ttl))), TTL: ttl, Term: e.Term}
+		r.Jobs = []Job{noPayload(j)}
+	case *AckCmd:
+		j, code := leased(c.ID, c.Token)
+		if code != CodeOK {
+			r.Code = code
+			return r
+		}
+		j.State, j.Lease, j.Updated, j.Finished = StateSucceeded, nil, now, now
+		j.Result = c.Result
+		r.Jobs = []Job{noPayload(j)}
+	case *NakCmd:
+		j, code := leased(c.ID, c.Token)
+		if code != CodeOK {
+			r.Code = code
+			return r
+		}
+		m.fail(j, now, c.Delay, c.Error)
+		r.Jobs = []Job{noPayload(j)}
+	case *TermCmd:
+		j, code := leased(c.ID, c.Token)
+		if code != CodeOK {
+			r.Code = code
+			return r
+		}
+		j.State, j.Lease, j.Updated, j.Finished = StateDead, nil, now, now
+		j.LastError, j.Result = c.Reason, nil
+		r.Jobs = []Job{noPayload(j)}
+	case *CancelCmd:
+		j, ok := m.jobs[c.ID]
+		if !ok {
+			r.Code = CodeNotFound
+			return r
+		}
+		if j.State.Terminal() {
+			r.Code = CodeInvalidState
+			return r
+		}
+		j.State, j.Lease, j.Updated, j.Finished = StateCanceled, nil, now, now
+		j.LastError, j.Result = c.Reason, nil
+		r.Jobs = []Job{noPayload(j)}
+	case *RetryCmd:
+		j, ok := m.jobs[c.ID]
+		if !ok {
+			r.Code = CodeNotFound
+			return r
+		}
+		if j.State != StateDead && j.State != StateCanceled {
+			r.Code = CodeInvalidState
+			return r
+		}
+		j.State, j.Attempts, j.RunAt, j.Updated, j.Finished, j.Result = StatePending, 0, now, now, time.Time{}, nil
+		r.Jobs = []Job{noPayload(j)}
+	case *ExpireCmd:
+		m.promote(now)
+		since := toNanos(c.LeaderSince)
+		var due []*Job
+		for _, j := range m.jobs {
+			if j.State != StateRunning || j.Lease.Deadline.After(now) {
+				continue
+			}
+			l := j.Lease
+			ok := l.Term == e.Term ||
+				(l.Term < e.Term && nowNs >= since && uint64(nowNs)-uint64(since) >= uint64(l.TTL))
+			if ok {
+				due = append(due, j)
+			}
+		}
+		sort.Slice(due, func(a, b int) bool {
+			if due[a].Queue != due[b].Queue {
+				return due[a].Queue < due[b].Queue
+			}
+			return lessKey(sortKey(due[a]), sortKey(due[b]))
+		})
+		for _, j := range due {
+			m.fail(j, now, 0, leaseExpiredMsg)
+			r.Expired = append(r.Expired, j.ID)
+		}
+	case *PauseCmd:
+		r.Changed = !m.paused[c.Queue]
+		m.paused[c.Queue] = true
+	case *ResumeCmd:
+		r.Changed = m.paused[c.Queue]
+		delete(m.paused, c.Queue)
+	case *SweepCmd:
+		for _, q := range m.queueNames() {
+			var done []*Job
+			for _, j := range m.jobs {
+				if j.Queue == q && j.State.Terminal() {
+					done = append(done, j)
+				}
+			}
+			sort.Slice(done, func(a, b int) bool { return lessKey(sortKey(done[a]), sortKey(done[b])) })
+			keep := len(done)
+			for _, j := range done {
+				old := c.MaxAge > 0 && nowNs-toNanos(j.Updated) >= int64(c.MaxAge)
+				over := c.MaxPerQueue > 0 && keep > int(c.MaxPerQueue)
+				if !old && !over {
+					break
+				}
+				keep--
+				delete(m.jobs, j.ID)
+				if j.IdempotencyKey != "" {
+					delete(m.keys, j.IdempotencyKey)
+				}
+				r.Removed++
+			}
+		}
+	}
+	return r
+}
+
+func slicesCompact(qs []string) []string {
+	var out []string
+	for _, q := range qs {
+		if !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
