@@ -78,9 +78,9 @@ type GateError struct {
 	KeptDir string `json:"kept_dir,omitempty"`
 
 	ManifestSize   int64  `json:"manifest_size"`
-	ArtifactSize   int64  `json:"artifact_size"`   // bytes read back from disk
+	ArtifactSize   int64  `json:"artifact_size"`   // bytes read back from disk (List: file length); -1 if unreadable
 	ManifestDigest string `json:"manifest_digest"` // hex SHA-256
-	ArtifactDigest string `json:"artifact_digest"` // hex SHA-256 of the bytes read back
+	ArtifactDigest string `json:"artifact_digest"` // hex SHA-256 of the bytes read back; "" if none could be read
 	SizeEqual      bool   `json:"size_equal"`
 	DigestEqual    bool   `json:"digest_equal"`
 	// ManifestIntact is false when the manifest re-read from disk does not
@@ -104,7 +104,11 @@ func (e *GateError) Error() string {
 		why = append(why, fmt.Sprintf("size manifest=%d artifact=%d", e.ManifestSize, e.ArtifactSize))
 	}
 	if !e.DigestEqual {
-		why = append(why, fmt.Sprintf("sha256 manifest=%s artifact=%s", e.ManifestDigest, e.ArtifactDigest))
+		artifact := e.ArtifactDigest
+		if artifact == "" {
+			artifact = "(not read)"
+		}
+		why = append(why, fmt.Sprintf("sha256 manifest=%s artifact=%s", e.ManifestDigest, artifact))
 	}
 	if e.Cause != nil {
 		why = append(why, "read error: "+e.Cause.Error())

@@ -68,7 +68,11 @@ func TestGateRejectsArtifactAlteredAfterSealing(t *testing.T) {
 				t.Fatalf("flags size=%v digest=%v manifest=%v, want %v %v %v",
 					g.SizeEqual, g.DigestEqual, g.ManifestIntact, tc.sizeEqual, tc.digestEqual, tc.manifestIntact)
 			}
-			if g.ManifestSize != 8000 || g.ArtifactSize != tc.artifactSize || len(g.ManifestDigest) != 64 || len(g.ArtifactDigest) != 64 {
+			wantDigestLen := 64
+			if tc.artifactSize < 0 {
+				wantDigestLen = 0 // nothing could be read
+			}
+			if g.ManifestSize != 8000 || g.ArtifactSize != tc.artifactSize || len(g.ManifestDigest) != 64 || len(g.ArtifactDigest) != wantDigestLen {
 				t.Fatalf("sizes/digests not recorded: %+v", g)
 			}
 			if (g.Cause != nil) != tc.wantErr {

@@ -172,9 +172,9 @@ func (s *Store) scan() (good []published, bad []Event, err error) {
 			} else {
 				g.ArtifactSize = fi.Size()
 			}
+			// List reads no artifact: ArtifactDigest stays empty (not
+			// computed) and DigestEqual false (not established).
 			g.ManifestIntact = true
-			g.DigestEqual = true // not read by List; Open checks it
-			g.SizeEqual = false
 			bad = append(bad, Event{Kind: Refused, Path: dir, Manifest: m, Err: g})
 			continue
 		}

@@ -53,7 +53,9 @@ func (s *Store) check(op string, m *Manifest, dir string, size int64, digest [sh
 	}
 	g := s.gateError(op, m, dir)
 	g.ArtifactSize = size
-	g.ArtifactDigest = hex.EncodeToString(digest[:])
+	if size >= 0 {
+		g.ArtifactDigest = hex.EncodeToString(digest[:])
+	}
 	g.SizeEqual = size == m.Size
 	g.DigestEqual = digest == m.Digest
 	if rerr != nil {
