@@ -60,14 +60,14 @@ type (
 )
 
 var (
-	_ raft.Transport          = (*faultTransport)(nil)
-	_ raft.WithClose          = (*faultTransport)(nil)
-	_ raft.WithPreVote        = faultTransportPreVote{}
-	_ raft.WithClose          = faultTransportPreVote{}
-	_ raft.WithPeers          = faultTransportPeers{}
-	_ raft.LoopbackTransport  = faultTransportPreVotePeers{}
-	_ raft.AppendPipeline     = (*faultPipeline)(nil)
-	_ raft.AppendFuture       = (*lostFuture)(nil)
+	_ raft.Transport                       = (*faultTransport)(nil)
+	_ raft.WithClose                       = (*faultTransport)(nil)
+	_ raft.WithPreVote                     = faultTransportPreVote{}
+	_ raft.WithClose                       = faultTransportPreVote{}
+	_ raft.WithPeers                       = faultTransportPeers{}
+	_ raft.LoopbackTransport               = faultTransportPreVotePeers{}
+	_ raft.AppendPipeline                  = (*faultPipeline)(nil)
+	_ raft.AppendFuture                    = (*lostFuture)(nil)
 	_ interface{ Unwrap() raft.Transport } = (*faultTransport)(nil)
 )
 
@@ -87,7 +87,9 @@ func (t faultTransportPeers) Connect(peer raft.ServerAddress, tr raft.Transport)
 }
 
 // Disconnect implements raft.WithPeers by delegation.
-func (t faultTransportPeers) Disconnect(peer raft.ServerAddress) { t.inner.(raft.WithPeers).Disconnect(peer) }
+func (t faultTransportPeers) Disconnect(peer raft.ServerAddress) {
+	t.inner.(raft.WithPeers).Disconnect(peer)
+}
 
 // DisconnectAll implements raft.WithPeers by delegation.
 func (t faultTransportPeers) DisconnectAll() { t.inner.(raft.WithPeers).DisconnectAll() }
