@@ -110,13 +110,12 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 			r.subs = append(r.subs, sub{outcome: OutcomeDuplicate, job: old})
 			continue
 		}
-		bo := nj.Backoff.withDefaults()
 		s.seq++
 		j := &job{
-			id: id, queue: nj.Queue, kind: nj.Kind, key: nj.IdempotencyKey,
+			id: id, queue: nj.Queue, kind: s.intern(nj.Kind), key: nj.IdempotencyKey,
 			payload: nj.Payload, runAt: toNanos(nj.RunAt), created: now, updated: now,
-			seq: s.seq, boBase: int64(bo.Base), boMax: int64(bo.Max), boFactor: bo.Factor,
-			boJitter: bo.Jitter, prio: nj.Priority, maxAtt: nj.MaxAttempts, state: StatePending,
+			seq: s.seq, bo: s.backoff(nj.Backoff.withDefaults()), prio: nj.Priority,
+			maxAtt: nj.MaxAttempts, state: StatePending,
 		}
 		if j.maxAtt == 0 {
 			j.maxAtt = DefaultMaxAttempts
@@ -256,7 +255,7 @@ func fail(n *job, now int64, delay time.Duration, msg string) {
 		return
 	}
 	if delay == 0 {
-		delay = n.backoff().Delay(n.id, n.attempts)
+		delay = n.bo.Delay(n.id, n.attempts)
 	}
 	n.runAt = addSat(now, int64(delay))
 	n.state = StateScheduled

@@ -15,11 +15,9 @@ type job struct {
 	runAt                int64    // unix ns
 	created, updated     int64    // unix ns; updated = finish time once terminal
 	seq                  uint64   // submit sequence
-	boBase, boMax        int64    // backoff, ns
+	bo                   *Backoff // shared (interned) and immutable, defaults applied
 	prio                 int32
 	maxAtt, attempts     uint32
-	boFactor             uint32
-	boJitter             uint8
 	state                State
 }
 
@@ -63,16 +61,13 @@ func (j *job) setOutcome(lastErr string, result []byte) {
 	j.out = &outcome{lastErr: lastErr, result: result}
 }
 
-func (j *job) backoff() Backoff {
-	return Backoff{Base: time.Duration(j.boBase), Max: time.Duration(j.boMax), Factor: j.boFactor, Jitter: j.boJitter}
-}
 
 // public converts a record to the caller's Job. Slices are shared.
 func (j *job) public(withPayload bool) Job {
 	p := Job{
 		ID: j.id, Queue: j.queue, Kind: j.kind,
 		Priority: j.prio, RunAt: fromNanos(j.runAt), MaxAttempts: j.maxAtt,
-		Backoff: j.backoff(), IdempotencyKey: j.key, Attempts: j.attempts,
+		Backoff: *j.bo, IdempotencyKey: j.key, Attempts: j.attempts,
 		State: j.state, LastError: j.lastErr(), Result: j.result(), Seq: j.seq,
 		Created: fromNanos(j.created), Updated: fromNanos(j.updated),
 	}
@@ -120,10 +115,10 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	b = binary.AppendVarint(b, j.created)
 	b = binary.AppendVarint(b, j.updated)
 	b = binary.AppendUvarint(b, j.seq)
-	b = binary.AppendVarint(b, j.boBase)
-	b = binary.AppendVarint(b, j.boMax)
-	b = binary.AppendUvarint(b, uint64(j.boFactor))
-	b = append(b, j.boJitter)
+	b = binary.AppendVarint(b, int64(j.bo.Base))
+	b = binary.AppendVarint(b, int64(j.bo.Max))
+	b = binary.AppendUvarint(b, uint64(j.bo.Factor))
+	b = append(b, j.bo.Jitter)
 	var flags byte
 	if j.lease != nil {
 		flags |= flagLease
@@ -163,10 +158,7 @@ func decodeJob(d *decoder) *job {
 	j.created = d.varint()
 	j.updated = d.varint()
 	j.seq = d.uvarint()
-	j.boBase = d.varint()
-	j.boMax = d.varint()
-	j.boFactor = d.u32()
-	j.boJitter = d.byte()
+	j.bo = &Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
 	flags := d.byte()
 	if flags&^(flagLease|flagOutcome) != 0 {
 		d.fail("job flags %#x", flags)
@@ -195,7 +187,7 @@ func checkJob(j *job) string {
 		return "lease present iff running violated"
 	case j.out != nil && j.out.lastErr == "" && len(j.out.result) == 0:
 		return "empty outcome record"
-	case j.boFactor < 1000 || j.boBase <= 0 || j.boMax < j.boBase || j.boJitter > 100:
+	case j.bo.validate() != nil || *j.bo != j.bo.withDefaults():
 		return "bad backoff"
 	case j.maxAtt == 0:
 		return "zero max attempts"

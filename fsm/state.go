@@ -91,6 +91,11 @@ type state struct {
 	queues *btree.BTreeG[*queue]
 	acc    [4]uint64 // sum of per-job hashes, lane-wise mod 2^64
 
+	// Caches that only save memory (not state): interned kinds and
+	// backoff policies, bounded so hostile input cannot grow them forever.
+	kinds    map[string]string
+	backoffs map[Backoff]*Backoff
+
 	probe  job   // scratch key for job lookups on the apply goroutine
 	qprobe queue // scratch key for queue lookups on the apply goroutine
 	buf    []byte
@@ -103,6 +108,35 @@ func newState() *state {
 		queues: btree.NewBTreeGOptions(func(a, b *queue) bool { return a.name < b.name },
 			btree.Options{NoLocks: true}),
 	}
+}
+
+const maxInterned = 1024
+
+func (s *state) intern(kind string) string {
+	if k, ok := s.kinds[kind]; ok {
+		return k
+	}
+	if s.kinds == nil {
+		s.kinds = map[string]string{}
+	}
+	if len(s.kinds) < maxInterned {
+		s.kinds[kind] = kind
+	}
+	return kind
+}
+
+func (s *state) backoff(b Backoff) *Backoff {
+	if p, ok := s.backoffs[b]; ok {
+		return p
+	}
+	if s.backoffs == nil {
+		s.backoffs = map[Backoff]*Backoff{}
+	}
+	p := &b
+	if len(s.backoffs) < maxInterned {
+		s.backoffs[b] = p
+	}
+	return p
 }
 
 // get looks a job up (apply goroutine only: uses the scratch probe).
@@ -166,6 +200,8 @@ func (s *state) accAdd(j *job, sign int) {
 func (s *state) put(j *job) bool {
 	q := s.queueOrCreate(j.queue)
 	j.queue = q.name // share the name's bytes
+	j.kind = s.intern(j.kind)
+	j.bo = s.backoff(*j.bo)
 	if _, replaced := q.tree(j.state).Set(itemOf(j)); replaced {
 		return false
 	}
