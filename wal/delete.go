@@ -92,7 +92,9 @@ func (l *Log) truncate(min uint64) error {
 	var keep, drop []*segment
 	for _, s := range l.segs {
 		switch {
-		case len(s.offs) > 0 && s.base >= min:
+		case s.base >= min:
+			// Holds only entries at or above min, or is an earlier
+			// truncation marker above min: superseded by the new segment.
 			drop = append(drop, s)
 		case len(s.offs) > 0 && s.lastIndex() >= min:
 			n := min - s.base
@@ -102,8 +104,12 @@ func (l *Log) truncate(min uint64) error {
 			keep = append(keep, s)
 		}
 	}
-	// The old tail stays only as a read-only file now; reopen is not needed
-	// since reads use ReadAt.
+	// Remove the newest first: whatever a crash leaves is a prefix of the
+	// segment sequence followed by the new segment, which replays to the
+	// truncated log.
+	for i, j := 0, len(drop)-1; i < j; i, j = i+1, j-1 {
+		drop[i], drop[j] = drop[j], drop[i]
+	}
 	l.segs = append(keep, seg)
 	l.last, l.lastTerm = min-1, prev.Term
 	l.cache.dropFrom(min)
