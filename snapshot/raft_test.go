@@ -74,19 +74,17 @@ func (c counterSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (counterSnapshot) Release() {}
 
-// node is a single-voter hashicorp/raft node over the store in dir, with
-// in-memory logs that survive its restart (they are the "disk").
+// node is a hashicorp/raft member over a Store, with in-memory logs that
+// survive its restart (they are its "disk").
 type node struct {
 	r     *raft.Raft
 	fsm   *counterFSM
 	trans *raft.InmemTransport
 }
 
-const nodeAddr = raft.ServerAddress("n1-addr")
-
-func raftConfig() *raft.Config {
+func raftConfig(id raft.ServerID) *raft.Config {
 	c := raft.DefaultConfig()
-	c.LocalID = "n1"
+	c.LocalID = id
 	c.HeartbeatTimeout = 50 * time.Millisecond
 	c.ElectionTimeout = 50 * time.Millisecond
 	c.LeaderLeaseTimeout = 50 * time.Millisecond
@@ -98,25 +96,32 @@ func raftConfig() *raft.Config {
 	return c
 }
 
-func startNode(t *testing.T, store *Store, logs *raft.InmemStore, bootstrap bool) (*node, error) {
+// startNode starts member id over store and logs; with bootstrap it first
+// forms a single-voter cluster of itself.
+func startNode(t *testing.T, id raft.ServerID, store *Store, logs *raft.InmemStore, bootstrap bool) (*node, error) {
 	t.Helper()
-	_, trans := raft.NewInmemTransport(nodeAddr)
+	addr := raft.ServerAddress(string(id) + "-addr")
+	_, trans := raft.NewInmemTransport(addr)
 	if bootstrap {
-		cfg := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: "n1", Address: nodeAddr}}}
-		if err := raft.BootstrapCluster(raftConfig(), logs, logs, store, trans, cfg); err != nil {
+		cfg := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: id, Address: addr}}}
+		if err := raft.BootstrapCluster(raftConfig(id), logs, logs, store, trans, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fsm := &counterFSM{}
-	r, err := raft.NewRaft(raftConfig(), fsm, logs, logs, store, trans)
+	r, err := raft.NewRaft(raftConfig(id), fsm, logs, logs, store, trans)
 	if err != nil {
 		_ = trans.Close()
 		return nil, err
 	}
 	n := &node{r: r, fsm: fsm, trans: trans}
 	t.Cleanup(n.stop)
-	eventually(t, 5*time.Second, "leadership", func() bool { return r.State() == raft.Leader })
 	return n, nil
+}
+
+func (n *node) waitLeader(t *testing.T) {
+	t.Helper()
+	eventually(t, 5*time.Second, "leadership", func() bool { return n.r.State() == raft.Leader })
 }
 
 func (n *node) stop() {
@@ -141,10 +146,11 @@ func TestRaftSnapshotAndRestartRestoresFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := raft.NewInmemStore()
-	n, err := startNode(t, store, logs, true)
+	n, err := startNode(t, "n1", store, logs, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	n.waitLeader(t)
 	for i := uint64(1); i <= 10; i++ {
 		n.add(t, i)
 	}
@@ -176,10 +182,11 @@ func TestRaftSnapshotAndRestartRestoresFromStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n2, err := startNode(t, store2, logs, false)
+	n2, err := startNode(t, "n1", store2, logs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	n2.waitLeader(t)
 	if err := n2.r.Barrier(5 * time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -197,10 +204,11 @@ func TestRaftRestartRefusesFlippedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := raft.NewInmemStore()
-	n, err := startNode(t, store, logs, true)
+	n, err := startNode(t, "n1", store, logs, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	n.waitLeader(t)
 	n.add(t, 7)
 	f := n.r.Snapshot()
 	if err := f.Error(); err != nil {
@@ -219,11 +227,59 @@ func TestRaftRestartRefusesFlippedSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := startNode(t, store2, logs, false); err == nil {
+	if _, err := startNode(t, "n1", store2, logs, false); err == nil {
 		t.Fatal("raft started from a snapshot whose artifact differs from its manifest")
 	}
 	refused := ev.of(Refused)
 	if len(refused) != 1 || !errors.Is(refused[0].Err, ErrGateRejected) {
 		t.Fatalf("Refused events = %+v", refused)
+	}
+}
+
+// InstallSnapshot: a member joining after the leader compacted its log gets
+// the snapshot streamed into its own Store, where the gate seals it before
+// raft restores from it.
+func TestRaftInstallSnapshotThroughGate(t *testing.T) {
+	leaderStore, err := Open(filepath.Join(t.TempDir(), "a"), WithLogger(hclog.NewNullLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, err := startNode(t, "a", leaderStore, raft.NewInmemStore(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader.waitLeader(t)
+	for i := uint64(1); i <= 20; i++ {
+		leader.add(t, i)
+	}
+	if err := leader.r.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	leader.add(t, 1000) // in the log after the snapshot
+
+	ev := &events{}
+	followerStore, err := Open(filepath.Join(t.TempDir(), "b"), WithLogger(hclog.NewNullLogger()), WithEvents(ev.add))
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower, err := startNode(t, "b", followerStore, raft.NewInmemStore(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader.trans.Connect(follower.trans.LocalAddr(), follower.trans)
+	follower.trans.Connect(leader.trans.LocalAddr(), leader.trans)
+	if err := leader.r.AddVoter("b", follower.trans.LocalAddr(), 0, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "follower to catch up", func() bool {
+		v, _ := follower.fsm.value()
+		return v == 1210
+	})
+	if _, restores := follower.fsm.value(); restores != 1 {
+		t.Fatalf("follower restored %d times, want 1 (from the installed snapshot)", restores)
+	}
+	sealed := ev.of(Sealed)
+	if len(sealed) != 1 || sealed[0].Manifest.Size != 8 || len(sealed[0].Manifest.Configuration.Servers) != 1 {
+		t.Fatalf("follower Sealed events = %+v", sealed)
 	}
 }

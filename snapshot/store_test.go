@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -342,5 +343,22 @@ func TestReaderCatchesChangeAfterOpen(t *testing.T) {
 	g := asGate(t, err)
 	if g.DigestEqual || !g.SizeEqual {
 		t.Fatalf("late diagnostic = %+v", g)
+	}
+}
+
+// Event callbacks run with no store lock held: they may call the store.
+func TestEventCallbackMayCallStore(t *testing.T) {
+	var h *harness
+	var listed atomic.Int32
+	h = newHarness(t, WithRetain(1), WithEvents(func(ev Event) {
+		if _, err := h.s.List(); err != nil {
+			t.Error(err)
+		}
+		listed.Add(1)
+	}))
+	h.mustPut(1, 1, []byte("a"))
+	h.mustPut(2, 1, []byte("b")) // Sealed, then Pruned
+	if listed.Load() != 3 {
+		t.Fatalf("callback ran %d times, want 3", listed.Load())
 	}
 }
