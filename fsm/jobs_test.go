@@ -1,0 +1,538 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type harness struct {
+	t     *testing.T
+	m     *Jobs
+	index uint64
+	term  uint64
+	now   time.Time
+}
+
+func newHarness(t *testing.T) *harness {
+	return &harness{t: t, m: New(), term: 1, now: baseTime}
+}
+
+// apply encodes c without validation (so refusal paths reach Apply).
+func (h *harness) apply(c Command) Result {
+	h.t.Helper()
+	h.index++
+	b := h.m.Apply(Entry{Index: h.index, Term: h.term, Time: h.now, Cmd: appendCommand(nil, normalize(c))})
+	r, err := DecodeResult(b)
+	if err != nil {
+		h.t.Fatalf("decode result: %v", err)
+	}
+	return r
+}
+
+func (h *harness) ok(c Command) Result {
+	h.t.Helper()
+	r := h.apply(c)
+	if err := r.Err(); err != nil {
+		h.t.Fatalf("%s: %v", c.Type(), err)
+	}
+	return r
+}
+
+func (h *harness) refused(c Command, want error) {
+	h.t.Helper()
+	before := h.m.stateSum()
+	r := h.apply(c)
+	if !errors.Is(r.Err(), want) {
+		h.t.Fatalf("%s: got %v, want %v", c.Type(), r.Err(), want)
+	}
+	if after := h.m.stateSum(); after != before {
+		h.t.Fatalf("%s: refused command changed the state", c.Type())
+	}
+}
+
+// stateSum is the digest without the applied index (a refusal advances it).
+func (m *Jobs) stateSum() [32]byte {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	i := m.st.index
+	m.st.index = 0
+	s := m.st.sum()
+	m.st.index = i
+	return s
+}
+
+func (h *harness) submit(nj NewJob) Job {
+	h.t.Helper()
+	r := h.ok(SubmitCmd{Jobs: []NewJob{nj}})
+	if s := r.Submitted[0]; s.Outcome != OutcomeCreated {
+		h.t.Fatalf("submit %q: %s %v", nj.ID, s.Outcome, s.Err())
+	}
+	return r.Submitted[0].Job
+}
+
+func (h *harness) claim1(queue string, ttl time.Duration) Job {
+	h.t.Helper()
+	r := h.ok(ClaimCmd{Queues: []string{queue}, Worker: "w", Max: 1, TTL: ttl})
+	if len(r.Jobs) != 1 {
+		h.t.Fatalf("claim %s: %d jobs", queue, len(r.Jobs))
+	}
+	return r.Jobs[0]
+}
+
+func TestLifecycle(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "a", Queue: "q", Kind: "k", Payload: []byte("p"), MaxAttempts: 2, Backoff: Backoff{Base: time.Second}})
+	j := h.claim1("q", time.Minute)
+	if j.State != StateRunning || j.Attempts != 1 || j.Lease.Token != h.index || string(j.Payload) != "p" {
+		t.Fatalf("claimed %+v", j)
+	}
+	r := h.ok(NakCmd{ID: "a", Token: j.Lease.Token, Error: "boom"})
+	if got := r.Jobs[0]; got.State != StateScheduled || !got.RunAt.Equal(h.now.Add(time.Second)) || got.LastError != "boom" {
+		t.Fatalf("after nak %+v", got)
+	}
+	if r := h.ok(ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 1, TTL: time.Minute}); len(r.Jobs) != 0 {
+		t.Fatalf("claimed a job before its backoff ended")
+	}
+	h.now = h.now.Add(time.Second)
+	j = h.claim1("q", time.Minute)
+	r = h.ok(AckCmd{ID: "a", Token: j.Lease.Token, Result: []byte("done")})
+	if got := r.Jobs[0]; got.State != StateSucceeded || string(got.Result) != "done" || got.Finished != h.now || got.Lease != nil {
+		t.Fatalf("after ack %+v", got)
+	}
+	if q, _ := h.m.Queue("q"); q.Counts != (Counts{Succeeded: 1}) {
+		t.Fatalf("counts %+v", q.Counts)
+	}
+}
+
+func TestClaimOrderAndPause(t *testing.T) {
+	h := newHarness(t)
+	h.ok(SubmitCmd{Jobs: []NewJob{
+		{ID: "low", Queue: "a", Kind: "k"},
+		{ID: "high", Queue: "b", Kind: "k", Priority: 5},
+		{ID: "later", Queue: "a", Kind: "k", RunAt: h.now.Add(time.Minute), Priority: 9},
+		{ID: "low2", Queue: "a", Kind: "k"},
+	}})
+	r := h.ok(ClaimCmd{Queues: []string{"a", "b", "a"}, Worker: "w", Max: 10, TTL: time.Minute})
+	var ids []string
+	for _, j := range r.Jobs {
+		ids = append(ids, j.ID)
+	}
+	if strings.Join(ids, ",") != "high,low,low2" {
+		t.Fatalf("claim order %v", ids)
+	}
+	h.ok(PauseCmd{Queue: "a"})
+	h.now = h.now.Add(time.Minute)
+	h.refused(ClaimCmd{Queues: []string{"a"}, Worker: "w", Max: 1, TTL: time.Minute}, ErrQueuePaused)
+	h.ok(ResumeCmd{Queue: "a"})
+	if j := h.claim1("a", time.Minute); j.ID != "later" {
+		t.Fatalf("claimed %s after run-at", j.ID)
+	}
+}
+
+func TestFencing(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "a", Queue: "q", Kind: "k"})
+	first := h.claim1("q", time.Second)
+	h.now = h.now.Add(2 * time.Second)
+	if r := h.ok(ExpireCmd{LeaderSince: baseTime}); len(r.Expired) != 1 {
+		t.Fatalf("expired %v", r.Expired)
+	}
+	h.now = h.now.Add(time.Hour)
+	second := h.claim1("q", time.Minute)
+	stale := first.Lease.Token
+	for _, c := range []Command{
+		AckCmd{ID: "a", Token: stale}, NakCmd{ID: "a", Token: stale}, ExtendCmd{ID: "a", Token: stale},
+		TermCmd{ID: "a", Token: stale},
+	} {
+		h.refused(c, ErrStaleLease)
+	}
+	// Canceling a running job fences its lease too.
+	h.ok(CancelCmd{ID: "a"})
+	h.refused(AckCmd{ID: "a", Token: second.Lease.Token}, ErrStaleLease)
+	if j, _ := h.m.Get("a"); j.State != StateCanceled {
+		t.Fatalf("state %s", j.State)
+	}
+}
+
+func TestIdempotency(t *testing.T) {
+	h := newHarness(t)
+	nj := NewJob{Queue: "q", Kind: "k", IdempotencyKey: "order-7"}
+	first := h.ok(SubmitCmd{Jobs: []NewJob{nj, nj}})
+	if first.Submitted[0].Outcome != OutcomeCreated || first.Submitted[1].Outcome != OutcomeDuplicate ||
+		first.Submitted[1].Job.ID != first.Submitted[0].Job.ID {
+		t.Fatalf("batch %+v", first.Submitted)
+	}
+	// A retried submit (new entry, a different derived ID) is a duplicate.
+	again := h.ok(SubmitCmd{Jobs: []NewJob{nj}})
+	if s := again.Submitted[0]; s.Outcome != OutcomeDuplicate || s.Job.ID != first.Submitted[0].Job.ID {
+		t.Fatalf("retry %+v", s)
+	}
+	// An explicit ID is an idempotency key too.
+	h.submit(NewJob{ID: "x", Queue: "q", Kind: "k"})
+	if s := h.ok(SubmitCmd{Jobs: []NewJob{{ID: "x", Queue: "other", Kind: "k"}}}).Submitted[0]; s.Outcome != OutcomeDuplicate || s.Job.Queue != "q" {
+		t.Fatalf("id duplicate %+v", s)
+	}
+	if h.m.Len() != 2 {
+		t.Fatalf("%d jobs", h.m.Len())
+	}
+	// The key lives as long as its job: once swept, it may be reused.
+	id := first.Submitted[0].Job.ID
+	h.ok(CancelCmd{ID: id})
+	h.now = h.now.Add(time.Hour)
+	h.ok(SweepCmd{MaxAge: time.Minute})
+	if s := h.ok(SubmitCmd{Jobs: []NewJob{nj}}).Submitted[0]; s.Outcome != OutcomeCreated || s.Job.ID == id {
+		t.Fatalf("after sweep %+v", s)
+	}
+}
+
+func TestExpiryAfterElection(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "a", Queue: "q", Kind: "k", MaxAttempts: 1})
+	h.submit(NewJob{ID: "b", Queue: "q", Kind: "k"})
+	ttl := 10 * time.Second
+	a := h.claim1("q", ttl)
+	// Same leader: deadline passed is enough.
+	h.now = h.now.Add(ttl - 1)
+	if r := h.ok(ExpireCmd{LeaderSince: baseTime}); len(r.Expired) != 0 {
+		t.Fatalf("expired before deadline")
+	}
+	_ = a
+	b := h.claim1("q", ttl)
+	// New leader, clock 1h ahead: the old leases' deadlines look long past,
+	// but the new leader has not been in office for a TTL yet.
+	h.term++
+	h.now = h.now.Add(time.Hour)
+	since := h.now
+	if r := h.ok(ExpireCmd{LeaderSince: since}); len(r.Expired) != 0 {
+		t.Fatalf("new leader expired %v before a TTL in office", r.Expired)
+	}
+	h.now = since.Add(ttl - 1)
+	if r := h.ok(ExpireCmd{LeaderSince: since}); len(r.Expired) != 0 {
+		t.Fatalf("expired %v one ns early", r.Expired)
+	}
+	h.now = since.Add(ttl)
+	r := h.ok(ExpireCmd{LeaderSince: since})
+	if strings.Join(r.Expired, ",") != "a,b" {
+		t.Fatalf("expired %v", r.Expired)
+	}
+	ja, _ := h.m.Get("a")
+	jb, _ := h.m.Get("b")
+	if ja.State != StateDead || jb.State != StateScheduled || jb.LastError != leaseExpiredMsg || jb.Attempts != 1 {
+		t.Fatalf("after expiry a=%+v b=%+v", ja, jb)
+	}
+	h.refused(AckCmd{ID: "b", Token: b.Lease.Token}, ErrStaleLease)
+	// A lease granted (or extended) in the current term needs only its deadline.
+	h.now = h.now.Add(time.Hour)
+	c := h.claim1("q", ttl)
+	h.ok(ExtendCmd{ID: "b", Token: c.Lease.Token, TTL: time.Second})
+	h.now = h.now.Add(time.Second)
+	if r := h.ok(ExpireCmd{LeaderSince: since}); len(r.Expired) != 1 {
+		t.Fatalf("same-term lease not expired: %v", r.Expired)
+	}
+	// A future term's lease is never expired by an older-term entry.
+	if !expirable(&lease{deadline: 0, term: 3, ttl: 1}, 100, 3, 0) || expirable(&lease{term: 4, ttl: 1}, 100, 3, 0) {
+		t.Fatal("expirable term rule")
+	}
+}
+
+func TestRetention(t *testing.T) {
+	h := newHarness(t)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		h.submit(NewJob{ID: id, Queue: "q", Kind: "k", IdempotencyKey: "key-" + id})
+		j := h.claim1("q", time.Minute)
+		h.ok(AckCmd{ID: j.ID, Token: j.Lease.Token})
+		h.now = h.now.Add(time.Minute)
+	}
+	h.submit(NewJob{ID: "live", Queue: "q", Kind: "k"})
+	// a finished 4 min ago, b 3, c 2, d 1.
+	if r := h.ok(SweepCmd{MaxAge: 3 * time.Minute}); r.Removed != 2 {
+		t.Fatalf("age sweep removed %d", r.Removed)
+	}
+	if r := h.ok(SweepCmd{MaxPerQueue: 1}); r.Removed != 1 {
+		t.Fatalf("count sweep removed %d", r.Removed)
+	}
+	for id, want := range map[string]bool{"a": false, "b": false, "c": false, "d": true, "live": true} {
+		if _, ok := h.m.Get(id); ok != want {
+			t.Fatalf("%s present=%v", id, ok)
+		}
+	}
+	if s := h.ok(SubmitCmd{Jobs: []NewJob{{Queue: "q", Kind: "k", IdempotencyKey: "key-a"}}}).Submitted[0]; s.Outcome != OutcomeCreated {
+		t.Fatalf("swept key still known: %+v", s)
+	}
+	h.refused(RetryCmd{ID: "a"}, ErrNotFound)
+}
+
+func TestRetryAndCancel(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "a", Queue: "q", Kind: "k"})
+	j := h.claim1("q", time.Minute)
+	h.refused(RetryCmd{ID: "a"}, ErrInvalidState)
+	h.ok(TermCmd{ID: "a", Token: j.Lease.Token, Reason: "poison"})
+	h.refused(CancelCmd{ID: "a"}, ErrInvalidState)
+	r := h.ok(RetryCmd{ID: "a"})
+	if got := r.Jobs[0]; got.State != StatePending || got.Attempts != 0 || got.LastError != "poison" {
+		t.Fatalf("retried %+v", got)
+	}
+	h.ok(CancelCmd{ID: "a", Reason: "nope"})
+	h.ok(RetryCmd{ID: "a"})
+	j = h.claim1("q", time.Minute)
+	h.ok(AckCmd{ID: "a", Token: j.Lease.Token})
+	h.refused(RetryCmd{ID: "a"}, ErrInvalidState)
+	h.refused(CancelCmd{ID: "a"}, ErrInvalidState)
+}
+
+// TestRefusals walks every refusal path: each must be typed and change
+// nothing.
+func TestRefusals(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "run", Queue: "q", Kind: "k"})
+	run := h.claim1("q", time.Minute)
+	tok := run.Lease.Token
+	big := strings.Repeat("x", MaxMessage+1)
+	cases := []struct {
+		c    Command
+		want error
+	}{
+		{SubmitCmd{}, ErrInvalidCommand},
+		{ClaimCmd{Worker: "w", Max: 1, TTL: time.Second}, ErrInvalidCommand},
+		{ClaimCmd{Queues: []string{""}, Worker: "w", Max: 1, TTL: time.Second}, ErrInvalidCommand},
+		{ClaimCmd{Queues: []string{strings.Repeat("q", MaxNameLen+1)}, Worker: "w", Max: 1, TTL: time.Second}, ErrTooLarge},
+		{ClaimCmd{Queues: make([]string, MaxClaimQueue+1), Worker: "w", Max: 1, TTL: time.Second}, ErrTooLarge},
+		{ClaimCmd{Queues: []string{"q"}, Max: 1, TTL: time.Second}, ErrInvalidCommand},
+		{ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 0, TTL: time.Second}, ErrInvalidCommand},
+		{ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: MaxClaim + 1, TTL: time.Second}, ErrInvalidCommand},
+		{ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 1}, ErrInvalidCommand},
+		{ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 1, TTL: MaxLeaseTTL + 1}, ErrInvalidCommand},
+		{ExtendCmd{ID: "run", Token: tok, TTL: -1}, ErrInvalidCommand},
+		{ExtendCmd{ID: "", Token: tok}, ErrInvalidCommand},
+		{ExtendCmd{ID: "missing", Token: tok}, ErrNotFound},
+		{AckCmd{ID: "run", Token: tok, Result: make([]byte, MaxResult+1)}, ErrTooLarge},
+		{AckCmd{ID: strings.Repeat("i", MaxIDLen+1), Token: tok}, ErrTooLarge},
+		{AckCmd{ID: "missing", Token: tok}, ErrNotFound},
+		{AckCmd{ID: "run", Token: tok + 1}, ErrStaleLease},
+		{NakCmd{ID: "run", Token: tok, Delay: -1}, ErrInvalidCommand},
+		{NakCmd{ID: "run", Token: tok, Delay: MaxDelay + 1}, ErrInvalidCommand},
+		{NakCmd{ID: "run", Token: tok, Error: big}, ErrTooLarge},
+		{NakCmd{ID: "missing", Token: tok}, ErrNotFound},
+		{TermCmd{ID: "run", Token: tok, Reason: big}, ErrTooLarge},
+		{TermCmd{ID: "missing", Token: tok}, ErrNotFound},
+		{CancelCmd{ID: "run", Reason: big}, ErrTooLarge},
+		{CancelCmd{ID: "missing"}, ErrNotFound},
+		{RetryCmd{ID: "missing"}, ErrNotFound},
+		{RetryCmd{ID: "run"}, ErrInvalidState},
+		{RetryCmd{}, ErrInvalidCommand},
+		{ExpireCmd{}, ErrInvalidCommand},
+		{PauseCmd{}, ErrInvalidCommand},
+		{ResumeCmd{Queue: strings.Repeat("q", MaxNameLen+1)}, ErrTooLarge},
+		{SweepCmd{MaxAge: -1}, ErrInvalidCommand},
+	}
+	for _, tc := range cases {
+		h.refused(tc.c, tc.want)
+		if _, err := EncodeCommand(tc.c); tc.want != ErrNotFound && tc.want != ErrStaleLease &&
+			tc.want != ErrInvalidState && !errors.Is(err, tc.want) {
+			t.Errorf("EncodeCommand(%s) = %v, want %v", tc.c.Type(), err, tc.want)
+		}
+	}
+	// Submit: each bad job is rejected alone; the good one is created.
+	r := h.ok(SubmitCmd{Jobs: []NewJob{
+		{Queue: "", Kind: "k"},
+		{Queue: "q", Kind: ""},
+		{Queue: "q", Kind: "k", Payload: make([]byte, MaxPayload+1)},
+		{Queue: "q", Kind: "k", IdempotencyKey: strings.Repeat("k", MaxKeyLen+1)},
+		{ID: "@mine", Queue: "q", Kind: "k"},
+		{Queue: "q", Kind: "k", MaxAttempts: MaxAttempts + 1},
+		{Queue: "q", Kind: "k", Backoff: Backoff{Base: -1}},
+		{Queue: "q", Kind: "k", Backoff: Backoff{Base: 2, Max: 1}},
+		{Queue: "q", Kind: "k", Backoff: Backoff{Factor: 999}},
+		{Queue: "q", Kind: "k", Backoff: Backoff{Jitter: 101}},
+		{ID: "ok", Queue: "q", Kind: "k"},
+	}})
+	wantCodes := []Code{CodeInvalidCommand, CodeInvalidCommand, CodeTooLarge, CodeTooLarge, CodeInvalidCommand,
+		CodeInvalidCommand, CodeInvalidCommand, CodeInvalidCommand, CodeInvalidCommand, CodeInvalidCommand, CodeOK}
+	for i, s := range r.Submitted {
+		if s.Code != wantCodes[i] || (s.Code == CodeOK) != (s.Outcome == OutcomeCreated) {
+			t.Errorf("job %d: %s %v", i, s.Outcome, s.Err())
+		}
+	}
+	// Undecodable entries.
+	for _, raw := range [][]byte{nil, {1}, {2, 1}, {1, 99}, {1, byte(CmdRetry)}, {1, byte(CmdRetry), 5, 'a'},
+		append(appendCommand(nil, &RetryCmd{ID: "run"}), 0)} {
+		before := h.m.stateSum()
+		h.index++
+		res, err := DecodeResult(h.m.Apply(Entry{Index: h.index, Term: 1, Time: h.now, Cmd: raw}))
+		if err != nil || res.Code == CodeOK || h.m.stateSum() != before {
+			t.Errorf("raw %x: %v %v", raw, res.Err(), err)
+		}
+	}
+	// A replayed index is refused and does not move the applied index.
+	res, _ := DecodeResult(h.m.Apply(Entry{Index: h.index, Term: 1, Time: h.now, Cmd: appendCommand(nil, &PauseCmd{Queue: "z"})}))
+	if !errors.Is(res.Err(), ErrIndexNotIncreasing) || h.m.AppliedIndex() != h.index {
+		t.Errorf("replay: %v", res.Err())
+	}
+}
+
+func TestDeterminism(t *testing.T) {
+	a, b := New(), New()
+	h := newHarness(t)
+	h.m = a
+	for i := 0; i < 50; i++ {
+		h.submit(NewJob{Queue: []string{"x", "y"}[i%2], Kind: "k", Priority: int32(i % 3), Backoff: Backoff{Jitter: 50}})
+	}
+	for i := 0; i < 20; i++ {
+		h.now = h.now.Add(time.Second)
+		r := h.ok(ClaimCmd{Queues: []string{"x", "y"}, Worker: "w", Max: 3, TTL: 2 * time.Second})
+		for k, j := range r.Jobs {
+			if k == 0 {
+				h.ok(NakCmd{ID: j.ID, Token: j.Lease.Token})
+			}
+		}
+		h.ok(ExpireCmd{LeaderSince: baseTime})
+	}
+	// Run the same script on b: same entries, so equal digests.
+	h2 := newHarness(t)
+	h2.m = b
+	for i := 0; i < 50; i++ {
+		h2.submit(NewJob{Queue: []string{"x", "y"}[i%2], Kind: "k", Priority: int32(i % 3), Backoff: Backoff{Jitter: 50}})
+		if a2 := h2.m.Digest(); a2.Index != h2.index {
+			t.Fatal("digest index")
+		}
+	}
+	for i := 0; i < 20; i++ {
+		h2.now = h2.now.Add(time.Second)
+		r := h2.ok(ClaimCmd{Queues: []string{"x", "y"}, Worker: "w", Max: 3, TTL: 2 * time.Second})
+		for k, j := range r.Jobs {
+			if k == 0 {
+				h2.ok(NakCmd{ID: j.ID, Token: j.Lease.Token})
+			}
+		}
+		h2.ok(ExpireCmd{LeaderSince: baseTime})
+	}
+	if a.Digest() != b.Digest() {
+		t.Fatal("same entries, different digests")
+	}
+}
+
+// TestSnapshotWhileApplying persists a snapshot on another goroutine while
+// the apply goroutine keeps mutating (and queries run): the restored state
+// must be exactly the state at the snapshot's index.
+func TestSnapshotWhileApplying(t *testing.T) {
+	h := newHarness(t)
+	for i := 0; i < 300; i++ {
+		h.submit(NewJob{Queue: "q", Kind: "k", Payload: []byte("payload"), IdempotencyKey: "k" + string(rune('a'+i%26)) + string(rune('a'+i/26))})
+	}
+	snap, err := h.m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := h.m.Digest()
+	var buf bytes.Buffer
+	var wg sync.WaitGroup
+	var perr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		perr = snap.Persist(&buf)
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			_, _ = h.m.List(ListQuery{Queue: "q", State: StateRunning})
+			_ = h.m.Digest()
+		}
+	}()
+	for i := 0; i < 100; i++ {
+		h.now = h.now.Add(time.Second)
+		r := h.ok(ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 2, TTL: time.Second})
+		h.ok(AckCmd{ID: r.Jobs[0].ID, Token: r.Jobs[0].Lease.Token})
+		h.ok(SweepCmd{MaxPerQueue: 5})
+	}
+	wg.Wait()
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	snap.Release()
+	r := New()
+	if err := r.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if r.Digest() != at || r.Len() != 300 {
+		t.Fatalf("restored %d jobs, digest match %v", r.Len(), r.Digest() == at)
+	}
+}
+
+func TestRestoreRejectsCorruption(t *testing.T) {
+	h := newHarness(t)
+	h.ok(PauseCmd{Queue: "p"})
+	for i := 0; i < 5; i++ {
+		h.submit(NewJob{Queue: "q", Kind: "k", Payload: []byte("abc")})
+	}
+	h.claim1("q", time.Minute)
+	snap, _ := h.m.Snapshot()
+	var buf bytes.Buffer
+	if err := snap.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	target := New()
+	tgt := newHarness(t)
+	tgt.m = target
+	tgt.submit(NewJob{ID: "keep", Queue: "z", Kind: "k"})
+	want := target.Digest()
+	for i := 0; i < len(good); i++ {
+		bad := append([]byte(nil), good...)
+		bad[i] ^= 0x10
+		err := target.Restore(bytes.NewReader(bad))
+		if err == nil || !(IsCorrupt(err) || errors.Is(err, ErrSnapshotVersion)) {
+			t.Fatalf("flip at %d: %v", i, err)
+		}
+	}
+	for _, n := range []int{0, 5, 30, len(good) - 1} {
+		if err := target.Restore(bytes.NewReader(good[:n])); !IsCorrupt(err) {
+			t.Fatalf("truncated at %d: %v", n, err)
+		}
+	}
+	if err := target.Restore(bytes.NewReader(append(append([]byte(nil), good...), 0))); !IsCorrupt(err) {
+		t.Fatalf("trailing byte: %v", err)
+	}
+	if target.Digest() != want {
+		t.Fatal("a failed restore changed the state")
+	}
+	if err := target.Restore(bytes.NewReader(good)); err != nil || target.Digest() != h.m.Digest() {
+		t.Fatalf("good restore: %v", err)
+	}
+	if q, _ := target.Queue("p"); !q.Paused {
+		t.Fatal("paused queue lost")
+	}
+}
+
+func TestListCursor(t *testing.T) {
+	h := newHarness(t)
+	for i := 0; i < 7; i++ {
+		h.submit(NewJob{Queue: "q", Kind: "k", Priority: int32(i % 3)})
+	}
+	if _, err := h.m.List(ListQuery{Queue: "q", State: StatePending, Cursor: "nope"}); !errors.Is(err, ErrInvalidCursor) {
+		t.Fatalf("bad cursor: %v", err)
+	}
+	if _, err := h.m.List(ListQuery{Queue: "q"}); !errors.Is(err, ErrInvalidCommand) {
+		t.Fatalf("no state: %v", err)
+	}
+	p, _ := h.m.List(ListQuery{Queue: "q", State: StatePending, Limit: 3})
+	if len(p.Jobs) != 3 || p.Jobs[0].Priority != 2 || p.Next == "" {
+		t.Fatalf("page %+v", p)
+	}
+}
+
+func TestCodes(t *testing.T) {
+	for c := CodeOK + 1; c < numCodes; c++ {
+		if codeOf(c.Err()) != c || c.String() == "" {
+			t.Errorf("code %d does not round-trip", c)
+		}
+	}
+	if Code(200).Err() == nil || CodeOK.Err() != nil {
+		t.Error("code errors")
+	}
+}
