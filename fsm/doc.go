@@ -1,5 +1,6 @@
 // Package fsm defines the contract a replicated state machine implements to
-// ride on a jobraft node (StateMachine), and provides the job state machine.
+// ride on a jobraft node (StateMachine), and provides the job state machine
+// (Jobs).
 //
 // # The caller's contract (what raft.Node does)
 //
@@ -11,4 +12,65 @@
 //     goroutine while Apply continues.
 //  4. Restore is given a stream that a Snapshot of the same state machine
 //     type produced; it must verify the stream before replacing anything.
+//
+// # Jobs: what the controller does
+//
+//  1. Build a typed command (SubmitCmd, ClaimCmd, ExtendCmd, AckCmd, NakCmd,
+//     TermCmd, CancelCmd, RetryCmd, ExpireCmd, PauseCmd, ResumeCmd,
+//     SweepCmd) and encode it with EncodeCommand; propose the bytes as one
+//     raft entry. EncodeCommand refuses what Apply would refuse for
+//     stateless reasons (sizes, ranges), with the same sentinel errors.
+//  2. Decode what Apply returned with DecodeResult. Result.Err is nil when
+//     the command applied, else wraps a sentinel of errors.go (errors.Is):
+//     ErrStaleLease tells a worker to drop its job, ErrNotFound that the job
+//     is gone, and so on. A submit answers per job (Result.Submitted):
+//     created, duplicate (the existing job) or rejected (with a code).
+//  3. Give every job an ID or an IdempotencyKey when a submit may be retried
+//     after an indeterminate failure: a resubmission is then answered
+//     "duplicate" with the existing job and can never create a second one.
+//     Jobs without an ID get one derived from the entry index.
+//  4. As leader, propose ExpireCmd periodically with LeaderSince = your own
+//     clock when you took office, and SweepCmd with the retention policy.
+//     Leases never expire by themselves.
+//  5. Truncate worker error strings to MaxMessage before proposing.
+//
+// # Guarantees
+//
+//   - Determinism: Apply reads no clock, no randomness and no map order; two
+//     instances that applied the same entries hold the same state and report
+//     the same Digest after every entry.
+//   - Refusals change nothing but the applied index (an undecodable,
+//     malformed, oversize or invalid command, an unknown job, a stale token).
+//     Apply never panics on its input.
+//   - Fencing: a lease token is the raft index of the claim entry, so it is
+//     unique; ack, nak, extend and term must carry the job's current token.
+//   - Expiry safety under clock skew: see ExpireCmd and docs/jobs.md.
+//   - Snapshots are O(number of paused queues) to take: the job tree is a
+//     copy-on-write btree clone and job records are immutable once
+//     published, so Persist streams while Apply continues. Restore validates
+//     the magic, version, layout, CRC-32C, record invariants and the
+//     recomputed digest before swapping the new state in.
+//   - Queries (Get, List, Queue, Queues, Len, AppliedIndex, Digest) are safe
+//     from any goroutine; each sees the state after a whole entry.
+//
+// # Digest
+//
+// Every job record has a SHA-256 of its canonical encoding; the state keeps
+// the lane-wise sum (4 × uint64, mod 2^64) of those hashes, updated on every
+// change (subtract the old record's hash, add the new one), so it does not
+// depend on any iteration order. Digest().Sum is SHA-256 over a domain tag,
+// the applied index, the submit sequence, that accumulator and the names of
+// paused queues: O(paused queues) per call. Index structures are functions
+// of the records and are not hashed separately.
+//
+// # Caveats
+//
+//   - Scheduled jobs become pending lazily: claim and expire promote every
+//     due scheduled job first (sweep does not). Until then a due job is
+//     listed and counted as scheduled.
+//   - One claim, expire or sweep entry does work proportional to the jobs
+//     it promotes, expires or removes; keep sweeps frequent.
+//   - Slices in returned Jobs are shared with the state machine: read only.
+//
+// docs/jobs.md has the full transition table, the encodings and the figures.
 package fsm

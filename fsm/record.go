@@ -61,7 +61,6 @@ func (j *job) setOutcome(lastErr string, result []byte) {
 	j.out = &outcome{lastErr: lastErr, result: result}
 }
 
-
 // public converts a record to the caller's Job. Slices are shared.
 func (j *job) public(withPayload bool) Job {
 	p := Job{
