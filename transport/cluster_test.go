@@ -105,9 +105,10 @@ func newCluster(t *testing.T, n int) *cluster {
 		logger, _ := testLogger(t, "raft-"+string(nd.id))
 		conf := raft.DefaultConfig()
 		conf.LocalID = nd.id
-		conf.HeartbeatTimeout = 150 * time.Millisecond
-		conf.ElectionTimeout = 150 * time.Millisecond
-		conf.LeaderLeaseTimeout = 100 * time.Millisecond
+		// Short, but with room for -race on a shared 2-core machine.
+		conf.HeartbeatTimeout = 300 * time.Millisecond
+		conf.ElectionTimeout = 300 * time.Millisecond
+		conf.LeaderLeaseTimeout = 250 * time.Millisecond
 		conf.CommitTimeout = 10 * time.Millisecond
 		conf.Logger = logger
 		logs, snaps := raft.NewInmemStore(), raft.NewInmemSnapshotStore()

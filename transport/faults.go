@@ -50,7 +50,14 @@ type FaultNetwork struct {
 	isolated map[raft.ServerAddress]bool
 	flaps    map[link]flap // keyed by both directions
 	senders  map[uint64]map[Sender]struct{}
-	stats    map[string]*FaultCounts
+	stats    map[statKey]*FaultCounts
+}
+
+// statKey attributes a count to a message kind and the request's direction
+// (a lost response counts on the link of the request it answers).
+type statKey struct {
+	kind string
+	link link
 }
 
 type link struct{ from, to raft.ServerAddress }
@@ -97,7 +104,7 @@ func NewFaultNetwork(seed int64) *FaultNetwork {
 		isolated: make(map[raft.ServerAddress]bool),
 		flaps:    make(map[link]flap),
 		senders:  make(map[uint64]map[Sender]struct{}),
-		stats:    make(map[string]*FaultCounts),
+		stats:    make(map[statKey]*FaultCounts),
 	}
 }
 
@@ -218,7 +225,11 @@ func (n *FaultNetwork) decide(kind string, from, to raft.ServerAddress, request 
 	// Always draw the same number of values so one rule does not shift the
 	// sequence of another.
 	pDrop, pDup, j1, j2 := r.Float64(), r.Float64(), r.Int63(), r.Int63()
-	c := n.statsLocked(kind)
+	reqLink := l
+	if !request {
+		reqLink = link{to, from}
+	}
+	c := n.statsLocked(statKey{kind, reqLink})
 	if request {
 		c.Sent++
 	}
@@ -249,22 +260,40 @@ func (n *FaultNetwork) decide(kind string, from, to raft.ServerAddress, request 
 	return v
 }
 
-func (n *FaultNetwork) statsLocked(kind string) *FaultCounts {
-	c := n.stats[kind]
+func (n *FaultNetwork) statsLocked(k statKey) *FaultCounts {
+	c := n.stats[k]
 	if c == nil {
 		c = &FaultCounts{}
-		n.stats[kind] = c
+		n.stats[k] = c
 	}
 	return c
 }
 
-// Stats returns a copy of the message counts per kind (Kind* constants).
+// Stats returns the message counts per kind (Kind* constants), all links.
 func (n *FaultNetwork) Stats() map[string]FaultCounts {
+	return n.sumStats(func(link) bool { return true })
+}
+
+// StatsFrom returns the message counts per kind of requests sent by from
+// (and of the responses to them).
+func (n *FaultNetwork) StatsFrom(from raft.ServerAddress) map[string]FaultCounts {
+	return n.sumStats(func(l link) bool { return l.from == from })
+}
+
+func (n *FaultNetwork) sumStats(match func(link) bool) map[string]FaultCounts {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := make(map[string]FaultCounts, len(n.stats))
+	out := make(map[string]FaultCounts)
 	for k, c := range n.stats {
-		out[k] = *c
+		if !match(k.link) {
+			continue
+		}
+		sum := out[k.kind]
+		sum.Sent += c.Sent
+		sum.Refused += c.Refused
+		sum.Lost += c.Lost
+		sum.Duplicated += c.Duplicated
+		out[k.kind] = sum
 	}
 	return out
 }
@@ -273,7 +302,8 @@ func (n *FaultNetwork) Stats() map[string]FaultCounts {
 func (n *FaultNetwork) recordAppend(from raft.ServerAddress, req *raft.AppendEntriesRequest) {
 	s := Sender{Term: req.Term, Leader: raft.ServerID(req.RPCHeader.ID), Addr: raft.ServerAddress(req.RPCHeader.Addr), From: from}
 	if s.Addr == "" {
-		s.Addr = raft.ServerAddress(req.Leader) //nolint:staticcheck // legacy field, used only when the header lacks it
+		//lint:ignore SA1019 legacy senders fill only this field; read it when the header lacks the address
+		s.Addr = raft.ServerAddress(req.Leader)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

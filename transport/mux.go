@@ -98,7 +98,6 @@ func (m *Mux) Close() error {
 		return nil
 	}
 	m.closed = true
-	m.cancel()
 	err := m.ln.Close()
 	conns := make([]*trackedConn, 0, len(m.conns))
 	for c := range m.conns {
@@ -120,6 +119,10 @@ func (m *Mux) Close() error {
 	for _, c := range conns {
 		_ = c.Close()
 	}
+	// Handlers are canceled only after their connections are gone, so a
+	// caller waiting on one sees a lost connection (indeterminate), not an
+	// error reply caused by our shutdown.
+	m.cancel()
 	m.wg.Wait()
 	m.log.Info("closed", "advertise", m.advertise)
 	return err
