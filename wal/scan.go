@@ -67,7 +67,10 @@ func scanBytes(name string, buf []byte) *scanned {
 	s := &scanned{name: name, size: int64(len(buf))}
 	h, err := decodeSegHeader(buf)
 	if err != nil {
-		s.bad = &badSpot{off: 0, reason: err.Error(), torn: len(buf) < segHeaderSize}
+		// A header is synced before any frame is written after it, so a
+		// damaged header with no valid frame after it is a torn creation
+		// (cut short, or zero-filled by a power loss).
+		s.bad = &badSpot{off: 0, reason: err.Error(), torn: len(buf) < segHeaderSize || !validFrameAfter(buf, 0)}
 		return s
 	}
 	s.hdr, s.floor = h, h.Floor
