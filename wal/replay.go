@@ -21,7 +21,8 @@ type replayResult struct {
 	dropTorn bool
 	// repair, set when Repair cut at damage inside the log.
 	repair *RepairReport
-	// removeAfter: names of segment files after a repair cut, to remove.
+	// removeAfter: names of segment files to remove: after a repair cut,
+	// and before the last reset segment.
 	removeAfter []string
 }
 
@@ -64,6 +65,19 @@ func replay(segs []*scanned, repair bool) (*replayResult, error) {
 		}
 		if r.last < r.first {
 			r.first, r.last = 0, 0
+		}
+	}
+	// A reset segment supersedes every earlier one, but a crash during a
+	// reset can leave some of them behind. Skip them, and have Open remove
+	// them: once a compaction removes the reset segment they would replay
+	// again (a gap, or stale entries).
+	for i := len(segs) - 1; i > 0; i-- {
+		if s := segs[i]; (s.bad == nil || s.bad.off != 0) && s.hdr.Flags&segFlagReset != 0 {
+			for _, old := range segs[:i] {
+				r.removeAfter = append(r.removeAfter, old.name)
+			}
+			segs = segs[i:]
+			break
 		}
 	}
 	for i, s := range segs {
@@ -122,7 +136,8 @@ func replay(segs []*scanned, repair bool) (*replayResult, error) {
 				rep.CutTo = max(rep.CutTo, later.recs[n-1].info.Index)
 			}
 		}
-		r.repair, r.removeAfter = rep, rep.RemovedSegments
+		r.repair = rep
+		r.removeAfter = append(r.removeAfter, rep.RemovedSegments...)
 		r.cutSeg, r.cutAt = s.name, s.bad.off
 		break
 	}
