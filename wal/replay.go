@@ -129,7 +129,7 @@ func replay(segs []*scanned, repair bool) (*replayResult, error) {
 		if !repair {
 			return nil, corruptAt(s, s.bad.off, r.last, s.bad.reason)
 		}
-		rep := &RepairReport{Segment: s.name, Offset: s.bad.off, Reason: s.bad.reason, CutFrom: r.last + 1}
+		rep := &RepairReport{Segment: s.name, Offset: s.bad.off, Reason: s.bad.reason, CutFrom: r.last + 1, CutTo: s.afterMax}
 		for _, later := range segs[i+1:] {
 			rep.RemovedSegments = append(rep.RemovedSegments, later.name)
 			if n := len(later.recs); n > 0 {

@@ -18,6 +18,8 @@ type scanned struct {
 	frames []scanFrame
 	// bad is the first damaged spot, nil when the whole file is valid.
 	bad *badSpot
+	// afterMax is the highest index in valid frames after bad (0 if none).
+	afterMax uint64
 }
 
 type scanFrame struct {
@@ -79,6 +81,9 @@ func scanBytes(name string, buf []byte) *scanned {
 		fr, recs, reason := parseFrame(buf, off)
 		if reason != "" {
 			s.bad = &badSpot{off: off, reason: reason, torn: !validFrameAfter(buf, off+1)}
+			if !s.bad.torn {
+				s.afterMax = maxIndexAfter(buf, off+1)
+			}
 			return s
 		}
 		fr.first = len(s.recs)
@@ -163,4 +168,27 @@ func validFrameAfter(buf []byte, from int64) bool {
 		from = at + 1
 	}
 	return false
+}
+
+// maxIndexAfter returns the highest index in valid frames starting at or
+// after from (0 when none): what a repair cut at from removes from this file.
+func maxIndexAfter(buf []byte, from int64) uint64 {
+	var hi uint64
+	for from < int64(len(buf)) {
+		i := bytes.Index(buf[from:], frameMagic)
+		if i < 0 {
+			break
+		}
+		at := from + int64(i)
+		fr, recs, reason := parseFrame(buf, at)
+		if reason != "" {
+			from = at + 1
+			continue
+		}
+		if n := len(recs); n > 0 {
+			hi = max(hi, recs[n-1].info.Index)
+		}
+		from = fr.end
+	}
+	return hi
 }
