@@ -53,6 +53,8 @@ const (
 	crashMaxSpan = 1500
 )
 
+var crashTermKey = []byte("crash_term")
+
 // crashPayload is the deterministic body of the entry (index, term): 16 B to
 // 8 KiB, so the parent can recompute what the child stored.
 func crashPayload(index, term uint64) []byte {
@@ -124,6 +126,17 @@ func crashChild(dir string, seed uint64) {
 		}
 		term = e.Term
 	}
+	// Terms never go down, also across a reset that empties the log: like
+	// raft's CurrentTerm, the child keeps its term in the stable store.
+	if v, err := l.GetUint64(crashTermKey); err == nil {
+		term = max(term, v)
+	}
+	bump := func() {
+		term++
+		if err := l.SetUint64(crashTermKey, term); err != nil {
+			crashFatal("persist term: %v", err)
+		}
+	}
 	crashSay("ready %d %d %d %d", first, last, term, floor.Load())
 	next := func() uint64 { // index of the next entry to store
 		if last == 0 {
@@ -146,7 +159,7 @@ func crashChild(dir string, seed uint64) {
 			first = m + 1
 		case r < 65 || last == 0:
 			if rng.IntN(20) == 0 {
-				term++
+				bump()
 			}
 			a := next()
 			n := 1 + uint64(rng.IntN(64))
@@ -181,7 +194,7 @@ func crashChild(dir string, seed uint64) {
 			}
 			crashSay("truncated %d", m)
 			last = m - 1
-			term++ // a new leader's entries replace the cut suffix
+			bump() // a new leader's entries replace the cut suffix
 		case r < 98:
 			hi := min(f, last-1)
 			if hi < first {
@@ -428,14 +441,14 @@ func TestCrashRecovery(t *testing.T) {
 				post = pre // the in-flight batch was torn: it must be gone
 			}
 		}
-		got, cut, err := crashVerify(dir, pre, post)
+		got, inflightDone, cut, err := crashVerify(dir, pre, post)
 		if err != nil {
 			fail("%v (injected: %q; in flight: %+v; last lines: %q)", err, kind, run.inflight, lines[max(0, len(lines)-3):])
 		}
 		if cut {
 			st.cut++
 		}
-		if got == post && post != pre {
+		if inflightDone {
 			st.inflightPresent++
 		}
 		model = got
@@ -565,10 +578,16 @@ func crashInjectTorn(t *testing.T, dir string, rng *rand.Rand, inflight *crashOp
 			t.Fatal(err)
 		}
 	}
+	sc, err := scanSegment(OSFS{}, lastSeg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.bad != nil {
+		return "" // the kill already tore it; one crash tears one thing
+	}
 	switch r := rng.IntN(12); {
 	case r < 4 && inflight != nil && inflight.kind == "store":
-		sc, err := scanSegment(OSFS{}, lastSeg)
-		if err != nil || sc.bad != nil || len(sc.frames) == 0 {
+		if len(sc.frames) == 0 {
 			return ""
 		}
 		fr := sc.frames[len(sc.frames)-1]
@@ -624,74 +643,74 @@ func crashSegDigest(dir string) (map[string][32]byte, error) {
 // crashVerify reopens dir and checks it holds pre or post (the model before
 // and after the in-flight operation); it returns the one it holds, with the
 // first index the log actually has (a compaction is not durable, so entries
-// below a reported compaction may reappear — intact). cut reports whether
-// Open changed the segment files. A second Open must change nothing.
-func crashVerify(dir string, pre, post *crashModel) (*crashModel, bool, error) {
+// below a reported compaction may reappear — intact). inflightDone reports
+// that it holds post; cut that Open changed the segment files. A second Open
+// must change nothing.
+func crashVerify(dir string, pre, post *crashModel) (got *crashModel, inflightDone, cut bool, err error) {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if pre.last != 0 {
-			return nil, false, fmt.Errorf("log directory missing, model [%d,%d]", pre.first, pre.last)
+			return nil, false, false, fmt.Errorf("log directory missing, model [%d,%d]", pre.first, pre.last)
 		}
 	}
 	before, err := crashSegDigest(dir)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	l, err := Open(dir, WithCacheSize(0))
 	if err != nil {
-		return nil, false, fmt.Errorf("open after kill: %w", err)
+		return nil, false, false, fmt.Errorf("open after kill: %w", err)
 	}
 	if rep := l.Repaired(); rep != nil {
 		l.Close()
-		return nil, false, fmt.Errorf("open without Repair reported a repair: %+v", rep)
+		return nil, false, false, fmt.Errorf("open without Repair reported a repair: %+v", rep)
 	}
 	first, _ := l.FirstIndex()
 	last, _ := l.LastIndex()
-	var errPre error
-	got := pre
-	if errPre = crashCheck(l, first, last, pre); errPre != nil {
+	got = pre
+	if errPre := crashCheck(l, first, last, pre); errPre != nil {
 		if post == pre {
 			l.Close()
-			return nil, false, errPre
+			return nil, false, false, errPre
 		}
 		if errPost := crashCheck(l, first, last, post); errPost != nil {
 			l.Close()
-			return nil, false, fmt.Errorf("log matches neither the state before the in-flight operation (%v) nor after it (%v)", errPre, errPost)
+			return nil, false, false, fmt.Errorf("log matches neither the state before the in-flight operation (%v) nor after it (%v)", errPre, errPost)
 		}
-		got = post
+		got, inflightDone = post, true
 	}
 	if pf := l.PersistedFloor(); pf < got.floor {
 		l.Close()
-		return nil, false, fmt.Errorf("persisted floor %d below floor %d acknowledged with a batch", pf, got.floor)
+		return nil, false, false, fmt.Errorf("persisted floor %d below floor %d acknowledged with a batch", pf, got.floor)
 	}
 	if err := l.Close(); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	after, err := crashSegDigest(dir)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	l2, err := Open(dir, WithCacheSize(0))
 	if err != nil {
-		return nil, false, fmt.Errorf("second open: %w", err)
+		return nil, false, false, fmt.Errorf("second open: %w", err)
 	}
 	f2, _ := l2.FirstIndex()
 	l2last, _ := l2.LastIndex()
 	if err := l2.Close(); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if f2 != first || l2last != last {
-		return nil, false, fmt.Errorf("second open: [%d,%d], first open [%d,%d]", f2, l2last, first, last)
+		return nil, false, false, fmt.Errorf("second open: [%d,%d], first open [%d,%d]", f2, l2last, first, last)
 	}
 	again, err := crashSegDigest(dir)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if !maps32Equal(after, again) {
-		return nil, false, fmt.Errorf("second open changed segment files: %d before, %d after", len(after), len(again))
+		return nil, false, false, fmt.Errorf("second open changed segment files: %d before, %d after", len(after), len(again))
 	}
 	got = got.clone()
 	got.first = first
-	return got, !maps32Equal(before, after), nil
+	return got, inflightDone, !maps32Equal(before, after), nil
 }
 
 func maps32Equal(a, b map[string][32]byte) bool {
@@ -742,4 +761,94 @@ func crashCheck(l *Log, first, last uint64, m *crashModel) error {
 		return fmt.Errorf("get %d past the end: %v", last+1, err)
 	}
 	return nil
+}
+
+// A crash during a reset (DeleteRange of the whole log) can leave older
+// segment files behind after the reset segment is durable. They must never
+// replay again: Open removes them, so a later compaction that removes the
+// reset segment cannot bring them back (as a gap that refuses Open, or as
+// stale entries).
+func TestCrashMidResetLeftoversNeverRevive(t *testing.T) {
+	dir := t.TempDir()
+	var floor atomic.Uint64
+	open := func() *Log {
+		t.Helper()
+		l, err := Open(dir, WithSegmentSize(4<<10), WithCacheSize(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SetCommitFloor(floor.Load)
+		return l
+	}
+	store := func(l *Log, a, b, term uint64) {
+		t.Helper()
+		for i := a; i <= b; i += 8 {
+			var batch []*raft.Log
+			for k := i; k < i+8 && k <= b; k++ {
+				batch = append(batch, crashEntry(k, term))
+			}
+			if err := l.StoreLogs(batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	l := open()
+	store(l, 1, 200, 1)
+	// What the kill leaves: the pre-reset segment files.
+	old := map[string][]byte{}
+	names, _, err := segmentFiles(OSFS{}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[n] = b
+	}
+	floor.Store(150)
+	if err := l.DeleteRange(1, 200); err != nil {
+		t.Fatal(err)
+	}
+	store(l, 151, 400, 2)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for n, b := range old {
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newCrashModel()
+	for i := uint64(151); i <= 400; i++ {
+		m.terms[i] = 2
+	}
+	m.first, m.last = 151, 400
+
+	l = open()
+	if err := crashCheck(l, 151, 400, m); err != nil {
+		t.Fatalf("after a crash mid-reset: %v", err)
+	}
+	for n := range old {
+		if _, err := os.Stat(filepath.Join(dir, n)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("pre-reset segment %s still on disk after Open: %v", n, err)
+		}
+	}
+	// Compact past every entry of the reset segment: it is removed.
+	floor.Store(390)
+	if err := l.DeleteRange(151, 390); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m.first = 391
+	l = open()
+	defer l.Close()
+	first, _ := l.FirstIndex()
+	last, _ := l.LastIndex()
+	if err := crashCheck(l, first, last, m); err != nil {
+		t.Fatalf("after compacting the reset segment away: %v", err)
+	}
 }

@@ -26,3 +26,17 @@ func TestZZInspect(t *testing.T) {
 		fmt.Printf("%s size=%d flags=%d base=%d floor=%d recs=[%d,%d] frames=%d %s\n", n, s.size, s.hdr.Flags, s.hdr.Base, s.hdr.Floor, lo, hi, len(s.frames), bad)
 	}
 }
+
+func TestZZFrames(t *testing.T) {
+	for _, n := range []uint64{100, 105, 110, 115, 120} {
+		dir := t.TempDir()
+		corWrite(t, dir, n)
+		names, _, _ := segmentFiles(OSFS{}, dir)
+		var fr []int
+		for _, nm := range names {
+			s, _ := scanSegment(OSFS{}, filepath.Join(dir, nm))
+			fr = append(fr, len(s.frames))
+		}
+		fmt.Println(n, fr)
+	}
+}
