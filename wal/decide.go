@@ -70,10 +70,10 @@ func checkStore(s shape, entries []*raft.Log, requireStamp bool) *GuardError {
 type deleteKind int
 
 const (
-	deleteNone     deleteKind = iota // range outside the log: nothing to do
-	deletePrefix                     // compaction: [first, max], max < last
-	deleteSuffix                     // conflict truncation: [min, last], min > first
-	deleteAll                        // reset: the whole log, as snapshot install does
+	deleteNone   deleteKind = iota // range outside the log: nothing to do
+	deletePrefix                   // compaction: [first, max], max < last
+	deleteSuffix                   // conflict truncation: [min, last], min > first
+	deleteAll                      // reset: the whole log, as snapshot install does
 )
 
 func (k deleteKind) String() string {

@@ -27,7 +27,7 @@ func (l *Log) DeleteRange(min, max uint64) error {
 	}
 	kind, g := checkDelete(sh, min, max)
 	if g != nil {
-		countRefusal(g)
+		l.refused(g)
 		l.opts.logger.Error("guard refused DeleteRange", "error", g)
 		return g
 	}

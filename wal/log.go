@@ -153,7 +153,7 @@ func (l *Log) load() error {
 		if errors.As(err, &ge) {
 			ge.First, ge.Last = 0, 0
 		}
-		countRefusal(err)
+		l.refused(err)
 		return err
 	}
 	if len(seqs) > 0 {
@@ -377,7 +377,7 @@ func (l *Log) GetLog(index uint64, out *raft.Log) error {
 		*out = *e
 		if err := verifyStamp(OpGet, out); err != nil {
 			*out = raft.Log{}
-			countRefusal(err)
+			l.refused(err)
 			return err
 		}
 		return nil
@@ -396,7 +396,7 @@ func (l *Log) GetLog(index uint64, out *raft.Log) error {
 		*out = raft.Log{}
 		g := sh.refusal(OpGet, ErrCorrupt)
 		g.Index, g.Term, g.Segment, g.Offset, g.Detail = index, ri.Term, filepath.Base(seg.path), off, err.Error()
-		countRefusal(g)
+		l.refused(g)
 		return g
 	}
 	if err := verifyStamp(OpGet, out); err != nil {
@@ -404,7 +404,7 @@ func (l *Log) GetLog(index uint64, out *raft.Log) error {
 		g := err.(*GuardError)
 		g.First, g.Last, g.LastTerm, g.Floor = sh.First, sh.Last, sh.LastTerm, sh.Floor
 		g.Segment, g.Offset = filepath.Base(seg.path), off
-		countRefusal(g)
+		l.refused(g)
 		return g
 	}
 	return nil
@@ -440,7 +440,7 @@ func (l *Log) StoreLogs(entries []*raft.Log) error {
 				overwriteDiag(g, &stored, entries[0])
 			}
 		}
-		countRefusal(g)
+		l.refused(g)
 		l.opts.logger.Error("guard refused StoreLogs", "error", g)
 		return g
 	}
@@ -569,4 +569,12 @@ func stampMissing(entries []*raft.Log) []*raft.Log {
 		return entries
 	}
 	return out
+}
+
+// refused counts a refusal and reports it to the OnRefusal hook.
+func (l *Log) refused(err error) {
+	countRefusal(err)
+	if fn := l.opts.onRefusal; fn != nil {
+		fn(err)
+	}
 }

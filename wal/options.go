@@ -12,6 +12,7 @@ type options struct {
 	logger       hclog.Logger
 	repair       bool
 	requireStamp bool
+	onRefusal    func(error)
 }
 
 func defaultOptions() options {
@@ -28,7 +29,9 @@ func WithFS(fs FS) Option { return func(o *options) { o.fs = fs } }
 
 // WithSegmentSize sets the size after which the log starts a new segment
 // file (default 64 MiB). A batch is never split across segments.
-func WithSegmentSize(n int64) Option { return func(o *options) { o.segmentSize = max(n, segHeaderSize+1) } }
+func WithSegmentSize(n int64) Option {
+	return func(o *options) { o.segmentSize = max(n, segHeaderSize+1) }
+}
 
 // WithCacheSize sets how many recently stored entries are kept in memory for
 // reads (default 512; 0 disables). Cached entries were verified when stored
@@ -47,3 +50,8 @@ func Repair() Option { return func(o *options) { o.repair = true } }
 // (ErrUnstamped). The jobraft node sets it: every command its leader proposes
 // is stamped, so an unstamped command came through some other path.
 func RequireStamp() Option { return func(o *options) { o.requireStamp = true } }
+
+// OnRefusal calls fn (synchronously, without locks held by the caller's
+// goroutine beyond the log's own) with every guard refusal, after it is
+// counted. The node turns these into events.
+func OnRefusal(fn func(error)) Option { return func(o *options) { o.onRefusal = fn } }

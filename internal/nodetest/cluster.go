@@ -1,0 +1,202 @@
+package nodetest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport"
+)
+
+// Cluster is a loopback cluster of raft.Nodes over KV state machines, with
+// real TCP, real data dirs and fsync.
+type Cluster struct {
+	t      testing.TB
+	Nodes  []*raft.Node // nil while a member is stopped
+	KVs    []*KV
+	Cfgs   []raft.Config
+	Faults *transport.FaultNetwork
+}
+
+// FreeAddr returns a loopback address with a port that was free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// FastConfig returns a member config with test timeouts.
+func FastConfig(t testing.TB, id, dir, addr string) raft.Config {
+	return raft.Config{
+		ID: id, DataDir: dir, BindAddr: addr,
+		HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
+		LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 2 * time.Millisecond,
+		SnapshotInterval: time.Hour, SnapshotThreshold: 1 << 30, TrailingLogs: 64,
+		ApplyTimeout: 2 * time.Second,
+		Logger: hclog.New(&hclog.LoggerOptions{Name: id, Level: hclog.Warn, Output: testWriter{t}}),
+	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}
+
+// Discard is a logger writer for benchmarks.
+var Discard io.Writer = io.Discard
+
+// Start bootstraps an n-member cluster. faults may be nil.
+func Start(t testing.TB, n int, faults *transport.FaultNetwork, tweak func(*raft.Config)) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, Faults: faults}
+	var members []raft.Member
+	base := t.TempDir()
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("m%d", i)
+		cfg := FastConfig(t, id, filepath.Join(base, id), FreeAddr(t))
+		cfg.Faults = faults
+		cfg.Bootstrap = true
+		if tweak != nil {
+			tweak(&cfg)
+		}
+		c.Cfgs = append(c.Cfgs, cfg)
+		members = append(members, raft.Member{ID: id, Address: cfg.BindAddr, Voter: true})
+	}
+	for i := range c.Cfgs {
+		c.Cfgs[i].InitialMembers = members
+		c.Nodes = append(c.Nodes, nil)
+		c.KVs = append(c.KVs, nil)
+		c.StartMember(i)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// StartMember (re)starts member i from its data dir.
+func (c *Cluster) StartMember(i int) {
+	c.t.Helper()
+	kv := NewKV()
+	var node *raft.Node
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		node, err = raft.Open(c.Cfgs[i], kv)
+		if err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // the port may linger after a stop
+	}
+	if err != nil {
+		c.t.Fatalf("start %s: %v", c.Cfgs[i].ID, err)
+	}
+	c.Nodes[i], c.KVs[i] = node, kv
+}
+
+// StopMember stops member i.
+func (c *Cluster) StopMember(i int) {
+	if c.Nodes[i] != nil {
+		c.Nodes[i].Close()
+		c.Nodes[i] = nil
+	}
+}
+
+// Close stops every member.
+func (c *Cluster) Close() {
+	for i := range c.Nodes {
+		c.StopMember(i)
+	}
+}
+
+// Leader returns the index of the member that is leader in the highest
+// term, or -1.
+func (c *Cluster) Leader() int {
+	best, term := -1, uint64(0)
+	for i, n := range c.Nodes {
+		if n == nil {
+			continue
+		}
+		s := n.Status()
+		if s.Role == "Leader" && s.Term >= term {
+			best, term = i, s.Term
+		}
+	}
+	return best
+}
+
+// WaitFor polls cond until it holds or d passes.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+}
+
+// WaitLeader waits for a leader and returns its index.
+func (c *Cluster) WaitLeader(d time.Duration) int {
+	c.t.Helper()
+	var l int
+	WaitFor(c.t, d, "a leader", func() bool { l = c.Leader(); return l >= 0 })
+	return l
+}
+
+// WaitConverged waits until every running member has applied the same
+// index with the same digest, and returns that index.
+func (c *Cluster) WaitConverged(d time.Duration) uint64 {
+	c.t.Helper()
+	var idx uint64
+	deadline := time.Now().Add(d)
+	defer func() {
+		if time.Now().After(deadline) {
+			for _, n := range c.Nodes {
+				if n != nil {
+					s := n.Status()
+					c.t.Logf("%s: role %s term %d first %d last %d/%d commit %d applied %d floor %d digest %d/%x", s.ID, s.Role, s.Term, s.FirstIndex, s.LastIndex, s.LastTerm, s.CommitIndex, s.AppliedIndex, s.Floor, s.Digest.Index, s.Digest.Sum[:4])
+				}
+			}
+		}
+	}()
+	WaitFor(c.t, d, "members to converge", func() bool {
+		var first *raft.Status
+		for _, n := range c.Nodes {
+			if n == nil {
+				continue
+			}
+			s := n.Status()
+			if first == nil {
+				first = &s
+				continue
+			}
+			if s.CommitIndex != first.CommitIndex || s.Digest != first.Digest || s.LastIndex != first.LastIndex {
+				return false
+			}
+		}
+		if first == nil || first.Digest.Index == 0 {
+			return false
+		}
+		idx = first.Digest.Index
+		return true
+	})
+	return idx
+}
+
+// Propose proposes on member i with a timeout.
+func (c *Cluster) Propose(i int, cmd string, d time.Duration) (raft.Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return c.Nodes[i].Propose(ctx, []byte(cmd))
+}

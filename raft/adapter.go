@@ -1,0 +1,124 @@
+package raft
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/fsm"
+)
+
+// adapter is the hashicorp/raft BatchingFSM over an fsm.StateMachine. It
+// records the index of the last entry the state machine has really applied
+// (hashicorp/raft's AppliedIndex moves when entries are handed to the FSM
+// goroutine, before they are applied).
+type adapter struct {
+	sm      fsm.StateMachine
+	applied atomic.Uint64
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced whenever applied moves
+}
+
+var (
+	_ hraft.BatchingFSM = (*adapter)(nil)
+)
+
+func newAdapter(sm fsm.StateMachine) *adapter {
+	return &adapter{sm: sm, changed: make(chan struct{})}
+}
+
+// applyResult is what Apply returns through raft's future.
+type applyResult struct {
+	data []byte
+	err  error
+}
+
+func (a *adapter) Apply(l *hraft.Log) interface{} {
+	return a.ApplyBatch([]*hraft.Log{l})[0]
+}
+
+func (a *adapter) ApplyBatch(logs []*hraft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	var last uint64
+	for i, l := range logs {
+		last = l.Index
+		if l.Type != hraft.LogCommand {
+			continue
+		}
+		at, cmd, err := open(l.Data)
+		if err != nil {
+			// A command without a valid envelope cannot come from a jobraft
+			// leader; it changes nothing and is answered as an error.
+			out[i] = applyResult{err: fmt.Errorf("index %d: %w", l.Index, err)}
+			continue
+		}
+		out[i] = applyResult{data: a.sm.Apply(fsm.Entry{Index: l.Index, Term: l.Term, Time: at, Cmd: cmd})}
+	}
+	if last != 0 {
+		a.setApplied(last)
+	}
+	return out
+}
+
+func (a *adapter) setApplied(i uint64) {
+	a.applied.Store(i)
+	a.mu.Lock()
+	close(a.changed)
+	a.changed = make(chan struct{})
+	a.mu.Unlock()
+}
+
+// wait returns a channel closed at the next change of the applied index.
+func (a *adapter) wait() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changed
+}
+
+// Snapshot: the state machine's snapshot, prefixed with the applied index
+// so Restore can set it.
+func (a *adapter) Snapshot() (hraft.FSMSnapshot, error) {
+	s, err := a.sm.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{s: s, applied: a.applied.Load()}, nil
+}
+
+func (a *adapter) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var hdr [8]byte
+	if _, err := io.ReadFull(rc, hdr[:]); err != nil {
+		return fmt.Errorf("raft: snapshot header: %w", err)
+	}
+	if err := a.sm.Restore(rc); err != nil {
+		return err
+	}
+	a.setApplied(binary.LittleEndian.Uint64(hdr[:]))
+	return nil
+}
+
+type fsmSnapshot struct {
+	s       fsm.Snapshot
+	applied uint64
+}
+
+func (s *fsmSnapshot) Persist(sink hraft.SnapshotSink) error {
+	var hdr [8]byte
+	binary.LittleEndian.PutUint64(hdr[:], s.applied)
+	if _, err := sink.Write(hdr[:]); err != nil {
+		sink.Cancel()
+		return err
+	}
+	if err := s.s.Persist(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() { s.s.Release() }

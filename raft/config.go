@@ -1,0 +1,115 @@
+package raft
+
+import (
+	"crypto/tls"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/wal"
+)
+
+// Member is one member of the cluster as the configuration names it.
+type Member struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	// Voter is false for a non-voter (a member still catching up).
+	Voter bool `json:"voter"`
+}
+
+// Config configures a Node. ID, DataDir and BindAddr are required.
+type Config struct {
+	// ID names the member; it must be unique in the cluster and stable
+	// across restarts.
+	ID string
+	// DataDir holds the log (DataDir/log) and snapshots (DataDir/snapshots).
+	DataDir string
+	// BindAddr is the one TCP address the member listens on for raft
+	// traffic, forwarded proposals and reads, and status RPCs.
+	BindAddr string
+	// AdvertiseAddr is what peers dial (default: the bound address).
+	AdvertiseAddr string
+	// TLS enables mutual TLS between members (see transport.Config.TLS).
+	TLS *tls.Config
+	// AllowInsecure permits a non-loopback BindAddr without TLS.
+	AllowInsecure bool
+
+	// Bootstrap makes a brand-new member bootstrap the cluster with
+	// InitialMembers (itself alone when empty). It is ignored when the data
+	// dir already holds state. A member that neither bootstraps nor has
+	// state waits to be added by the leader (Node.AddMember).
+	Bootstrap      bool
+	InitialMembers []Member
+
+	// Timeouts. Defaults suit a LAN: heartbeat and election 1s, leader lease
+	// 500ms, commit 5ms. Tests use much shorter ones.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+
+	// MaxAppendEntries bounds entries per AppendEntries (default 256).
+	MaxAppendEntries int
+	// SnapshotInterval and SnapshotThreshold drive automatic snapshots
+	// (defaults 30s and 8192 entries); TrailingLogs entries are kept after
+	// a snapshot (default 10240).
+	SnapshotInterval  time.Duration
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+	// SnapshotRetain is how many snapshots are kept (default 2).
+	SnapshotRetain int
+
+	// MaxCommandSize bounds one proposed command (default 4 MiB).
+	MaxCommandSize int
+	// ApplyTimeout bounds the wait to enqueue a proposal (default 5s).
+	ApplyTimeout time.Duration
+
+	// Logger receives line-based logs (default: hclog to stderr at Info).
+	Logger hclog.Logger
+
+	// Faults, in tests, routes this member's raft traffic and RPCs through a
+	// fault-injecting network.
+	Faults *transport.FaultNetwork
+	// WALOptions are passed to wal.Open (tests inject a wal.FaultFS).
+	WALOptions []wal.Option
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.ID == "" || c.DataDir == "" || c.BindAddr == "" {
+		return c, invalidConfig("ID, DataDir and BindAddr are required")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.HeartbeatTimeout, time.Second)
+	def(&c.ElectionTimeout, time.Second)
+	def(&c.LeaderLeaseTimeout, 500*time.Millisecond)
+	def(&c.CommitTimeout, 5*time.Millisecond)
+	def(&c.SnapshotInterval, 30*time.Second)
+	def(&c.ApplyTimeout, 5*time.Second)
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		c.LeaderLeaseTimeout = c.HeartbeatTimeout
+	}
+	if c.MaxAppendEntries <= 0 {
+		c.MaxAppendEntries = 256
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 8192
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.SnapshotRetain <= 0 {
+		c.SnapshotRetain = 2
+	}
+	if c.MaxCommandSize <= 0 {
+		c.MaxCommandSize = 4 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.New(&hclog.LoggerOptions{Name: "jobraft", Level: hclog.Info})
+	}
+	c.Logger = c.Logger.With("member", c.ID)
+	return c, nil
+}

@@ -1,0 +1,62 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Proposal outcome classes. Every error returned by Node.Propose matches
+// exactly one of ErrRejected and ErrIndeterminate (errors.Is), besides its
+// cause.
+var (
+	// ErrRejected: the proposal was not committed and never will be: it was
+	// refused before it reached a leader's log (no leader, not leader,
+	// transfer in progress, queue full, request not delivered). Retrying is
+	// safe.
+	ErrRejected = errors.New("raft: proposal rejected; it was not committed")
+	// ErrIndeterminate: the proposal may have been committed (leadership
+	// lost after it was appended, timeout after sending, connection lost
+	// before the reply). Retry only with an idempotency key.
+	ErrIndeterminate = errors.New("raft: proposal outcome unknown; it may have been committed")
+)
+
+// Other errors.
+var (
+	// ErrNoLeader: no leader is known within the caller's deadline.
+	ErrNoLeader = errors.New("raft: no leader")
+	// ErrClosed: the node was closed.
+	ErrClosed = errors.New("raft: node closed")
+	// ErrNotLeader: an operation that must run on the leader reached a
+	// member that is not (or no longer) the leader.
+	ErrNotLeader = errors.New("raft: not the leader")
+	// ErrInvalidConfig: Config failed validation.
+	ErrInvalidConfig = errors.New("raft: invalid config")
+	// ErrTooLarge: the command exceeds Config.MaxCommandSize.
+	ErrTooLarge = errors.New("raft: command too large")
+)
+
+// ProposeError is the diagnostic of a failed proposal.
+type ProposeError struct {
+	Class  error  // ErrRejected or ErrIndeterminate
+	Leader string // the leader it was sent to, "" if none
+	Cause  error
+}
+
+func (e *ProposeError) Error() string {
+	return fmt.Sprintf("%v (leader %q): %v", e.Class, e.Leader, e.Cause)
+}
+
+// Unwrap returns the class and the cause.
+func (e *ProposeError) Unwrap() []error { return []error{e.Class, e.Cause} }
+
+func rejected(leader string, cause error) error {
+	return &ProposeError{Class: ErrRejected, Leader: leader, Cause: cause}
+}
+
+func indeterminate(leader string, cause error) error {
+	return &ProposeError{Class: ErrIndeterminate, Leader: leader, Cause: cause}
+}
+
+func invalidConfig(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,88 @@
+package raft
+
+import (
+	"sync"
+	"time"
+)
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// Event kinds.
+const (
+	EventLeaderChange     EventKind = "leader_change"     // Leader, Term
+	EventRoleChange       EventKind = "role_change"       // Role
+	EventGuardRefusal     EventKind = "guard_refusal"     // Err (a *wal.GuardError)
+	EventSnapshotSealed   EventKind = "snapshot_sealed"   // Index, Term
+	EventSnapshotRejected EventKind = "snapshot_rejected" // Err (a *snapshot.GateError)
+	EventMemberAdded      EventKind = "member_added"      // Member
+	EventMemberRemoved    EventKind = "member_removed"    // Member
+)
+
+// Event is one thing that happened on this member.
+type Event struct {
+	Kind   EventKind
+	Time   time.Time
+	Leader string // leader ID for leader changes ("" when there is none)
+	Term   uint64
+	Role   string
+	Index  uint64
+	Member Member
+	Err    error
+}
+
+// eventHub fans events out to subscribers. A slow subscriber loses events
+// (counted), never blocks the node.
+type eventHub struct {
+	mu      sync.Mutex
+	subs    map[chan Event]struct{}
+	dropped uint64
+	closed  bool
+}
+
+func newEventHub() *eventHub { return &eventHub{subs: map[chan Event]struct{}{}} }
+
+func (h *eventHub) publish(e Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- e:
+		default:
+			h.dropped++
+		}
+	}
+}
+
+func (h *eventHub) subscribe(buf int) (<-chan Event, func()) {
+	ch := make(chan Event, buf)
+	h.mu.Lock()
+	if h.closed {
+		close(ch)
+		h.mu.Unlock()
+		return ch, func() {}
+	}
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		if _, ok := h.subs[ch]; ok {
+			delete(h.subs, ch)
+			close(ch)
+		}
+		h.mu.Unlock()
+	}
+}
+
+func (h *eventHub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for ch := range h.subs {
+		close(ch)
+		delete(h.subs, ch)
+	}
+}

@@ -1,0 +1,211 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/snapshot"
+	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/wal"
+)
+
+// Node is one member: hashicorp/raft over the guarded log (wal), the sealed
+// snapshot store, and one multiplexed listener, replicating an
+// fsm.StateMachine. It is safe for concurrent use.
+type Node struct {
+	cfg    Config
+	sm     fsm.StateMachine
+	fsm    *adapter
+	log    *wal.Log
+	snaps  *snapshot.Store
+	mux    *transport.Mux
+	caller transport.Caller
+	r      *hraft.Raft
+	events *eventHub
+
+	readyTerm atomic.Uint64 // term whose first barrier this leader committed
+	closed    chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+}
+
+// RPC methods served on the member's listener.
+const (
+	methodPropose   = "jr.propose"
+	methodReadIndex = "jr.readindex"
+	methodStatus    = "jr.status"
+	methodAdd       = "jr.member.add"
+	methodRemove    = "jr.member.remove"
+)
+
+// Open starts a member. See Config for bootstrap and join.
+func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm), events: newEventHub(), closed: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeParts()
+		}
+	}()
+	logger := cfg.Logger
+	walOpts := append([]wal.Option{
+		wal.RequireStamp(),
+		wal.WithLogger(logger.Named("wal")),
+		wal.OnRefusal(func(err error) { n.events.publish(Event{Kind: EventGuardRefusal, Err: err}) }),
+	}, cfg.WALOptions...)
+	if n.log, err = wal.Open(filepath.Join(cfg.DataDir, "log"), walOpts...); err != nil {
+		return nil, fmt.Errorf("raft: open log: %w", err)
+	}
+	if n.snaps, err = snapshot.Open(filepath.Join(cfg.DataDir, "snapshots"),
+		snapshot.WithRetain(cfg.SnapshotRetain),
+		snapshot.WithLogger(logger.Named("snapshot")),
+		snapshot.WithEvents(n.snapshotEvent)); err != nil {
+		return nil, fmt.Errorf("raft: open snapshot store: %w", err)
+	}
+	if n.mux, err = transport.Listen(transport.Config{
+		BindAddr: cfg.BindAddr, AdvertiseAddr: cfg.AdvertiseAddr, TLS: cfg.TLS,
+		AllowInsecure: cfg.AllowInsecure, Logger: logger.Named("transport"),
+		MaxFrameSize: cfg.MaxCommandSize + 64<<10,
+	}); err != nil {
+		return nil, err
+	}
+	nt, err := n.mux.RaftTransport(transport.RaftOptions{Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	var trans hraft.Transport = nt
+	n.caller = n.mux
+	if cfg.Faults != nil {
+		trans = cfg.Faults.Wrap(hraft.ServerAddress(n.mux.Addr()), nt)
+		n.caller = cfg.Faults.WrapCaller(n.mux.Addr(), n.mux)
+	}
+
+	rc := hraft.DefaultConfig()
+	rc.LocalID = hraft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.MaxAppendEntries = cfg.MaxAppendEntries
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.BatchApplyCh = true
+	rc.Logger = logger.Named("raft")
+	if err := hraft.ValidateConfig(rc); err != nil {
+		return nil, invalidConfig("%v", err)
+	}
+	hasState, err := hraft.HasExistingState(n.log, n.log, n.snaps)
+	if err != nil {
+		return nil, err
+	}
+	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, n.snaps, trans); err != nil {
+		return nil, fmt.Errorf("raft: start: %w", err)
+	}
+	r := n.r
+	n.log.SetCommitFloor(func() uint64 { return max(r.CommitIndex(), n.fsm.applied.Load()) })
+	if cfg.Bootstrap && !hasState {
+		members := cfg.InitialMembers
+		if len(members) == 0 {
+			members = []Member{{ID: cfg.ID, Address: n.mux.Addr(), Voter: true}}
+		}
+		var conf hraft.Configuration
+		for _, m := range members {
+			s := hraft.Voter
+			if !m.Voter {
+				s = hraft.Nonvoter
+			}
+			conf.Servers = append(conf.Servers, hraft.Server{Suffrage: s, ID: hraft.ServerID(m.ID), Address: hraft.ServerAddress(m.Address)})
+		}
+		if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, hraft.ErrCantBootstrap) {
+			return nil, fmt.Errorf("raft: bootstrap: %w", err)
+		}
+	}
+	n.mux.Handle(methodPropose, n.handlePropose)
+	n.mux.Handle(methodReadIndex, n.handleReadIndex)
+	n.mux.Handle(methodStatus, n.handleStatus)
+	n.mux.Handle(methodAdd, n.handleAdd)
+	n.mux.Handle(methodRemove, n.handleRemove)
+	n.observe()
+	ok = true
+	return n, nil
+}
+
+func (n *Node) snapshotEvent(e snapshot.Event) {
+	switch e.Kind {
+	case snapshot.Sealed:
+		ev := Event{Kind: EventSnapshotSealed}
+		if e.Manifest != nil {
+			ev.Index, ev.Term = e.Manifest.Index, e.Manifest.Term
+		}
+		n.events.publish(ev)
+	case snapshot.Rejected, snapshot.Refused:
+		n.events.publish(Event{Kind: EventSnapshotRejected, Err: e.Err})
+	}
+}
+
+// ID returns the member's ID.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Addr returns the address peers and clients dial.
+func (n *Node) Addr() string { return n.mux.Addr() }
+
+// Events subscribes to this member's events. buf bounds the subscriber's
+// queue: when it is full, events are dropped for it (the node never
+// blocks). cancel ends the subscription and closes the channel.
+func (n *Node) Events(buf int) (events <-chan Event, cancel func()) { return n.events.subscribe(buf) }
+
+// Raft exposes the underlying hashicorp/raft instance for advanced use
+// (metrics, stats). Proposals must go through Propose, which stamps them.
+func (n *Node) Raft() *hraft.Raft { return n.r }
+
+// Log exposes the member's log (for walcompare and diagnostics).
+func (n *Node) Log() *wal.Log { return n.log }
+
+// Close stops the member: raft, the listener, the log. It is what a
+// graceful shutdown does; a crash is the process dying.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		close(n.closed)
+		n.closeErr = n.closeParts()
+		n.wg.Wait()
+	})
+	return n.closeErr
+}
+
+func (n *Node) closeParts() error {
+	var errs []error
+	if n.r != nil {
+		errs = append(errs, n.r.Shutdown().Error())
+	}
+	if n.mux != nil {
+		errs = append(errs, n.mux.Close())
+	}
+	if n.log != nil {
+		if err := n.log.Close(); err != nil && !errors.Is(err, wal.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	n.events.close()
+	return errors.Join(errs...)
+}
+
+func (n *Node) isClosed() bool {
+	select {
+	case <-n.closed:
+		return true
+	default:
+		return false
+	}
+}

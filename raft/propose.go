@@ -1,0 +1,149 @@
+package raft
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/wal"
+)
+
+// Result is a committed proposal: its raft index and what the state
+// machine's Apply returned for it.
+type Result struct {
+	Index uint64
+	Data  []byte
+}
+
+// Remote error codes of the propose RPC.
+const (
+	codeRejected      = "jr.rejected"
+	codeIndeterminate = "jr.indeterminate"
+	codeNotLeader     = "jr.not_leader"
+)
+
+// Propose replicates cmd and returns the state machine's result once the
+// entry is committed and applied on the leader. On a follower the command
+// is forwarded to the leader. The leader stamps its clock into the command
+// (fsm.Entry.Time) and the payload CRC into the entry (wal.Stamp).
+//
+// A nil error means committed exactly once. An error matches ErrRejected
+// (not committed, never will be; Propose already retried those while ctx
+// allowed, e.g. across a leader change) or ErrIndeterminate (may have been
+// committed: leadership lost after append, timeout or connection loss after
+// sending). Retry an indeterminate proposal only with an idempotency key in
+// the command.
+func (n *Node) Propose(ctx context.Context, cmd []byte) (Result, error) {
+	if len(cmd) > n.cfg.MaxCommandSize {
+		return Result{}, rejected("", fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(cmd), n.cfg.MaxCommandSize))
+	}
+	var last error
+	for {
+		if n.isClosed() {
+			return Result{}, rejected("", ErrClosed)
+		}
+		addr, id := n.r.LeaderWithID()
+		switch {
+		case id == "":
+			last = rejected("", ErrNoLeader)
+		case string(id) == n.cfg.ID:
+			res, err := n.proposeLocal(ctx, cmd)
+			if err == nil || !errors.Is(err, ErrRejected) || !retryable(err) {
+				return res, err
+			}
+			last = err
+		default:
+			res, err := n.forward(ctx, string(addr), cmd)
+			if err == nil || !errors.Is(err, ErrRejected) {
+				return res, err
+			}
+			last = err
+		}
+		// Rejected: nothing happened; wait for a (new) leader and retry.
+		select {
+		case <-ctx.Done():
+			return Result{}, last
+		case <-n.closed:
+			return Result{}, rejected("", ErrClosed)
+		case <-time.After(n.cfg.HeartbeatTimeout / 10):
+		}
+	}
+}
+
+// retryable: a local rejection worth retrying (leadership moving).
+func retryable(err error) bool {
+	return errors.Is(err, ErrNotLeader) || errors.Is(err, hraft.ErrLeadershipTransferInProgress) ||
+		errors.Is(err, hraft.ErrNotLeader) || errors.Is(err, hraft.ErrEnqueueTimeout)
+}
+
+func (n *Node) proposeLocal(ctx context.Context, cmd []byte) (Result, error) {
+	l := hraft.Log{Type: hraft.LogCommand, Data: seal(time.Now(), cmd)}
+	wal.Stamp(&l)
+	f := n.r.ApplyLog(l, n.cfg.ApplyTimeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// It may be in the log already: indeterminate.
+		return Result{}, indeterminate(n.cfg.ID, ctx.Err())
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, hraft.ErrNotLeader), errors.Is(err, hraft.ErrLeadershipTransferInProgress),
+		errors.Is(err, hraft.ErrEnqueueTimeout):
+		return Result{}, rejected(n.cfg.ID, err)
+	default: // ErrLeadershipLost, ErrRaftShutdown, ErrAbortedByRestore, ...
+		return Result{}, indeterminate(n.cfg.ID, err)
+	}
+	res, _ := f.Response().(applyResult)
+	if res.err != nil {
+		// Committed, but its envelope was unreadable: cannot happen for
+		// commands sealed above; reported rather than hidden.
+		return Result{Index: f.Index()}, fmt.Errorf("raft: committed entry %d not applied: %w", f.Index(), res.err)
+	}
+	return Result{Index: f.Index(), Data: res.data}, nil
+}
+
+func (n *Node) forward(ctx context.Context, leader string, cmd []byte) (Result, error) {
+	reply, err := n.caller.Call(ctx, leader, methodPropose, cmd)
+	if err != nil {
+		var re *transport.RemoteError
+		switch {
+		case errors.Is(err, transport.ErrNotDelivered):
+			return Result{}, rejected(leader, err)
+		case errors.As(err, &re) && (re.Code == codeRejected || re.Code == codeNotLeader || !re.HandlerRan()):
+			return Result{}, rejected(leader, err)
+		default:
+			return Result{}, indeterminate(leader, err)
+		}
+	}
+	if len(reply) < 8 {
+		return Result{}, indeterminate(leader, fmt.Errorf("raft: short propose reply of %d bytes", len(reply)))
+	}
+	return Result{Index: binary.LittleEndian.Uint64(reply), Data: reply[8:]}, nil
+}
+
+func (n *Node) handlePropose(ctx context.Context, req []byte) ([]byte, error) {
+	if n.r.State() != hraft.Leader {
+		return nil, &transport.RemoteError{Code: codeNotLeader, Message: "not the leader"}
+	}
+	if len(req) > n.cfg.MaxCommandSize {
+		return nil, &transport.RemoteError{Code: codeRejected, Message: ErrTooLarge.Error()}
+	}
+	res, err := n.proposeLocal(ctx, req)
+	if err != nil {
+		code := codeIndeterminate
+		if errors.Is(err, ErrRejected) {
+			code = codeRejected
+		}
+		return nil, &transport.RemoteError{Code: code, Message: err.Error()}
+	}
+	out := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(res.Data)), res.Index)
+	return append(out, res.Data...), nil
+}

@@ -1,0 +1,146 @@
+package raft
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/transport"
+)
+
+// LinearizableRead waits until this member's state machine reflects every
+// write acknowledged before the call began, and returns the read index. It
+// works on any member: the leader confirms its leadership with a quorum and
+// hands out its commit index (only after committing an entry of its own
+// term, so a new leader never serves an older commit index); this member
+// then waits until it has applied up to that index. Query the state machine
+// after it returns.
+func (n *Node) LinearizableRead(ctx context.Context) (uint64, error) {
+	for {
+		if n.isClosed() {
+			return 0, ErrClosed
+		}
+		addr, id := n.r.LeaderWithID()
+		var idx uint64
+		var err error
+		switch {
+		case id == "":
+			err = ErrNoLeader
+		case string(id) == n.cfg.ID:
+			idx, err = n.readIndexLocal(ctx)
+		default:
+			var reply []byte
+			reply, err = n.caller.Call(ctx, string(addr), methodReadIndex, nil)
+			if err == nil && len(reply) != 8 {
+				err = fmt.Errorf("raft: read index reply of %d bytes", len(reply))
+			}
+			if err == nil {
+				idx = binary.LittleEndian.Uint64(reply)
+			}
+		}
+		if err == nil {
+			return idx, n.waitApplied(ctx, idx)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("raft: linearizable read: %w (last error: %v)", ctx.Err(), err)
+		case <-n.closed:
+			return 0, ErrClosed
+		case <-time.After(n.cfg.HeartbeatTimeout / 10):
+		}
+	}
+}
+
+// readIndexLocal is the leader's half of a read.
+func (n *Node) readIndexLocal(ctx context.Context) (uint64, error) {
+	if n.r.State() != hraft.Leader {
+		return 0, ErrNotLeader
+	}
+	term := n.r.CurrentTerm()
+	if n.readyTerm.Load() != term {
+		// Commit an entry of this term first: until then the commit index
+		// may be behind what an earlier leader acknowledged.
+		if err := waitFuture(ctx, n.r.Barrier(n.cfg.ApplyTimeout)); err != nil {
+			return 0, err
+		}
+		n.readyTerm.Store(term)
+	}
+	idx := n.r.CommitIndex()
+	if err := waitFuture(ctx, n.r.VerifyLeader()); err != nil {
+		return 0, err
+	}
+	return idx, nil
+}
+
+func waitFuture(ctx context.Context, f hraft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (n *Node) handleReadIndex(ctx context.Context, _ []byte) ([]byte, error) {
+	idx, err := n.readIndexLocal(ctx)
+	if err != nil {
+		return nil, &transport.RemoteError{Code: codeNotLeader, Message: err.Error()}
+	}
+	return binary.LittleEndian.AppendUint64(nil, idx), nil
+}
+
+// WaitApplied waits until the state machine has applied index i (entries
+// raft does not hand to the state machine — no-ops, barriers — count once
+// everything before them is applied).
+func (n *Node) WaitApplied(ctx context.Context, i uint64) error { return n.waitApplied(ctx, i) }
+
+func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
+	for {
+		changed := n.fsm.wait()
+		a := n.fsm.applied.Load()
+		if a >= idx {
+			return nil
+		}
+		if n.r.AppliedIndex() >= idx {
+			done, err := n.onlySkippedBetween(a, idx)
+			if err != nil {
+				return err
+			}
+			if done {
+				return nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.closed:
+			return ErrClosed
+		case <-time.After(5 * time.Millisecond): // raft's own progress is not notified
+		}
+	}
+}
+
+// onlySkippedBetween reports whether every entry in (a, idx] is one raft
+// does not hand to the state machine, so the state at a is the state at idx.
+func (n *Node) onlySkippedBetween(a, idx uint64) (bool, error) {
+	for i := a + 1; i <= idx; i++ {
+		var e hraft.Log
+		err := n.log.GetLog(i, &e)
+		if errors.Is(err, hraft.ErrLogNotFound) {
+			continue // compacted into a snapshot the state already holds
+		}
+		if err != nil {
+			return false, err
+		}
+		if e.Type == hraft.LogCommand || e.Type == hraft.LogConfiguration {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,76 @@
+package raft
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/fsm"
+)
+
+// Status is one member's view of itself and the cluster.
+type Status struct {
+	ID             string     `json:"id"`
+	Address        string     `json:"address"`
+	Role           string     `json:"role"` // Leader, Follower, Candidate, Shutdown
+	Term           uint64     `json:"term"`
+	LeaderID       string     `json:"leader_id"`
+	LeaderAddress  string     `json:"leader_address"`
+	FirstIndex     uint64     `json:"first_index"` // first entry in the log (0: empty)
+	LastIndex      uint64     `json:"last_index"`
+	LastTerm       uint64     `json:"last_term"`
+	CommitIndex    uint64     `json:"commit_index"`
+	AppliedIndex   uint64     `json:"applied_index"` // applied by the state machine
+	Floor          uint64     `json:"floor"`
+	PersistedFloor uint64     `json:"persisted_floor"`
+	Digest         fsm.Digest `json:"digest"`
+	Members        []Member   `json:"members"`
+}
+
+// Status returns this member's status.
+func (n *Node) Status() Status {
+	addr, id := n.r.LeaderWithID()
+	first, _ := n.log.FirstIndex()
+	// raft's last index counts a snapshot installed after the log was
+	// reset; the log's own last entry gives the term when it holds it.
+	last := n.r.LastIndex()
+	var lastTerm uint64
+	var e hraft.Log
+	if n.log.GetLog(last, &e) == nil {
+		lastTerm = e.Term
+	} else if st := n.r.Stats(); st["last_snapshot_index"] == fmt.Sprint(last) {
+		fmt.Sscan(st["last_snapshot_term"], &lastTerm)
+	}
+	s := Status{
+		ID: n.cfg.ID, Address: n.mux.Addr(), Role: n.r.State().String(), Term: n.r.CurrentTerm(),
+		LeaderID: string(id), LeaderAddress: string(addr),
+		FirstIndex: first, LastIndex: last, LastTerm: lastTerm,
+		CommitIndex: n.r.CommitIndex(), AppliedIndex: n.fsm.applied.Load(),
+		Floor: n.log.Floor(), PersistedFloor: n.log.PersistedFloor(),
+		Digest: n.sm.Digest(),
+	}
+	if f := n.r.GetConfiguration(); f.Error() == nil {
+		for _, srv := range f.Configuration().Servers {
+			s.Members = append(s.Members, Member{ID: string(srv.ID), Address: string(srv.Address), Voter: srv.Suffrage == hraft.Voter})
+		}
+	}
+	return s
+}
+
+// StatusOf asks the member at addr for its status over the status RPC.
+func (n *Node) StatusOf(ctx context.Context, addr string) (Status, error) {
+	reply, err := n.caller.Call(ctx, addr, methodStatus, nil)
+	if err != nil {
+		return Status{}, err
+	}
+	var s Status
+	if err := json.Unmarshal(reply, &s); err != nil {
+		return Status{}, fmt.Errorf("raft: status reply from %s: %w", addr, err)
+	}
+	return s, nil
+}
+
+func (n *Node) handleStatus(_ context.Context, _ []byte) ([]byte, error) {
+	return json.Marshal(n.Status())
+}
