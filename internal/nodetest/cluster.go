@@ -43,7 +43,7 @@ func FastConfig(t testing.TB, id, dir, addr string) raft.Config {
 		LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 2 * time.Millisecond,
 		SnapshotInterval: time.Hour, SnapshotThreshold: 1 << 30, TrailingLogs: 64,
 		ApplyTimeout: 2 * time.Second,
-		Logger: hclog.New(&hclog.LoggerOptions{Name: id, Level: hclog.Warn, Output: testWriter{t}}),
+		Logger:       hclog.New(&hclog.LoggerOptions{Name: id, Level: hclog.Warn, Output: testWriter{t}}),
 	}
 }
 
