@@ -250,7 +250,8 @@ func (l *Log) createSegment(base uint64, flags uint16) (*segment, error) {
 	path := filepath.Join(l.dir, segName(seq))
 	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, err
+		// Fail closed like any write error: the file may exist in part.
+		return nil, l.fail(fmt.Errorf("wal: create segment: %w", err))
 	}
 	hdr := segHeader{Version: formatVersion, Flags: flags, Seq: seq, Base: base, Floor: l.floor.now()}
 	if _, err := f.Write(hdr.encode()); err != nil {
