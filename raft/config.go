@@ -64,6 +64,10 @@ type Config struct {
 	// ApplyTimeout bounds the wait to enqueue a proposal (default 5s).
 	ApplyTimeout time.Duration
 
+	// Clock is the leader's clock stamped into every command it proposes
+	// (fsm.Entry.Time). Default time.Now; tests skew it per member.
+	Clock func() time.Time
+
 	// Logger receives line-based logs (default: hclog to stderr at Info).
 	Logger hclog.Logger
 
@@ -106,6 +110,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxCommandSize <= 0 {
 		c.MaxCommandSize = 4 << 20
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.New(&hclog.LoggerOptions{Name: "jobraft", Level: hclog.Info})

@@ -81,7 +81,7 @@ func retryable(err error) bool {
 }
 
 func (n *Node) proposeLocal(ctx context.Context, cmd []byte) (Result, error) {
-	l := hraft.Log{Type: hraft.LogCommand, Data: seal(time.Now(), cmd)}
+	l := hraft.Log{Type: hraft.LogCommand, Data: seal(n.cfg.Clock(), cmd)}
 	wal.Stamp(&l)
 	f := n.r.ApplyLog(l, n.cfg.ApplyTimeout)
 	done := make(chan error, 1)
