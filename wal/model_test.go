@@ -76,29 +76,29 @@ func (m *model) expectStore(batch []*raft.Log, requireStamp bool) error {
 
 // expectDelete is the naive decision for DeleteRange: the sentinel or nil,
 // and what happens.
-func (m *model) expectDelete(min, max uint64) (error, string) {
+func (m *model) expectDelete(min, max uint64) (string, error) {
 	if min > max {
-		return ErrInvalidRange, ""
+		return "", ErrInvalidRange
 	}
 	if m.last == 0 || max < m.first || min > m.last {
-		return nil, "none"
+		return "none", nil
 	}
 	whole := min <= m.first && max >= m.last
 	prefix := min <= m.first
 	suffix := max >= m.last
 	switch {
 	case whole:
-		return nil, "reset"
+		return "reset", nil
 	case prefix && max <= m.floor():
-		return nil, "compact"
+		return "compact", nil
 	case prefix:
-		return ErrCommittedTruncate, ""
+		return "", ErrCommittedTruncate
 	case suffix && min > m.floor():
-		return nil, "truncate"
+		return "truncate", nil
 	case suffix:
-		return ErrCommittedTruncate, ""
+		return "", ErrCommittedTruncate
 	}
-	return ErrInvalidRange, ""
+	return "", ErrInvalidRange
 }
 
 // subject is one store under test.
@@ -307,7 +307,7 @@ func runModel(t *rapid.T, kind string) {
 			if rapid.Bool().Draw(t, "prefix") {
 				dmin = m.first
 			}
-			want, what := m.expectDelete(dmin, dmax)
+			what, want := m.expectDelete(dmin, dmax)
 			before := m.floor()
 			err := s.store.DeleteRange(dmin, dmax)
 			if !isErr(err, want) {
