@@ -22,6 +22,8 @@ type Cluster struct {
 	KVs    []*KV
 	Cfgs   []raft.Config
 	Faults *transport.FaultNetwork
+	tweak  func(*raft.Config)
+	base   string
 }
 
 // FreeAddr returns a loopback address with a port that was free a moment ago.
@@ -60,9 +62,9 @@ var Discard io.Writer = io.Discard
 // Start bootstraps an n-member cluster. faults may be nil.
 func Start(t testing.TB, n int, faults *transport.FaultNetwork, tweak func(*raft.Config)) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, Faults: faults}
-	var members []raft.Member
 	base := t.TempDir()
+	c := &Cluster{t: t, Faults: faults, tweak: tweak, base: base}
+	var members []raft.Member
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("m%d", i)
 		cfg := FastConfig(t, id, filepath.Join(base, id), FreeAddr(t))
@@ -154,16 +156,58 @@ func (c *Cluster) WaitLeader(d time.Duration) int {
 	return l
 }
 
+// Join starts a new, empty member id (not bootstrapped, same faults and
+// tweak as the others), asks member via to add it (AddMember: non-voter,
+// then voter once caught up) and returns its index in the cluster.
+func (c *Cluster) Join(via int, id string, d time.Duration) int {
+	c.t.Helper()
+	cfg := FastConfig(c.t, id, filepath.Join(c.base, id), FreeAddr(c.t))
+	cfg.Faults = c.Faults
+	if c.tweak != nil {
+		c.tweak(&cfg)
+	}
+	cfg.Bootstrap, cfg.InitialMembers = false, nil
+	c.Cfgs = append(c.Cfgs, cfg)
+	c.Nodes = append(c.Nodes, nil)
+	c.KVs = append(c.KVs, nil)
+	i := len(c.Nodes) - 1
+	c.StartMember(i)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := c.Nodes[via].AddMember(ctx, id, c.Nodes[i].Addr()); err != nil {
+		c.t.Fatalf("add %s through %s: %v", id, c.Cfgs[via].ID, err)
+	}
+	return i
+}
+
+// Running returns the indexes of the running members.
+func (c *Cluster) Running() []int {
+	var out []int
+	for i, n := range c.Nodes {
+		if n != nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // WaitConverged waits until every running member has applied the same
 // index with the same digest, and returns that index.
 func (c *Cluster) WaitConverged(d time.Duration) uint64 {
+	c.t.Helper()
+	return c.WaitConvergedOf(d, c.Running()...)
+}
+
+// WaitConvergedOf is WaitConverged over the given members only (a removed
+// member stops receiving entries and is left out).
+func (c *Cluster) WaitConvergedOf(d time.Duration, members ...int) uint64 {
 	c.t.Helper()
 	var idx uint64
 	deadline := time.Now().Add(d)
 	defer func() {
 		if time.Now().After(deadline) {
-			for _, n := range c.Nodes {
-				if n != nil {
+			for _, i := range members {
+				if n := c.Nodes[i]; n != nil {
 					s := n.Status()
 					c.t.Logf("%s: role %s term %d first %d last %d/%d commit %d applied %d floor %d digest %d/%x", s.ID, s.Role, s.Term, s.FirstIndex, s.LastIndex, s.LastTerm, s.CommitIndex, s.AppliedIndex, s.Floor, s.Digest.Index, s.Digest.Sum[:4])
 				}
@@ -172,7 +216,8 @@ func (c *Cluster) WaitConverged(d time.Duration) uint64 {
 	}()
 	WaitFor(c.t, d, "members to converge", func() bool {
 		var first *raft.Status
-		for _, n := range c.Nodes {
+		for _, i := range members {
+			n := c.Nodes[i]
 			if n == nil {
 				continue
 			}

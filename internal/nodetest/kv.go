@@ -18,17 +18,20 @@ import (
 
 // KV is a deterministic key-value fsm.StateMachine. A command is
 // "key=value"; Apply returns the previous value. A command without '=' is
-// rejected with the result "!bad" and changes nothing.
+// rejected with the result "!bad" and changes nothing. KV counts the writes
+// of every key (part of its snapshot and digest), so a test that proposes
+// each key once can check that every command was applied exactly once.
 type KV struct {
 	mu      sync.RWMutex
 	m       map[string]string
+	writes  map[string]int
 	applied uint64
 }
 
 var _ fsm.StateMachine = (*KV)(nil)
 
 // NewKV returns an empty KV.
-func NewKV() *KV { return &KV{m: map[string]string{}} }
+func NewKV() *KV { return &KV{m: map[string]string{}, writes: map[string]int{}} }
 
 // Apply implements fsm.StateMachine.
 func (kv *KV) Apply(e fsm.Entry) []byte {
@@ -41,7 +44,39 @@ func (kv *KV) Apply(e fsm.Entry) []byte {
 	}
 	prev := kv.m[string(k)]
 	kv.m[string(k)] = string(v)
+	kv.writes[string(k)]++
 	return []byte(prev)
+}
+
+// Writes returns how many applied commands wrote k.
+func (kv *KV) Writes(k string) int {
+	kv.mu.RLock()
+	defer kv.mu.RUnlock()
+	return kv.writes[k]
+}
+
+// Entry is one key's value and write count.
+type Entry struct {
+	Value  string `json:"v"`
+	Writes int    `json:"n"`
+}
+
+// Dump returns a copy of every key with its value and write count.
+func (kv *KV) Dump() map[string]Entry {
+	kv.mu.RLock()
+	defer kv.mu.RUnlock()
+	out := make(map[string]Entry, len(kv.m))
+	for k, v := range kv.m {
+		out[k] = Entry{Value: v, Writes: kv.writes[k]}
+	}
+	return out
+}
+
+// Applied returns the index of the last command applied.
+func (kv *KV) Applied() uint64 {
+	kv.mu.RLock()
+	defer kv.mu.RUnlock()
+	return kv.applied
 }
 
 // Get returns the value of k.
@@ -61,6 +96,7 @@ func (kv *KV) Len() int {
 
 type kvSnap struct {
 	m       map[string]string
+	writes  map[string]int
 	applied uint64
 }
 
@@ -69,10 +105,11 @@ func (kv *KV) Snapshot() (fsm.Snapshot, error) {
 	kv.mu.RLock()
 	defer kv.mu.RUnlock()
 	c := make(map[string]string, len(kv.m))
+	w := make(map[string]int, len(kv.m))
 	for k, v := range kv.m {
-		c[k] = v
+		c[k], w[k] = v, kv.writes[k]
 	}
-	return &kvSnap{m: c, applied: kv.applied}, nil
+	return &kvSnap{m: c, writes: w, applied: kv.applied}, nil
 }
 
 func (s *kvSnap) Persist(w io.Writer) error {
@@ -84,6 +121,7 @@ func (s *kvSnap) Persist(w io.Writer) error {
 			binary.Write(bw, binary.LittleEndian, uint32(len(b)))
 			bw.WriteString(b)
 		}
+		binary.Write(bw, binary.LittleEndian, uint32(s.writes[k]))
 	}
 	return bw.Flush()
 }
@@ -104,6 +142,7 @@ func (kv *KV) Restore(r io.Reader) error {
 		return errors.New("kv: snapshot too large")
 	}
 	m := make(map[string]string, n)
+	w := make(map[string]int, n)
 	for i := uint64(0); i < n; i++ {
 		var kvp [2]string
 		for j := range kvp {
@@ -120,10 +159,14 @@ func (kv *KV) Restore(r io.Reader) error {
 			}
 			kvp[j] = string(b)
 		}
-		m[kvp[0]] = kvp[1]
+		var c uint32
+		if err := binary.Read(br, binary.LittleEndian, &c); err != nil {
+			return err
+		}
+		m[kvp[0]], w[kvp[0]] = kvp[1], int(c)
 	}
 	kv.mu.Lock()
-	kv.m, kv.applied = m, applied
+	kv.m, kv.writes, kv.applied = m, w, applied
 	kv.mu.Unlock()
 	return nil
 }
@@ -134,7 +177,7 @@ func (kv *KV) Digest() fsm.Digest {
 	defer kv.mu.RUnlock()
 	h := sha256.New()
 	for _, k := range sortedKeys(kv.m) {
-		fmt.Fprintf(h, "%d:%s=%d:%s;", len(k), k, len(kv.m[k]), kv.m[k])
+		fmt.Fprintf(h, "%d:%s=%d:%s#%d;", len(k), k, len(kv.m[k]), kv.m[k], kv.writes[k])
 	}
 	var d fsm.Digest
 	d.Index = kv.applied
