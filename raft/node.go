@@ -102,6 +102,11 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.BatchApplyCh = true
+	// A removed leader steps down to an idle follower instead of shutting
+	// raft down from inside: that internal shutdown is never waited for, so
+	// Close would close the log under raft's still-running goroutines and
+	// leave the raft transport open (its accept loop outliving Close).
+	rc.ShutdownOnRemove = false
 	rc.Logger = logger.Named("raft")
 	if err := hraft.ValidateConfig(rc); err != nil {
 		return nil, invalidConfig("%v", err)
