@@ -15,10 +15,11 @@ import (
 )
 
 // loadNodes proposes unique keys (prefix-g-k) from workers goroutines,
-// round-robin over the members of c, until stop is closed.
+// round-robin over the members of c at the call, until stop is closed.
 func loadNodes(c *nodetest.Cluster, prefix string, workers int, l *ledger, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
-	n := len(c.Nodes)
+	nodes := append([]*raft.Node(nil), c.Nodes...)
+	n := len(nodes)
 	for g := 0; g < workers; g++ {
 		wg.Add(1)
 		go func() {
@@ -30,7 +31,9 @@ func loadNodes(c *nodetest.Cluster, prefix string, workers int, l *ledger, stop 
 				default:
 				}
 				key := fmt.Sprintf("%s%d-%d", prefix, g, k)
-				_, err := c.Propose((g+k)%n, key+"=v", 3*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				_, err := nodes[(g+k)%n].Propose(ctx, []byte(key+"=v"))
+				cancel()
 				l.record(key, err)
 			}
 		}()
