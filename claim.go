@@ -1,0 +1,208 @@
+package jobraft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// ClaimRequest asks for up to Max ready jobs from Queues.
+type ClaimRequest struct {
+	// Queues to claim from, best job first across them (priority, then
+	// run-at, then submit order). Paused queues are skipped.
+	Queues []string
+	// Worker names the claimant (recorded in the lease; 1..128 bytes).
+	Worker string
+	// Max jobs to claim (default 1, at most fsm.MaxClaim).
+	Max int
+	// LeaseTTL is the lease length (default Config.LeaseTTL).
+	LeaseTTL time.Duration
+	// Wait > 0 long-polls: when nothing is ready, Claim waits up to Wait
+	// for a job to become ready (a submit, retry, nak or expiry applied on
+	// this member wakes it; scheduled jobs are rechecked at least every
+	// Config.ClaimPollInterval) instead of returning empty at once.
+	Wait time.Duration
+}
+
+// Lease is a claimed job. Its fencing token is the raft index of the claim:
+// Ack, Nak, Extend and Term carry it, and the state machine refuses them
+// with ErrStaleLease once the lease is no longer the job's current one.
+// A Lease may be used from any goroutine.
+type Lease struct {
+	// Job is the job as claimed, payload included.
+	Job   Job
+	Token uint64
+	c     *Controller
+	// deadline is unix nanoseconds on the leader's clock.
+	deadline atomic.Int64
+}
+
+// Deadline returns the lease's deadline on the leader's clock, as of the
+// claim or the last successful Extend.
+func (l *Lease) Deadline() time.Time { return time.Unix(0, l.deadline.Load()) }
+
+// LeaseOf returns a lease handle for job under token, e.g. for a worker that
+// kept only the job ID and token (across a process boundary). It carries no
+// authority beyond the token: the state machine checks it on every use.
+func (c *Controller) LeaseOf(job Job, token uint64) *Lease {
+	l := &Lease{Job: job, Token: token, c: c}
+	if job.Lease != nil {
+		l.deadline.Store(job.Lease.Deadline.UnixNano())
+	}
+	return l
+}
+
+// Claim leases up to req.Max ready jobs to req.Worker. An empty result with
+// a nil error means nothing was ready (within req.Wait).
+//
+// A claim is one raft entry. If its outcome is unknown (leader lost
+// mid-commit, context ended) Claim returns an error matching
+// ErrOutcomeUnknown: jobs it may have leased are held by nobody and come
+// back after their lease expires (that attempt counts). A claim that
+// returns jobs has committed: each lease is valid until its deadline unless
+// extended, and is only ever expired by the leader, no earlier than the
+// deadline on the leader's clock and, after a leader change, no earlier
+// than a full TTL after the new leader took office.
+func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, error) {
+	if req.Max <= 0 {
+		req.Max = 1
+	}
+	if req.LeaseTTL <= 0 {
+		req.LeaseTTL = c.cfg.LeaseTTL
+	}
+	cmd := &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: uint32(min(req.Max, fsm.MaxClaim)), TTL: req.LeaseTTL}
+	if _, err := fsm.EncodeCommand(cmd); err != nil {
+		return nil, mapErr(err)
+	}
+	var deadline <-chan time.Time
+	if req.Wait > 0 {
+		t := time.NewTimer(req.Wait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	first := true
+	for {
+		ready := c.rec.readyCh()
+		if first || c.claimable(req.Queues) {
+			first = false
+			leases, err := c.claimOnce(ctx, cmd)
+			if err != nil || len(leases) > 0 || req.Wait <= 0 {
+				return leases, err
+			}
+		}
+		poll := time.NewTimer(c.cfg.ClaimPollInterval)
+		select {
+		case <-ready:
+		case <-poll.C:
+			first = true // recheck on the leader's clock
+		case <-deadline:
+			poll.Stop()
+			return nil, nil
+		case <-ctx.Done():
+			poll.Stop()
+			return nil, ctx.Err()
+		case <-c.closed:
+			poll.Stop()
+			return nil, ErrClosed
+		}
+		poll.Stop()
+	}
+}
+
+// claimable reports whether this member's state shows a ready job, or a
+// scheduled one due by its clock, in one of the queues.
+func (c *Controller) claimable(queues []string) bool {
+	now := c.cfg.Clock()
+	for _, name := range queues {
+		q, ok := c.rec.jobs.Queue(name)
+		if !ok || q.Paused {
+			continue
+		}
+		if q.Counts.Pending > 0 {
+			return true
+		}
+		if q.Counts.Scheduled > 0 {
+			p, err := c.rec.jobs.List(fsm.ListQuery{Queue: name, State: fsm.StateScheduled, Limit: 1})
+			if err == nil && len(p.Jobs) > 0 && !p.Jobs[0].RunAt.After(now) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *Controller) claimOnce(ctx context.Context, cmd *fsm.ClaimCmd) ([]*Lease, error) {
+	r, err := c.apply(ctx, cmd)
+	if err != nil {
+		if errors.Is(err, raft.ErrIndeterminate) {
+			return nil, fmt.Errorf("%w: claim: %w", ErrOutcomeUnknown, err)
+		}
+		return nil, err
+	}
+	leases := make([]*Lease, 0, len(r.Jobs))
+	for _, j := range r.Jobs {
+		l := &Lease{Job: j, Token: j.Lease.Token, c: c}
+		l.deadline.Store(j.Lease.Deadline.UnixNano())
+		leases = append(leases, l)
+	}
+	return leases, nil
+}
+
+// Ack completes the job successfully with result (at most fsm.MaxResult
+// bytes). nil: the job succeeded under this lease. ErrStaleLease: the lease
+// was lost (expired and reclaimed, job canceled): nothing changed, and the
+// job's fate belongs to whoever holds it now. An attempt whose outcome was
+// unknown is retried and resolved (a retry refused as stale after an
+// unknown attempt counts as success if the job is succeeded at this
+// attempt with this result). ErrOutcomeUnknown if it cannot tell.
+func (l *Lease) Ack(ctx context.Context, result []byte) error {
+	_, err := l.c.applyResolving(ctx, &fsm.AckCmd{ID: l.Job.ID, Token: l.Token, Result: result}, l.Job.ID, func(j Job) bool {
+		return j.State == StateSucceeded && j.Attempts == l.Job.Attempts && string(j.Result) == string(result)
+	})
+	return err
+}
+
+// Nak fails this attempt: the job is scheduled again after delay (0: its
+// backoff policy), or goes dead when out of attempts. errMsg is recorded as
+// the job's LastError (truncated to fsm.MaxMessage bytes). Errors as Ack.
+func (l *Lease) Nak(ctx context.Context, delay time.Duration, errMsg string) error {
+	errMsg = truncate(errMsg, fsm.MaxMessage)
+	_, err := l.c.applyResolving(ctx, &fsm.NakCmd{ID: l.Job.ID, Token: l.Token, Delay: delay, Error: errMsg}, l.Job.ID, func(j Job) bool {
+		return (j.State == StateScheduled || j.State == StateDead || j.State == StatePending) && j.Attempts == l.Job.Attempts && j.LastError == errMsg
+	})
+	return err
+}
+
+// Term fails the job permanently (dead), whatever attempts remain. Errors
+// as Ack.
+func (l *Lease) Term(ctx context.Context, reason string) error {
+	reason = truncate(reason, fsm.MaxMessage)
+	_, err := l.c.applyResolving(ctx, &fsm.TermCmd{ID: l.Job.ID, Token: l.Token, Reason: reason}, l.Job.ID, func(j Job) bool {
+		return j.State == StateDead && j.Attempts == l.Job.Attempts && j.LastError == reason
+	})
+	return err
+}
+
+// Extend pushes the lease's deadline to the leader's clock + the lease TTL
+// and updates Deadline. ErrStaleLease: the lease is lost; stop working on
+// the job. Retrying an extend is harmless, so unknown outcomes are retried
+// while ctx allows.
+func (l *Lease) Extend(ctx context.Context) error {
+	r, err := l.c.applyResolving(ctx, &fsm.ExtendCmd{ID: l.Job.ID, Token: l.Token}, l.Job.ID, nil)
+	if err == nil && len(r.Jobs) == 1 && r.Jobs[0].Lease != nil {
+		l.deadline.Store(r.Jobs[0].Lease.Deadline.UnixNano())
+	}
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,105 @@
+package jobraft
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// Config configures a Controller. The embedded raft.Config configures the
+// member (ID, DataDir, BindAddr, bootstrap, timeouts, Clock); the rest are
+// job defaults and controller limits. Zero values take the defaults listed.
+type Config struct {
+	raft.Config
+
+	// LeaseTTL is the lease of a claim that names none (default 30s).
+	LeaseTTL time.Duration
+	// MaxAttempts and Backoff are the retry policy of jobs submitted
+	// without one (defaults: fsm.DefaultMaxAttempts; 1s ×2 up to 1h).
+	MaxAttempts uint32
+	Backoff     fsm.Backoff
+
+	// Retention of terminal (succeeded, dead, canceled) jobs: the leader
+	// removes those finished more than RetainFor ago (default 24h; negative:
+	// keep forever) and, per queue, the oldest beyond RetainPerQueue
+	// (default 0: no count limit). An idempotency key lives as long as its
+	// job: RetainFor is the idempotency window of finished jobs.
+	RetainFor      time.Duration
+	RetainPerQueue uint32
+	// SweepInterval is how often the leader proposes a retention sweep
+	// (default 1m).
+	SweepInterval time.Duration
+	// ExpireInterval is how often the leader proposes the lease expiry
+	// command (default 1s, at most LeaseTTL/4). A lease is reclaimed at most
+	// ExpireInterval after its deadline.
+	ExpireInterval time.Duration
+
+	// MaxPayload caps a job's payload (default and maximum fsm.MaxPayload).
+	MaxPayload int
+	// Submit batching: concurrent submits on this member are coalesced into
+	// shared raft entries of at most BatchMaxJobs jobs (default 1024, max
+	// fsm.MaxSubmit) and about BatchMaxBytes bytes (default 1 MiB; one job
+	// bigger than that travels alone), with at most BatchInflight entries
+	// in flight (default 4); whatever arrives meanwhile waits for the next.
+	BatchMaxJobs  int
+	BatchMaxBytes int
+	BatchInflight int
+	// ProposeTimeout bounds one raft proposal the controller makes on the
+	// caller's behalf (default 10s). Submit retries past it while its own
+	// context allows.
+	ProposeTimeout time.Duration
+	// ClaimPollInterval bounds how long a long-polling Claim waits between
+	// attempts when nothing it can see locally became claimable (default
+	// 1s): it covers scheduled jobs that become due by the leader's clock.
+	ClaimPollInterval time.Duration
+
+	// WatchRetainEntries and WatchRetainBytes bound the in-memory event
+	// history Watch can resume from (defaults 65536 entries, 64 MiB).
+	WatchRetainEntries int
+	WatchRetainBytes   int
+}
+
+func (c Config) withDefaults() (Config, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.LeaseTTL, 30*time.Second)
+	def(&c.RetainFor, 24*time.Hour)
+	def(&c.SweepInterval, time.Minute)
+	def(&c.ExpireInterval, time.Second)
+	def(&c.ProposeTimeout, 10*time.Second)
+	def(&c.ClaimPollInterval, time.Second)
+	if c.LeaseTTL < 0 || c.LeaseTTL > fsm.MaxLeaseTTL {
+		return c, fmt.Errorf("%w: lease TTL %v out of (0, %v]", ErrInvalidConfig, c.LeaseTTL, fsm.MaxLeaseTTL)
+	}
+	if c.ExpireInterval > c.LeaseTTL/4 {
+		c.ExpireInterval = max(c.LeaseTTL/4, time.Millisecond)
+	}
+	if c.MaxAttempts > fsm.MaxAttempts {
+		return c, fmt.Errorf("%w: max attempts %d above %d", ErrInvalidConfig, c.MaxAttempts, fsm.MaxAttempts)
+	}
+	if c.MaxPayload <= 0 || c.MaxPayload > fsm.MaxPayload {
+		c.MaxPayload = fsm.MaxPayload
+	}
+	if c.BatchMaxJobs <= 0 {
+		c.BatchMaxJobs = 1024
+	}
+	c.BatchMaxJobs = min(c.BatchMaxJobs, fsm.MaxSubmit)
+	if c.BatchMaxBytes <= 0 {
+		c.BatchMaxBytes = 1 << 20
+	}
+	if c.BatchInflight <= 0 {
+		c.BatchInflight = 4
+	}
+	if c.WatchRetainEntries <= 0 {
+		c.WatchRetainEntries = 65536
+	}
+	if c.WatchRetainBytes <= 0 {
+		c.WatchRetainBytes = 64 << 20
+	}
+	return c, nil
+}

@@ -1,0 +1,385 @@
+package jobraft_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/ctltest"
+)
+
+const wait = 20 * time.Second
+
+func claimOne(t *testing.T, c *jobraft.Controller, queue string, w time.Duration) *jobraft.Lease {
+	t.Helper()
+	ls, err := c.Claim(ctltest.Ctx(t, wait), jobraft.ClaimRequest{Queues: []string{queue}, Worker: "w", Wait: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 1 {
+		t.Fatalf("claimed %d jobs, want 1", len(ls))
+	}
+	return ls[0]
+}
+
+// Submit on one follower, claim on another member, ack, and read the
+// outcome linearizably on a third; every member's watch shows the same
+// events in index order.
+func TestSubmitClaimAckAcrossMembers(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	l := c.WaitLeader(wait)
+	a, b := (l+1)%3, (l+2)%3
+	ctx := ctltest.Ctx(t, wait)
+	watch, err := c.Ctls[b].Watch(ctx, 1, jobraft.WatchFilter{Queues: []string{"q"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Ctls[a].Submit(ctx, jobraft.SubmitRequest{Queue: "q", Kind: "k", Payload: []byte("p")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.ID == "" || j.State != jobraft.StatePending {
+		t.Fatalf("submitted %+v", j)
+	}
+	lease := claimOne(t, c.Ctls[b], "q", 0)
+	if lease.Job.ID != j.ID || string(lease.Job.Payload) != "p" || lease.Token == 0 {
+		t.Fatalf("lease %+v", lease)
+	}
+	if err := lease.Ack(ctx, []byte("done")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Ctls[l].Get(ctx, j.ID, jobraft.Linearizable)
+	if err != nil || got.State != jobraft.StateSucceeded || string(got.Result) != "done" {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	if err := lease.Ack(ctx, []byte("again")); !errors.Is(err, jobraft.ErrStaleLease) || !errors.Is(err, fsm.ErrStaleLease) {
+		t.Fatalf("second ack: %v", err)
+	}
+	var kinds []jobraft.EventKind
+	var last uint64
+	for len(kinds) < 3 {
+		ev := <-watch
+		if ev.Kind == jobraft.EventError {
+			t.Fatal(ev.Err)
+		}
+		if ev.Index < last || ev.JobID != j.ID {
+			t.Fatalf("event %+v after index %d", ev, last)
+		}
+		last = ev.Index
+		kinds = append(kinds, ev.Kind)
+	}
+	if fmt.Sprint(kinds) != "[submitted claimed acked]" {
+		t.Fatalf("events %v", kinds)
+	}
+}
+
+func TestDelayedAndRetriedJobs(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	c.WaitLeader(wait)
+	f := c.Follower()
+	ctx := ctltest.Ctx(t, wait)
+	start := time.Now()
+	j, err := c.Ctls[f].Submit(ctx, jobraft.SubmitRequest{Queue: "d", Kind: "k", Delay: 400 * time.Millisecond, MaxAttempts: 5})
+	if err != nil || j.State != jobraft.StateScheduled {
+		t.Fatalf("%+v %v", j, err)
+	}
+	if ls, err := c.Ctls[f].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"d"}, Worker: "w"}); err != nil || len(ls) != 0 {
+		t.Fatalf("claimed a delayed job early: %d %v", len(ls), err)
+	}
+	l1 := claimOne(t, c.Ctls[f], "d", 10*time.Second)
+	if time.Since(start) < 400*time.Millisecond {
+		t.Fatalf("delayed job claimed after %v", time.Since(start))
+	}
+	if err := l1.Nak(ctx, 200*time.Millisecond, "try again"); err != nil {
+		t.Fatal(err)
+	}
+	l2 := claimOne(t, c.Ctls[(f+1)%3], "d", 10*time.Second)
+	if l2.Job.ID != j.ID || l2.Job.Attempts != 2 || l2.Token <= l1.Token || l2.Job.LastError != "try again" {
+		t.Fatalf("retry lease %+v (first token %d)", l2.Job, l1.Token)
+	}
+	if err := l1.Ack(ctx, nil); !errors.Is(err, jobraft.ErrStaleLease) {
+		t.Fatalf("ack with the first lease: %v", err)
+	}
+	if err := l2.Ack(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDeadAfterMaxAttemptsThenRetry(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, wait)
+	j, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{Queue: "x", Kind: "k", MaxAttempts: 2, Backoff: fsm.Backoff{Base: time.Nanosecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		l := claimOne(t, c.Ctls[attempt%3], "x", 10*time.Second)
+		if err := l.Nak(ctx, 0, fmt.Sprint("fail ", attempt)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.Ctls[2].Get(ctx, j.ID, jobraft.Linearizable)
+	if err != nil || got.State != jobraft.StateDead || got.Attempts != 2 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if ls, _ := c.Ctls[0].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"x"}, Worker: "w"}); len(ls) != 0 {
+		t.Fatal("claimed a dead job")
+	}
+	if _, err := c.Ctls[1].Retry(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if l := claimOne(t, c.Ctls[0], "x", 10*time.Second); l.Job.Attempts != 1 {
+		t.Fatalf("after retry: attempts %d", l.Job.Attempts)
+	}
+	if _, err := c.Ctls[1].Retry(ctx, j.ID); !errors.Is(err, jobraft.ErrInvalidState) {
+		t.Fatalf("retry of a running job: %v", err)
+	}
+}
+
+// Canceling a running job fences its worker: the handler's context is
+// canceled with ErrLeaseLost, and the lease's ack is refused.
+func TestCancelRunningJobFencesWorker(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, wait)
+	started := make(chan *jobraft.Lease, 1)
+	cause := make(chan error, 1)
+	j, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{Queue: "c", Kind: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go c.Ctls[1].Run(runCtx, jobraft.WorkerConfig{Queues: map[string]int{"c": 1}, Default: func(hctx context.Context, job jobraft.Job) ([]byte, error) {
+		started <- nil
+		<-hctx.Done()
+		cause <- context.Cause(hctx)
+		return nil, hctx.Err()
+	}})
+	<-started
+	got, err := c.Ctls[2].Get(ctx, j.ID, jobraft.Linearizable)
+	if err != nil || got.State != jobraft.StateRunning {
+		t.Fatalf("%+v %v", got, err)
+	}
+	token := got.Lease.Token
+	if _, err := c.Ctls[2].Cancel(ctx, j.ID, "no longer needed"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-cause:
+		if !errors.Is(err, jobraft.ErrLeaseLost) {
+			t.Fatalf("handler canceled with %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("handler not canceled")
+	}
+	got, _ = c.Ctls[1].Get(ctx, j.ID, jobraft.Linearizable)
+	if got.State != jobraft.StateCanceled {
+		t.Fatalf("state %v", got.State)
+	}
+	// A late ack with the fenced token is refused.
+	stale := c.Ctls[1].LeaseOf(got, token)
+	if err := stale.Ack(ctx, nil); !errors.Is(err, jobraft.ErrStaleLease) {
+		t.Fatalf("ack after cancel: %v", err)
+	}
+}
+
+func TestLeaseExpiryReclaims(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, wait)
+	if _, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{Queue: "e", Kind: "k", Backoff: fsm.Backoff{Base: time.Nanosecond}}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := c.Ctls[1].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"e"}, Worker: "slow", LeaseTTL: 300 * time.Millisecond})
+	if err != nil || len(ls) != 1 {
+		t.Fatal(len(ls), err)
+	}
+	claimed := time.Now()
+	l2 := claimOne(t, c.Ctls[2], "e", 10*time.Second)
+	if time.Since(claimed) < 300*time.Millisecond {
+		t.Fatalf("lease expired after %v", time.Since(claimed))
+	}
+	if l2.Job.Attempts != 2 || l2.Job.LastError != "lease expired" {
+		t.Fatalf("%+v", l2.Job)
+	}
+	if err := ls[0].Ack(ctx, nil); !errors.Is(err, jobraft.ErrStaleLease) {
+		t.Fatalf("late ack: %v", err)
+	}
+	if err := l2.Ack(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSubmitIdempotentAndBatch(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, wait)
+	j1, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{ID: "job-1", Queue: "i", Kind: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Ctls[1].SubmitBatch(ctx, []jobraft.SubmitRequest{
+		{ID: "job-1", Queue: "i", Kind: "k"},
+		{Queue: "i", Kind: "k", IdempotencyKey: "key"},
+		{Queue: "", Kind: "k"},
+		{Queue: "i", Kind: "k", Payload: make([]byte, fsm.MaxPayload+1)},
+		{Queue: "i", Kind: "k", IdempotencyKey: "key"},
+	})
+	if err == nil {
+		t.Fatal("batch with invalid jobs: nil error")
+	}
+	if !res[0].Duplicate || res[0].Job.ID != j1.ID || res[0].Err != nil {
+		t.Fatalf("resubmit: %+v", res[0])
+	}
+	if res[1].Err != nil || res[1].Duplicate {
+		t.Fatalf("keyed: %+v", res[1])
+	}
+	for _, i := range []int{2, 3} {
+		if !errors.Is(res[i].Err, jobraft.ErrNotSubmitted) || !errors.Is(res[i].Err, jobraft.ErrInvalidRequest) {
+			t.Fatalf("invalid job %d: %v", i, res[i].Err)
+		}
+	}
+	if !res[4].Duplicate || res[4].Job.ID != res[1].Job.ID {
+		t.Fatalf("same key in one batch: %+v vs %+v", res[4], res[1])
+	}
+	st, err := c.Ctls[2].Stats(ctx)
+	if err != nil || st.Jobs != 2 {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+}
+
+// Concurrent submits share raft entries.
+func TestConcurrentSubmitsAreBatched(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	l := c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, wait)
+	var wg sync.WaitGroup
+	const clients, each = 64, 10
+	errs := make(chan error, clients*each)
+	for g := 0; g < clients; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < each; k++ {
+				if _, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "b", Kind: "k", Payload: []byte("x")}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st, err := c.Ctls[l].Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d jobs in %d entries", st.SubmittedJobs, st.SubmitEntries)
+	if st.SubmittedJobs != clients*each || st.SubmitEntries*2 > st.SubmittedJobs {
+		t.Fatalf("%d jobs in %d entries: not batched", st.SubmittedJobs, st.SubmitEntries)
+	}
+	if len(st.Queues) != 1 || st.Queues[0].Counts.Pending != clients*each {
+		t.Fatalf("queues %+v", st.Queues)
+	}
+}
+
+func TestWatchResumeAndCompacted(t *testing.T) {
+	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) { cfg.WatchRetainEntries = 8 })
+	c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, wait)
+	var ids []string
+	for k := 0; k < 20; k++ {
+		j, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{Queue: "w", Kind: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	if _, err := c.Ctls[1].Watch(ctx, 1, jobraft.WatchFilter{}); !errors.Is(err, jobraft.ErrCompacted) {
+		t.Fatalf("watch from 1: %v", err)
+	}
+	_, err := c.Ctls[1].Get(ctx, ids[19], jobraft.Linearizable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Ctls[1].Stats(ctx)
+	ch, err := c.Ctls[1].Watch(ctx, st.WatchOldest, jobraft.WatchFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 8 {
+		ev := <-ch
+		if ev.Kind != jobraft.EventSubmitted {
+			t.Fatalf("%+v", ev)
+		}
+		got = append(got, ev.JobID)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(ids[12:]) {
+		t.Fatalf("resumed events %v, want %v", got, ids[12:])
+	}
+}
+
+func TestWorkerRun(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, wait)
+	var mu sync.Mutex
+	running, peak := 0, 0
+	seen := map[string]int{}
+	handler := func(_ context.Context, j jobraft.Job) ([]byte, error) {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		seen[j.ID]++
+		n := seen[j.ID]
+		mu.Unlock()
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		if n == 1 && j.Priority%2 == 1 {
+			return nil, jobraft.RetryAfter(errors.New("flaky"), time.Millisecond)
+		}
+		if string(j.Payload) == "poison" {
+			return nil, jobraft.Permanent(errors.New("poison"))
+		}
+		return []byte("ok"), nil
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() {
+		done <- c.Ctls[1].Run(runCtx, jobraft.WorkerConfig{Queues: map[string]int{"r": 3}, Handlers: map[string]jobraft.Handler{"k": handler}, PollWait: time.Second})
+	}()
+	var ids []string
+	for k := 0; k < 20; k++ {
+		p := []byte("data")
+		if k == 7 {
+			p = []byte("poison")
+		}
+		j, err := c.Ctls[k%3].Submit(ctx, jobraft.SubmitRequest{Queue: "r", Kind: "k", Priority: int32(k), Payload: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	ctltest.WaitFor(t, wait, "every job finished", func() bool {
+		st, err := c.Ctls[0].Stats(ctx)
+		return err == nil && len(st.Queues) == 1 && st.Queues[0].Counts.Succeeded == 19 && st.Queues[0].Counts.Dead == 1
+	})
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak > 3 {
+		t.Fatalf("%d handlers ran at once, limit 3", peak)
+	}
+}

@@ -1,0 +1,63 @@
+// Package jobraft is an embeddable, Raft-replicated job controller. A host
+// daemon opens a Controller on each of three or five members; clients
+// submit jobs on any member, workers claim them under fenced leases and
+// report the outcome, and every member applies the same committed job
+// state (fsm.Jobs) through raft.Node.
+//
+// # The caller's contract
+//
+//  1. Open a Controller per member with a Config (the embedded raft.Config
+//     names the member, its data dir, address and the initial members).
+//     Close it on shutdown.
+//  2. Submit (or SubmitBatch) from any member. A nil error means the job
+//     exists exactly once; an error matches ErrNotSubmitted (it does not
+//     exist) or ErrMayExist (outcome unknown: resubmit with the same ID).
+//     Give jobs your own ID (or an IdempotencyKey) when you may resubmit
+//     after a crash of your own process.
+//  3. Work on jobs with Run (handlers per kind, concurrency per queue), or
+//     by hand: Claim, then Lease.Ack / Nak / Term, and Lease.Extend before
+//     the deadline for long jobs. ErrStaleLease means the lease is gone:
+//     drop the job, never report it. Handlers must be idempotent (a job
+//     runs at least once, more after a lost lease or a crash).
+//  4. Read with Get, List and Stats (linearizable by default; Local for a
+//     cheap, possibly stale read) and follow changes with Watch, resuming
+//     from the last index handled.
+//
+// # Guarantees
+//
+//   - Durability: every success is returned only after the entry is
+//     committed (fsynced on a quorum) and applied.
+//   - Exactly-once submit: the controller keys every job by its ID and
+//     retries across leader changes and unknown outcomes with the same ID
+//     until it knows the outcome, so a submit that returned success exists
+//     once, and one that returned ErrNotSubmitted does not exist.
+//   - Fencing: a lease's token is the raft index of the claim; an ack, nak,
+//     extend or term with any other token is refused, so a worker that lost
+//     its lease (paused past it, canceled job) can never complete the job.
+//   - Leases expire only by the leader's expire command, never earlier than
+//     the deadline on the leader's clock and, after a leader change, never
+//     before the new leader has been in office a full TTL on its own clock
+//     (clock offsets between members do not shorten a lease; rate drift is
+//     assumed bounded).
+//   - Watch yields committed events in index order, identical on every
+//     member, resumable from any index still retained in memory.
+//
+// # Leader duties
+//
+// The member that leads proposes, and only while it leads: the lease
+// expiry command every Config.ExpireInterval (when a lease is due) with the
+// time it took office on its own clock, and the retention sweep every
+// Config.SweepInterval. Both are proposed with raft.Node.ProposeOnLeader:
+// never forwarded to another member, never carried into another term.
+//
+// # Caveats
+//
+//   - Idempotency lasts as long as the job is retained: after a finished
+//     job is swept (Config.RetainFor), its ID and key can be reused.
+//   - A claim whose outcome is unknown may have leased jobs nobody holds;
+//     they come back after their lease TTL (the attempt counts).
+//   - Watch history is in memory: a restarted member retains only what it
+//     applied since its last snapshot.
+//
+// docs/controller.md has the design notes, test map and figures.
+package jobraft

@@ -1,0 +1,99 @@
+package jobraft
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// duties runs the leader's periodic commands while this member leads:
+//
+//   - ExpireCmd every ExpireInterval, with LeaderSince = this member's clock
+//     when it was first seen leading in the current term (never earlier
+//     than it took office, so the FSM's skew rule stays conservative). It is
+//     proposed with raft.Node.ProposeOnLeader for that term: never
+//     forwarded, never proposed in another term.
+//   - SweepCmd every SweepInterval with the retention policy.
+//
+// It checks the role at every tick and on every role event; a member that
+// steps down stops proposing at its next check (a proposal racing the step
+// down is refused by raft as not-leader).
+func (c *Controller) duties() {
+	defer c.wg.Done()
+	events, cancel := c.node.Events(16)
+	defer cancel()
+	tick := time.NewTicker(c.cfg.ExpireInterval)
+	defer tick.Stop()
+	var (
+		term      uint64 // the term we lead in, 0 if not leading
+		since     time.Time
+		lastSweep time.Time
+	)
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-events:
+		case <-tick.C:
+		}
+		r := c.node.Raft()
+		if r.State() != hraft.Leader {
+			term = 0
+			continue
+		}
+		if t := r.CurrentTerm(); t != term {
+			term, since, lastSweep = t, c.cfg.Clock(), c.cfg.Clock()
+			c.log.Debug("leader duties start", "term", term)
+		}
+		if c.leaseDue() {
+			c.leaderCmd(term, &fsm.ExpireCmd{LeaderSince: since})
+		}
+		if (c.cfg.RetainFor > 0 || c.cfg.RetainPerQueue > 0) && c.cfg.Clock().Sub(lastSweep) >= c.cfg.SweepInterval && c.anyTerminal() {
+			lastSweep = c.cfg.Clock()
+			c.leaderCmd(term, &fsm.SweepCmd{MaxAge: max(c.cfg.RetainFor, 0), MaxPerQueue: c.cfg.RetainPerQueue})
+		}
+	}
+}
+
+func (c *Controller) leaderCmd(term uint64, cmd fsm.Command) {
+	b, err := fsm.EncodeCommand(cmd)
+	if err != nil {
+		c.log.Error("leader command", "type", cmd.Type(), "error", err)
+		return
+	}
+	ctx, cancel := c.opCtx(context.Background())
+	defer cancel()
+	if _, err := c.node.ProposeOnLeader(ctx, term, b); err != nil && !errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrClosed) {
+		c.log.Warn("leader command failed", "type", cmd.Type(), "term", term, "error", err)
+	}
+}
+
+// leaseDue reports whether some running job's lease deadline has passed on
+// this member's clock (the leader's state is current enough: a lease it
+// has not applied yet is not due).
+func (c *Controller) leaseDue() bool {
+	now := c.cfg.Clock()
+	for _, q := range c.rec.jobs.Queues() {
+		if q.Counts.Running == 0 {
+			continue
+		}
+		p, err := c.rec.jobs.List(fsm.ListQuery{Queue: q.Name, State: fsm.StateRunning, Limit: 1})
+		if err == nil && len(p.Jobs) > 0 && p.Jobs[0].Lease != nil && !p.Jobs[0].Lease.Deadline.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Controller) anyTerminal() bool {
+	for _, q := range c.rec.jobs.Queues() {
+		if q.Counts.Succeeded+q.Counts.Dead+q.Counts.Canceled > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,149 @@
+// Package ctltest runs jobraft controllers for tests: an in-process
+// loopback cluster (Cluster) and a child-process cluster (Procs) whose
+// members are the test binary re-executed, driven over a small HTTP API.
+package ctltest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// Cluster is an in-process cluster of controllers over real TCP on
+// loopback, real data dirs and fsync.
+type Cluster struct {
+	t    testing.TB
+	Ctls []*jobraft.Controller // nil while a member is stopped
+	Cfgs []jobraft.Config
+}
+
+// Config returns a controller config with test timeouts for member id.
+func Config(t testing.TB, id, dir, addr string) jobraft.Config {
+	rc := nodetest.FastConfig(t, id, dir, addr)
+	return jobraft.Config{
+		Config:            rc,
+		LeaseTTL:          5 * time.Second,
+		ExpireInterval:    50 * time.Millisecond,
+		ClaimPollInterval: 200 * time.Millisecond,
+		ProposeTimeout:    3 * time.Second,
+	}
+}
+
+// Start bootstraps an n-member cluster; tweak may adjust each config.
+func Start(t testing.TB, n int, tweak func(i int, c *jobraft.Config)) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t}
+	base := t.TempDir()
+	var members []raft.Member
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("m%d", i)
+		cfg := Config(t, id, filepath.Join(base, id), nodetest.FreeAddr(t))
+		cfg.Bootstrap = true
+		if tweak != nil {
+			tweak(i, &cfg)
+		}
+		c.Cfgs = append(c.Cfgs, cfg)
+		members = append(members, raft.Member{ID: id, Address: cfg.BindAddr, Voter: true})
+	}
+	for i := range c.Cfgs {
+		c.Cfgs[i].InitialMembers = members
+		c.Ctls = append(c.Ctls, nil)
+		c.StartMember(i)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// StartMember (re)starts member i from its data dir.
+func (c *Cluster) StartMember(i int) {
+	c.t.Helper()
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if c.Ctls[i], err = jobraft.Open(context.Background(), c.Cfgs[i]); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // the port may linger after a stop
+	}
+	c.t.Fatalf("start %s: %v", c.Cfgs[i].ID, err)
+}
+
+// StopMember closes member i.
+func (c *Cluster) StopMember(i int) {
+	if c.Ctls[i] != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c.Ctls[i].Close(ctx)
+		c.Ctls[i] = nil
+	}
+}
+
+// Close stops every member.
+func (c *Cluster) Close() {
+	for i := range c.Ctls {
+		c.StopMember(i)
+	}
+}
+
+// Leader returns the index of the member leading in the highest term, or
+// -1.
+func (c *Cluster) Leader() int {
+	best, term := -1, uint64(0)
+	for i, ctl := range c.Ctls {
+		if ctl == nil {
+			continue
+		}
+		s := ctl.Node().Status()
+		if s.Role == "Leader" && s.Term >= term {
+			best, term = i, s.Term
+		}
+	}
+	return best
+}
+
+// WaitLeader waits for a leader whose first entry of its term is committed
+// and returns its index.
+func (c *Cluster) WaitLeader(d time.Duration) int {
+	c.t.Helper()
+	var l int
+	nodetest.WaitFor(c.t, d, "a leader", func() bool {
+		l = c.Leader()
+		if l < 0 {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		_, err := c.Ctls[l].Node().LinearizableRead(ctx)
+		return err == nil
+	})
+	return l
+}
+
+// Follower returns the index of a running member other than the leader.
+func (c *Cluster) Follower() int {
+	l := c.Leader()
+	for i, ctl := range c.Ctls {
+		if ctl != nil && i != l {
+			return i
+		}
+	}
+	return -1
+}
+
+// Ctx returns a context that ends after d and with the test.
+func Ctx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// WaitFor polls cond until it holds or d passes.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	nodetest.WaitFor(t, d, what, cond)
+}

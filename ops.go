@@ -1,0 +1,205 @@
+package jobraft
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// Consistency chooses how fresh a read is.
+type Consistency int
+
+const (
+	// Linearizable (the default): the read reflects every write
+	// acknowledged anywhere before it began. It costs a round trip to the
+	// leader (a quorum heartbeat) and waits for this member to apply up to
+	// the leader's commit index.
+	Linearizable Consistency = iota
+	// Local reads this member's applied state as it is: possibly stale
+	// (a follower behind, or a partitioned former leader), never torn.
+	Local
+)
+
+func (c *Controller) read(ctx context.Context, cons Consistency) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	if cons == Local {
+		return nil
+	}
+	_, err := c.node.LinearizableRead(ctx)
+	return err
+}
+
+// Get returns the job with its payload, or ErrNotFound.
+func (c *Controller) Get(ctx context.Context, id string, cons Consistency) (Job, error) {
+	if err := c.read(ctx, cons); err != nil {
+		return Job{}, err
+	}
+	j, ok := c.rec.jobs.Get(id)
+	if !ok {
+		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return j, nil
+}
+
+// ListFilter selects the jobs of one queue, in one state or all.
+type ListFilter struct {
+	Queue string
+	// State selects one state; 0 lists every state, in state order
+	// (pending, scheduled, running, succeeded, dead, canceled).
+	State       State
+	Consistency Consistency
+}
+
+// Page asks for one page of a listing.
+type Page struct {
+	// Cursor is the previous page's Next; empty for the first page.
+	Cursor string
+	// Limit is the page size (0: fsm.DefaultListLimit; at most
+	// fsm.MaxListLimit).
+	Limit int
+}
+
+// JobPage is one page; Next is empty on the last page.
+type JobPage struct {
+	Jobs []Job
+	Next string
+}
+
+// List returns a page of a queue's jobs (payload included), in the order of
+// each state's index (see fsm.Jobs.List). Paging is stable while jobs
+// change: a cursor resumes strictly after the last job returned in that
+// order (a job that changes state meanwhile may be seen twice or not at
+// all, as with any cursor over live data).
+func (c *Controller) List(ctx context.Context, f ListFilter, p Page) (JobPage, error) {
+	if err := c.read(ctx, f.Consistency); err != nil {
+		return JobPage{}, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = fsm.DefaultListLimit
+	}
+	limit = min(limit, fsm.MaxListLimit)
+	if f.State != 0 {
+		pg, err := c.rec.jobs.List(fsm.ListQuery{Queue: f.Queue, State: f.State, Cursor: p.Cursor, Limit: limit})
+		return JobPage(pg), mapList(err)
+	}
+	// Every state: the cursor is "<state>:<inner cursor>".
+	st, inner := StatePending, ""
+	if p.Cursor != "" {
+		a, b, ok := strings.Cut(p.Cursor, ":")
+		n, err := strconv.Atoi(a)
+		if !ok || err != nil || !State(n).Valid() {
+			return JobPage{}, fmt.Errorf("%w: cursor %q", ErrInvalidRequest, p.Cursor)
+		}
+		st, inner = State(n), b
+	}
+	var out JobPage
+	for ; st.Valid(); st, inner = st+1, "" {
+		pg, err := c.rec.jobs.List(fsm.ListQuery{Queue: f.Queue, State: st, Cursor: inner, Limit: limit - len(out.Jobs)})
+		if err != nil {
+			return JobPage{}, mapList(err)
+		}
+		out.Jobs = append(out.Jobs, pg.Jobs...)
+		if pg.Next != "" {
+			out.Next = strconv.Itoa(int(st)) + ":" + pg.Next
+			return out, nil
+		}
+		if len(out.Jobs) == limit {
+			if st+1 < StateCanceled+1 {
+				out.Next = strconv.Itoa(int(st+1)) + ":"
+			}
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+func mapList(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+}
+
+// Stats is a member's view of the cluster and the jobs.
+type Stats struct {
+	Member       string
+	Role         string
+	Term         uint64
+	Leader       string
+	AppliedIndex uint64
+	Jobs         int
+	Queues       []fsm.QueueInfo
+	// SubmitEntries and SubmittedJobs count this member's submit entries
+	// and the jobs they carried since Open (their ratio is the batching).
+	SubmitEntries uint64
+	SubmittedJobs uint64
+	// WatchOldest is the oldest index Watch can start from on this member.
+	WatchOldest uint64
+}
+
+// Stats returns counts per queue and state, linearizable: they reflect
+// every write acknowledged before the call.
+func (c *Controller) Stats(ctx context.Context) (Stats, error) {
+	if err := c.read(ctx, Linearizable); err != nil {
+		return Stats{}, err
+	}
+	r := c.node.Raft()
+	_, leader := r.LeaderWithID()
+	oldest, _ := c.rec.bounds()
+	return Stats{
+		Member: c.cfg.ID, Role: r.State().String(), Term: r.CurrentTerm(), Leader: string(leader),
+		AppliedIndex: c.rec.jobs.AppliedIndex(), Jobs: c.rec.jobs.Len(), Queues: c.rec.jobs.Queues(),
+		SubmitEntries: c.sub.entries.Load(), SubmittedJobs: c.sub.jobs.Load(), WatchOldest: oldest,
+	}, nil
+}
+
+// Cancel cancels a pending, scheduled or running job (a running job's lease
+// is fenced: the worker's Ack/Nak/Extend/Term get ErrStaleLease, and a
+// Run handler's context is canceled). ErrInvalidState if it already
+// finished, ErrNotFound if it does not exist. Unknown outcomes are retried
+// and resolved (canceled by then counts as success).
+func (c *Controller) Cancel(ctx context.Context, id, reason string) (Job, error) {
+	reason = truncate(reason, fsm.MaxMessage)
+	r, err := c.applyResolving(ctx, &fsm.CancelCmd{ID: id, Reason: reason}, id, func(j Job) bool { return j.State == StateCanceled })
+	return first(r, err)
+}
+
+// Retry makes a dead or canceled job pending again with a fresh attempt
+// budget. ErrInvalidState for other states. Unknown outcomes are retried
+// and resolved.
+func (c *Controller) Retry(ctx context.Context, id string) (Job, error) {
+	r, err := c.applyResolving(ctx, &fsm.RetryCmd{ID: id}, id, func(j Job) bool {
+		return j.State == StatePending || j.State == StateRunning || j.State == StateScheduled || j.State == StateSucceeded
+	})
+	return first(r, err)
+}
+
+// Pause stops claims from queue (it keeps accepting submits); Resume undoes
+// it. Both are idempotent and retried until known.
+func (c *Controller) Pause(ctx context.Context, queue string) error {
+	_, err := c.applyResolving(ctx, &fsm.PauseCmd{Queue: queue}, "", nil)
+	return err
+}
+
+// Resume resumes a paused queue.
+func (c *Controller) Resume(ctx context.Context, queue string) error {
+	_, err := c.applyResolving(ctx, &fsm.ResumeCmd{Queue: queue}, "", nil)
+	return err
+}
+
+func first(r fsm.Result, err error) (Job, error) {
+	if err != nil {
+		return Job{}, err
+	}
+	if len(r.Jobs) == 0 {
+		return Job{}, fmt.Errorf("jobraft: empty result: %w", raft.ErrIndeterminate)
+	}
+	return r.Jobs[0], nil
+}

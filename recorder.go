@@ -1,0 +1,257 @@
+package jobraft
+
+import (
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/jobraft/jobraft/fsm"
+)
+
+// recorder is the fsm.StateMachine the node replicates: fsm.Jobs, plus a
+// bounded in-memory history of the job events each applied entry produced
+// (what Watch serves), and the notifications Claim and the worker runner
+// wait on. It adds no state to the replicated one: digests and snapshots
+// are fsm.Jobs' own.
+type recorder struct {
+	jobs       *fsm.Jobs
+	maxEntries int
+	maxBytes   int
+
+	mu      sync.Mutex
+	ring    []ringEntry // ring[start:] are retained, in index order
+	start   int
+	bytes   int
+	oldest  uint64        // history is complete from this index on
+	last    uint64        // last index recorded
+	changed chan struct{} // closed and replaced when events are appended
+	ready   chan struct{} // closed and replaced when jobs may have become claimable
+	fences  map[string]map[*fence]struct{}
+}
+
+// fence is a worker runner's registration for one running job: end is
+// called (on the apply goroutine; it must not block) when an event at an
+// index above token ends the job's current lease or the job itself.
+type fence struct {
+	token uint64
+	end   func(Event)
+}
+
+type ringEntry struct {
+	index  uint64
+	events []Event
+	size   int
+}
+
+var _ fsm.StateMachine = (*recorder)(nil)
+
+func newRecorder(maxEntries, maxBytes int) *recorder {
+	return &recorder{
+		jobs: fsm.New(), maxEntries: maxEntries, maxBytes: maxBytes, oldest: 1,
+		changed: make(chan struct{}), ready: make(chan struct{}), fences: map[string]map[*fence]struct{}{},
+	}
+}
+
+func (r *recorder) Apply(e fsm.Entry) []byte {
+	out := r.jobs.Apply(e)
+	res, err := fsm.DecodeResult(out)
+	if err != nil || res.Err() != nil {
+		return out
+	}
+	evs, ready := r.events(e, &res)
+	if len(evs) == 0 {
+		return out
+	}
+	r.record(e.Index, evs, ready)
+	return out
+}
+
+// events turns an applied command's result into job events.
+func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool) {
+	ev := func(kind EventKind, j *fsm.Job) Event {
+		x := Event{Index: e.Index, Time: e.Time, Kind: kind, JobID: j.ID, Queue: j.Queue, JobKind: j.Kind, State: j.State, Attempt: j.Attempts}
+		if j.Lease != nil {
+			x.Token, x.Worker = j.Lease.Token, j.Lease.Worker
+		}
+		return x
+	}
+	switch res.Command {
+	case fsm.CmdSubmit:
+		for i := range res.Submitted {
+			s := &res.Submitted[i]
+			if s.Outcome == fsm.OutcomeCreated {
+				evs = append(evs, ev(EventSubmitted, &s.Job))
+				ready = ready || s.Job.State == fsm.StatePending
+			}
+		}
+	case fsm.CmdClaim:
+		for i := range res.Jobs {
+			evs = append(evs, ev(EventClaimed, &res.Jobs[i]))
+		}
+	case fsm.CmdExtend, fsm.CmdAck, fsm.CmdNak, fsm.CmdTerm, fsm.CmdCancel, fsm.CmdRetry:
+		kind := map[fsm.CommandType]EventKind{fsm.CmdExtend: EventExtended, fsm.CmdAck: EventAcked, fsm.CmdNak: EventNaked,
+			fsm.CmdTerm: EventTermed, fsm.CmdCancel: EventCanceled, fsm.CmdRetry: EventRetried}[res.Command]
+		for i := range res.Jobs {
+			evs = append(evs, ev(kind, &res.Jobs[i]))
+		}
+		ready = res.Command == fsm.CmdNak || res.Command == fsm.CmdRetry
+	case fsm.CmdExpire:
+		for _, id := range res.Expired {
+			j, _ := r.jobs.Get(id)
+			j.ID = id
+			evs = append(evs, ev(EventExpired, &j))
+		}
+		ready = true // expiry also promotes due scheduled jobs
+	case fsm.CmdPause, fsm.CmdResume:
+		if !res.Changed {
+			return nil, false
+		}
+		c, err := fsm.DecodeCommand(e.Cmd)
+		if err != nil {
+			return nil, false
+		}
+		x := Event{Index: e.Index, Time: e.Time, Kind: EventPaused}
+		switch c := c.(type) {
+		case *fsm.PauseCmd:
+			x.Queue = c.Queue
+		case *fsm.ResumeCmd:
+			x.Kind, x.Queue = EventResumed, c.Queue
+			ready = true
+		}
+		evs = append(evs, x)
+	case fsm.CmdSweep:
+		if res.Removed > 0 {
+			evs = append(evs, Event{Index: e.Index, Time: e.Time, Kind: EventSwept, Removed: res.Removed})
+		}
+	}
+	return evs, ready
+}
+
+func eventSize(ev *Event) int { return 96 + len(ev.JobID) + len(ev.Queue) + len(ev.Worker) }
+
+func (r *recorder) record(index uint64, evs []Event, ready bool) {
+	size := 0
+	for i := range evs {
+		size += eventSize(&evs[i])
+	}
+	r.mu.Lock()
+	r.ring = append(r.ring, ringEntry{index: index, events: evs, size: size})
+	r.bytes += size
+	r.last = index
+	for len(r.ring)-r.start > r.maxEntries || (r.bytes > r.maxBytes && len(r.ring)-r.start > 1) {
+		old := &r.ring[r.start]
+		r.bytes -= old.size
+		r.oldest = old.index + 1
+		*old = ringEntry{}
+		r.start++
+	}
+	if r.start > 1024 && r.start > len(r.ring)/2 {
+		r.ring = append(r.ring[:0:0], r.ring[r.start:]...)
+		r.start = 0
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+	if ready {
+		close(r.ready)
+		r.ready = make(chan struct{})
+	}
+	var ends []func(Event)
+	var endEv []Event
+	for i := range evs {
+		ev := &evs[i]
+		switch ev.Kind {
+		case EventCanceled, EventExpired, EventAcked, EventNaked, EventTermed, EventClaimed:
+		default:
+			continue
+		}
+		for f := range r.fences[ev.JobID] {
+			if ev.Index > f.token && !(ev.Kind == EventClaimed && ev.Token == f.token) {
+				ends = append(ends, f.end)
+				endEv = append(endEv, *ev)
+			}
+		}
+	}
+	r.mu.Unlock()
+	for i, end := range ends {
+		end(endEv[i])
+	}
+}
+
+// fence registers f for job id; the returned func removes it.
+func (r *recorder) fence(id string, f *fence) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.fences[id]
+	if m == nil {
+		m = map[*fence]struct{}{}
+		r.fences[id] = m
+	}
+	m[f] = struct{}{}
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.fences[id], f)
+		if len(r.fences[id]) == 0 {
+			delete(r.fences, id)
+		}
+	}
+}
+
+// readyCh returns a channel closed when jobs may next become claimable.
+func (r *recorder) readyCh() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ready
+}
+
+// since returns the retained events at indexes >= from (at most max
+// entries), the channel closed at the next append, and whether from is
+// below the retained history (compacted) with the oldest retained index.
+func (r *recorder) since(from uint64, max int) (evs []Event, next uint64, changed <-chan struct{}, oldest uint64, compacted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if from < r.oldest {
+		return nil, from, r.changed, r.oldest, true
+	}
+	live := r.ring[r.start:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].index >= from })
+	next = from
+	for n := 0; i < len(live) && n < max; i, n = i+1, n+1 {
+		evs = append(evs, live[i].events...)
+		next = live[i].index + 1
+	}
+	if i == len(live) && r.last+1 > next {
+		next = r.last + 1
+	}
+	return evs, next, r.changed, r.oldest, false
+}
+
+// bounds returns the oldest index Watch can start from and the last
+// recorded index.
+func (r *recorder) bounds() (oldest, last uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.oldest, r.last
+}
+
+func (r *recorder) Snapshot() (fsm.Snapshot, error) { return r.jobs.Snapshot() }
+
+// Restore replaces the state; the event history restarts after the
+// restored index (events before it are not retained).
+func (r *recorder) Restore(rd io.Reader) error {
+	if err := r.jobs.Restore(rd); err != nil {
+		return err
+	}
+	idx := r.jobs.AppliedIndex()
+	r.mu.Lock()
+	r.ring, r.start, r.bytes = nil, 0, 0
+	r.oldest, r.last = idx+1, idx
+	close(r.changed)
+	r.changed = make(chan struct{})
+	close(r.ready)
+	r.ready = make(chan struct{})
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *recorder) Digest() fsm.Digest { return r.jobs.Digest() }

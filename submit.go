@@ -1,0 +1,266 @@
+package jobraft
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// Job is a job as queries and results return it (see fsm.Job). Its slices
+// are shared: treat them as read-only.
+type Job = fsm.Job
+
+// State is a job's lifecycle state (see fsm.State).
+type State = fsm.State
+
+// Job states.
+const (
+	StatePending   = fsm.StatePending
+	StateScheduled = fsm.StateScheduled
+	StateRunning   = fsm.StateRunning
+	StateSucceeded = fsm.StateSucceeded
+	StateDead      = fsm.StateDead
+	StateCanceled  = fsm.StateCanceled
+)
+
+// SubmitRequest is one job to submit.
+type SubmitRequest struct {
+	// ID names the job. Empty: the controller assigns a unique,
+	// time-ordered ID. The ID is the job's idempotency key: a submit whose
+	// ID exists returns the existing job and creates nothing. IDs must not
+	// start with '@'.
+	ID    string
+	Queue string
+	Kind  string
+	// Payload is opaque, at most Config.MaxPayload bytes.
+	Payload []byte
+	// Priority: larger values are claimed first.
+	Priority int32
+	// RunAt delays the job until then, on the leader's clock; Delay, if
+	// set instead, is relative to this member's clock at submit.
+	RunAt time.Time
+	Delay time.Duration
+	// MaxAttempts and Backoff override Config.MaxAttempts/Backoff.
+	MaxAttempts uint32
+	Backoff     fsm.Backoff
+	// IdempotencyKey, if set, is a second key (global, not per queue): a
+	// later submit with the same key, whatever its ID, returns the keyed
+	// job and creates nothing, as long as that job is retained.
+	IdempotencyKey string
+}
+
+// SubmitResult is the outcome of one job of SubmitBatch.
+type SubmitResult struct {
+	// Job is the job as created (or the existing one), without payload.
+	Job Job
+	// Duplicate: the ID or idempotency key named a job that existed before
+	// this call, and Job is that job. (A job this call itself created on
+	// an attempt whose answer was lost is not a duplicate.)
+	Duplicate bool
+	// Err is nil on success, else a *SubmitError matching ErrNotSubmitted
+	// or ErrMayExist.
+	Err error
+}
+
+// Submit submits one job on any member and returns it once it is
+// committed (durable on a quorum), without its payload.
+//
+// Guarantees:
+//   - nil error: the job exists exactly once (created by this call, or
+//     the existing job with its ID or idempotency key).
+//   - the error matches ErrNotSubmitted: it does not exist and this call
+//     will never create it (refused before any leader's log, or rejected
+//     as invalid: then it also matches ErrInvalidRequest).
+//   - the error matches ErrMayExist: the context ended (or the controller
+//     closed) while an attempt's outcome was unknown. It exists at most
+//     once; resubmit with the ID from the *SubmitError to find out.
+//
+// Submit retries internally, with the same ID, across leader changes and
+// unknown outcomes until it knows the outcome or ctx ends. Concurrent
+// submits on a member share raft entries (see Config.BatchMaxJobs).
+func (c *Controller) Submit(ctx context.Context, req SubmitRequest) (Job, error) {
+	res, _ := c.SubmitBatch(ctx, []SubmitRequest{req})
+	return res[0].Job, res[0].Err
+}
+
+// SubmitBatch submits many jobs, each with Submit's guarantees; results are
+// in request order. Jobs travel together in as few raft entries as the
+// batching limits allow, but each has its own outcome: one invalid job does
+// not refuse the others. The error is nil when every job succeeded, else
+// the first failed job's error.
+func (c *Controller) SubmitBatch(ctx context.Context, reqs []SubmitRequest) ([]SubmitResult, error) {
+	out := make([]SubmitResult, len(reqs))
+	var chunk []int
+	var chunkJobs []fsm.NewJob
+	chunkBytes := 0
+	type part struct {
+		idx  []int
+		jobs []fsm.NewJob
+		size int
+	}
+	var parts []part
+	flush := func() {
+		if len(chunk) > 0 {
+			parts = append(parts, part{chunk, chunkJobs, chunkBytes})
+			chunk, chunkJobs, chunkBytes = nil, nil, 0
+		}
+	}
+	for i := range reqs {
+		nj, size, err := c.newJob(&reqs[i])
+		if err != nil {
+			out[i] = SubmitResult{Job: Job{ID: nj.ID}, Err: &SubmitError{ID: nj.ID, Class: ErrNotSubmitted, Cause: err}}
+			continue
+		}
+		if len(chunk) > 0 && (len(chunk) >= c.cfg.BatchMaxJobs || chunkBytes+size > c.cfg.BatchMaxBytes) {
+			flush()
+		}
+		chunk, chunkJobs, chunkBytes = append(chunk, i), append(chunkJobs, nj), chunkBytes+size
+	}
+	flush()
+	if len(parts) == 1 {
+		c.submitPart(ctx, parts[0].jobs, parts[0].size, parts[0].idx, out)
+	} else {
+		done := make(chan struct{}, len(parts))
+		for _, p := range parts {
+			go func() {
+				c.submitPart(ctx, p.jobs, p.size, p.idx, out)
+				done <- struct{}{}
+			}()
+		}
+		for range parts {
+			<-done
+		}
+	}
+	for i := range out {
+		if out[i].Err != nil {
+			return out, out[i].Err
+		}
+	}
+	return out, nil
+}
+
+// newJob builds and validates the job of req; size is its encoded size.
+func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
+	nj := fsm.NewJob{
+		ID: req.ID, Queue: req.Queue, Kind: req.Kind, Payload: req.Payload, Priority: req.Priority,
+		RunAt: req.RunAt, MaxAttempts: req.MaxAttempts, Backoff: req.Backoff, IdempotencyKey: req.IdempotencyKey,
+	}
+	if nj.ID == "" {
+		nj.ID = NewID()
+	}
+	if req.Delay > 0 && nj.RunAt.IsZero() {
+		nj.RunAt = c.cfg.Clock().Add(req.Delay)
+	}
+	if nj.MaxAttempts == 0 {
+		nj.MaxAttempts = c.cfg.MaxAttempts
+	}
+	if nj.Backoff == (fsm.Backoff{}) {
+		nj.Backoff = c.cfg.Backoff
+	}
+	if len(nj.Payload) > c.cfg.MaxPayload {
+		return nj, 0, &mapped{ErrInvalidRequest, fmt.Errorf("%w: payload of %d bytes (max %d)", fsm.ErrTooLarge, len(nj.Payload), c.cfg.MaxPayload)}
+	}
+	b, err := fsm.EncodeCommand(&fsm.SubmitCmd{Jobs: []fsm.NewJob{nj}})
+	if err != nil {
+		return nj, 0, mapErr(err)
+	}
+	return nj, len(b), nil
+}
+
+// submitPart submits jobs (the requests idx of out) until their outcome is
+// known or ctx ends, and fills out.
+func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int, idx []int, out []SubmitResult) {
+	unknown := false // an earlier attempt's outcome is unknown
+	fail := func(class, cause error) {
+		for k, i := range idx {
+			id := jobs[k].ID
+			out[i] = SubmitResult{Job: Job{ID: id}, Err: &SubmitError{ID: id, Class: class, Cause: cause}}
+		}
+	}
+	classOf := func() error {
+		if unknown {
+			return ErrMayExist
+		}
+		return ErrNotSubmitted
+	}
+	for {
+		p, err := c.sub.enqueue(jobs, size)
+		if err != nil {
+			fail(classOf(), err)
+			return
+		}
+		var o outcome
+		select {
+		case o = <-p.done:
+		case <-ctx.Done():
+			if !c.sub.withdraw(p) {
+				unknown = true // sent: its entry may commit
+			}
+			fail(classOf(), ctx.Err())
+			return
+		}
+		if o.err == nil {
+			for k, i := range idx {
+				s := &o.subs[k]
+				switch s.Outcome {
+				case fsm.OutcomeCreated, fsm.OutcomeDuplicate:
+					out[i] = SubmitResult{Job: s.Job, Duplicate: s.Outcome == fsm.OutcomeDuplicate && !unknown}
+				default:
+					// Validation is deterministic: an earlier attempt was
+					// refused the same way.
+					out[i] = SubmitResult{Job: Job{ID: jobs[k].ID}, Err: &SubmitError{ID: jobs[k].ID, Class: ErrNotSubmitted, Cause: mapErr(s.Err())}}
+				}
+			}
+			return
+		}
+		if errors.Is(o.err, raft.ErrIndeterminate) {
+			unknown = true
+		}
+		if errors.Is(o.err, raft.ErrTooLarge) || errors.Is(o.err, ErrClosed) || errors.Is(o.err, raft.ErrClosed) || c.isClosed() {
+			fail(classOf(), o.err)
+			return
+		}
+		// Retry with the same IDs after a short pause.
+		select {
+		case <-ctx.Done():
+			fail(classOf(), fmt.Errorf("%w (last attempt: %v)", ctx.Err(), o.err))
+			return
+		case <-c.closed:
+			fail(classOf(), ErrClosed)
+			return
+		case <-time.After(c.retryPause()):
+		}
+	}
+}
+
+func (c *Controller) retryPause() time.Duration {
+	d := c.cfg.HeartbeatTimeout / 10
+	if d <= 0 {
+		d = 100 * time.Millisecond
+	}
+	return d
+}
+
+// NewID returns a new job ID: 26 characters of Crockford base32 encoding a
+// millisecond timestamp (so IDs sort by creation time on one host) and 80
+// random bits.
+func NewID() string {
+	const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	_, _ = rand.Read(b[6:])
+	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+	var s [26]byte
+	for i := 25; i >= 0; i-- {
+		s[i] = alphabet[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
+	return string(s[:])
+}
