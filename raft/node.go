@@ -142,6 +142,7 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	n.mux.Handle(methodStatus, n.handleStatus)
 	n.mux.Handle(methodAdd, n.handleAdd)
 	n.mux.Handle(methodRemove, n.handleRemove)
+	n.mux.Handle(methodRangeDigest, n.handleRangeDigest)
 	n.observe()
 	ok = true
 	return n, nil

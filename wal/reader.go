@@ -1,0 +1,373 @@
+package wal
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/raft"
+)
+
+// Reader reads a log directory without changing anything in it: no lock, no
+// torn-tail cut, no repair, no stable store. It is what walcompare uses to
+// inspect a member's data dir, running or stopped.
+//
+// Unlike Open it does not refuse a damaged log: it reports every record it
+// can attribute to an index, flagging those that fail their own checksum,
+// and keeps reading after the damage. Memory is bounded by one segment file.
+//
+// A Reader is not safe for concurrent use. It sees the files as they are
+// when each segment is read; a log being written concurrently may show a
+// torn tail, which is reported as such and not as damage.
+type Reader struct {
+	dir   string
+	segs  []roSegment
+	floor uint64
+	notes []string
+	torn  *TornTail
+}
+
+// roSegment is one segment file as seen by its header.
+type roSegment struct {
+	name string
+	hdr  segHeader
+	// limit is the highest index this segment may contribute: later
+	// segments whose base is at or below it truncated the rest.
+	limit uint64
+}
+
+// TornTail is where the last segment stops being valid with nothing valid
+// after it: the unacknowledged tail of a crashed write, which Open would cut.
+type TornTail struct {
+	Segment string
+	Offset  int64
+	Reason  string
+}
+
+// Record is one entry as stored, with what its checks found. It never holds
+// the payload bytes.
+type Record struct {
+	Index uint64
+	Term  uint64
+	Type  raft.LogType
+	// DataLen and DataCRC describe the stored data (CRC32C, computed).
+	DataLen uint32
+	DataCRC uint32
+	// Stamped says whether the record carries a payload stamp; Stamp is it.
+	Stamped bool
+	Stamp   StampInfo
+	// Corrupt: the record fails its own checksum (its header CRC, or a
+	// non-empty body that does not match its stamp), or could not be read
+	// at all (then only Index is known). An empty body under a non-empty
+	// stamp is not Corrupt: it is a lost payload, visible as DataLen 0 and
+	// Stamp.Len > 0.
+	Corrupt bool
+	// Segment and Offset locate the record (or the damage) on disk.
+	Segment string
+	Offset  int64
+	// Detail says what failed when Corrupt.
+	Detail string
+}
+
+// Lost reports whether r has an empty body under a non-empty stamp.
+func (r *Record) Lost() bool {
+	return !r.Corrupt && r.DataLen == 0 && r.Stamped && r.Stamp.Len > 0
+}
+
+// ReadOnly prepares to read the log in dir. It reads the segment headers
+// only; Scan reads the records. It fails when dir cannot be listed or holds
+// no segment file.
+func ReadOnly(dir string) (*Reader, error) {
+	names, _, err := segmentFiles(OSFS{}, dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("wal: %s holds no segment files", dir)
+	}
+	r := &Reader{dir: dir}
+	for i, n := range names {
+		h, err := readSegHeader(filepath.Join(dir, n))
+		if err != nil {
+			if i == len(names)-1 {
+				// A torn creation, as Open sees it when nothing valid
+				// follows; otherwise its frames cannot be placed.
+				r.torn = &TornTail{Segment: n, Reason: err.Error()}
+			} else {
+				r.notes = append(r.notes, fmt.Sprintf("%s: unreadable segment header, segment skipped: %v", n, err))
+			}
+			continue
+		}
+		r.floor = max(r.floor, h.Floor)
+		if h.Flags&segFlagReset != 0 {
+			r.segs = r.segs[:0] // a reset supersedes every earlier segment
+		}
+		r.segs = append(r.segs, roSegment{name: n, hdr: h, limit: ^uint64(0)})
+	}
+	// A segment based at b truncates everything at or above b before it.
+	for i := len(r.segs) - 1; i > 0; i-- {
+		b := r.segs[i].hdr.Base
+		for j := 0; j < i && b != 0; j++ {
+			r.segs[j].limit = min(r.segs[j].limit, b-1)
+		}
+	}
+	return r, nil
+}
+
+func readSegHeader(path string) (segHeader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return segHeader{}, err
+	}
+	defer f.Close()
+	b := make([]byte, segHeaderSize)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return segHeader{}, fmt.Errorf("segment header: %w", err)
+	}
+	return decodeSegHeader(b)
+}
+
+// Floor returns the highest commit floor persisted in segment headers and,
+// once Scan has read them, in frames. A floor is only ever an index that was
+// committed.
+func (r *Reader) Floor() uint64 { return r.floor }
+
+// Torn returns the torn tail Scan (or ReadOnly) found, nil if none.
+func (r *Reader) Torn() *TornTail { return r.torn }
+
+// Notes returns damage that could not be attributed to an index (an
+// unreadable segment header, records that repeat an earlier index).
+func (r *Reader) Notes() []string { return r.notes }
+
+// Scan calls fn with every record with index in [from, to] (to 0 means no
+// upper bound) in ascending index order, as replay would see the log, plus
+// a Corrupt record (only Index, Segment, Offset and Detail set) for every
+// index inside the log that damage made unreadable. It reads every segment,
+// so Floor covers every frame afterwards. fn must not keep rec. Scan stops
+// when fn returns false. Only IO errors are returned.
+func (r *Reader) Scan(from, to uint64, fn func(rec *Record) bool) error {
+	if to == 0 {
+		to = ^uint64(0)
+	}
+	sc := &readScan{r: r, from: from, to: to, fn: fn}
+	for si, s := range r.segs {
+		if s.hdr.Flags&segFlagReset != 0 {
+			sc.last = 0
+		}
+		if s.hdr.Base != 0 && sc.last >= s.hdr.Base {
+			sc.last = s.hdr.Base - 1
+		}
+		if sc.last != 0 && s.hdr.Base > sc.last+1 {
+			sc.damage(s.name, 0, fmt.Sprintf("segment base %d leaves a gap after index %d", s.hdr.Base, sc.last))
+			if !sc.gap(s.hdr.Base - 1) {
+				return nil
+			}
+		}
+		if sc.last == 0 && s.hdr.Base > 1 {
+			sc.last = s.hdr.Base - 1 // where this segment says the log continues
+		}
+		buf, err := os.ReadFile(filepath.Join(r.dir, s.name))
+		if err != nil {
+			return fmt.Errorf("wal: read segment %s: %w", s.name, err)
+		}
+		if !sc.segment(s, buf, si == len(r.segs)-1) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readScan is the state of one Scan.
+type readScan struct {
+	r        *Reader
+	from, to uint64
+	fn       func(*Record) bool
+	stopped  bool
+	last     uint64 // last index of the log so far, 0 before the first
+	rec      Record
+	// where and why the log was last found damaged, for the Corrupt
+	// records of the indexes it swallowed
+	dSeg    string
+	dOff    int64
+	dReason string
+}
+
+func (sc *readScan) damage(seg string, off int64, reason string) {
+	sc.dSeg, sc.dOff, sc.dReason = seg, off, reason
+}
+
+func (sc *readScan) emit(rec *Record) bool {
+	sc.last = rec.Index
+	if sc.stopped || rec.Index < sc.from || rec.Index > sc.to {
+		return true
+	}
+	if !sc.fn(rec) {
+		sc.stopped = true
+		return false
+	}
+	return true
+}
+
+// gap emits Corrupt records for the indexes after last up to hi, blamed on
+// the last damage seen.
+func (sc *readScan) gap(hi uint64) bool {
+	if sc.last == 0 {
+		return true // unattributable: where the log starts is unknown
+	}
+	for ix := sc.last + 1; ix <= hi; ix++ {
+		if ix > sc.to {
+			sc.last = hi
+			return true
+		}
+		if !sc.emit(&Record{Index: ix, Corrupt: true, Segment: sc.dSeg, Offset: sc.dOff, Detail: sc.dReason}) {
+			return false
+		}
+	}
+	return true
+}
+
+// segment emits the records of one segment file, tolerating damage. It
+// returns false when fn stopped the scan.
+func (sc *readScan) segment(s roSegment, buf []byte, isLast bool) bool {
+	r := sc.r
+	size := int64(len(buf))
+	off := int64(segHeaderSize)
+	var l raft.Log
+	for off < size {
+		fh, ferr := decodeFrameHeader(buf[off:min(size, off+frameHeaderSize)])
+		end := off + frameHeaderSize + int64(fh.BodyLen)
+		if ferr == nil && end > size {
+			ferr = fmt.Errorf("frame body of %d bytes extends beyond the end of the file", fh.BodyLen)
+		}
+		if ferr != nil {
+			next := nextValidFrame(buf, off+1)
+			if next < 0 {
+				if isLast {
+					r.torn = &TornTail{Segment: s.name, Offset: off, Reason: ferr.Error()}
+				} else {
+					r.notes = append(r.notes, fmt.Sprintf("%s@%d: %v (rest of the segment unreadable)", s.name, off, ferr))
+					sc.damage(s.name, off, ferr.Error())
+				}
+				return true
+			}
+			// Damage inside the log: the indexes it swallowed show up as a
+			// gap before the next valid frame's records.
+			sc.damage(s.name, off, ferr.Error())
+			off = next
+			continue
+		}
+		r.floor = max(r.floor, fh.Floor)
+		if fh.Kind == frameFloor {
+			off = end
+			continue
+		}
+		p := off + frameHeaderSize
+		for i := uint32(0); i < fh.Count; i++ {
+			ri, herr := decodeRecordHeader(buf[p:min(end, p+recHeaderSize)])
+			if herr == nil && int64(ri.Len) > end-p {
+				herr = fmt.Errorf("record %d of %d overruns its frame", i, fh.Count)
+			}
+			if herr == nil {
+				_, herr = decodeRecord(buf[p:p+int64(ri.Len)], &l)
+			}
+			if herr != nil {
+				if isLast && nextValidFrame(buf, end) < 0 {
+					r.torn = &TornTail{Segment: s.name, Offset: off, Reason: herr.Error()}
+					return true
+				}
+				// The rest of this batch cannot be framed; a batch holds
+				// consecutive indexes, so they are still attributable.
+				sc.damage(s.name, p, herr.Error())
+				if sc.last == 0 {
+					r.notes = append(r.notes, fmt.Sprintf("%s@%d: %v (index unknown)", s.name, p, herr))
+				} else if !sc.gap(min(sc.last+uint64(fh.Count-i), s.limit)) {
+					return false
+				}
+				break
+			}
+			if ri.Index > s.limit {
+				p += int64(ri.Len) // truncated by a later segment
+				continue
+			}
+			if sc.last != 0 && ri.Index <= sc.last {
+				r.notes = append(r.notes, fmt.Sprintf("%s@%d: index %d repeats (log at %d), skipped", s.name, p, ri.Index, sc.last))
+				p += int64(ri.Len)
+				continue
+			}
+			if sc.last != 0 && ri.Index > sc.last+1 {
+				if sc.dReason == "" {
+					sc.damage(s.name, p, fmt.Sprintf("index %d follows %d", ri.Index, sc.last))
+				}
+				if !sc.gap(ri.Index - 1) {
+					return false
+				}
+			}
+			sc.dSeg, sc.dOff, sc.dReason = "", 0, ""
+			rec := &sc.rec
+			*rec = Record{Index: ri.Index, Term: ri.Term, Type: ri.Type, DataLen: uint32(len(l.Data)),
+				DataCRC: Checksum(l.Data), Segment: s.name, Offset: p}
+			rec.Stamp, rec.Stamped = ParseStamp(l.Extensions)
+			switch {
+			case !rec.Stamped:
+				rec.Corrupt, rec.Detail = true, "record carries no stamp"
+			case rec.DataLen != 0 && (rec.DataLen != rec.Stamp.Len || rec.DataCRC != rec.Stamp.CRC):
+				rec.Corrupt = true
+				rec.Detail = fmt.Sprintf("data (len %d crc %08x) does not match its stamp (len %d crc %08x)",
+					rec.DataLen, rec.DataCRC, rec.Stamp.Len, rec.Stamp.CRC)
+			}
+			if !sc.emit(rec) {
+				return false
+			}
+			p += int64(ri.Len)
+		}
+		off = end
+	}
+	return true
+}
+
+// nextValidFrame returns the offset of the first frame at or after from
+// that Reader can read (see readable), or -1.
+func nextValidFrame(buf []byte, from int64) int64 {
+	for from < int64(len(buf)) {
+		i := bytes.Index(buf[from:], frameMagic)
+		if i < 0 {
+			return -1
+		}
+		at := from + int64(i)
+		if readable(buf, at) {
+			return at
+		}
+		from = at + 1
+	}
+	return -1
+}
+
+// readable reports whether the frame at off is intact except, possibly, for
+// record data that fails its stamp: Reader reads such frames and flags the
+// records, where Open's parser rejects the whole frame.
+func readable(buf []byte, off int64) bool {
+	size := int64(len(buf))
+	fh, err := decodeFrameHeader(buf[off:min(size, off+frameHeaderSize)])
+	if err != nil {
+		return false
+	}
+	end := off + frameHeaderSize + int64(fh.BodyLen)
+	if end > size {
+		return false
+	}
+	p := off + frameHeaderSize
+	var l raft.Log
+	for i := uint32(0); i < fh.Count; i++ {
+		ri, err := decodeRecordHeader(buf[p:min(end, p+recHeaderSize)])
+		if err != nil || int64(ri.Len) > end-p {
+			return false
+		}
+		if _, err := decodeRecord(buf[p:p+int64(ri.Len)], &l); err != nil {
+			return false
+		}
+		p += int64(ri.Len)
+	}
+	return p == end
+}
