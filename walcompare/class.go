@@ -78,7 +78,9 @@ type View struct {
 }
 
 // lost reports an empty body under a non-empty stamp.
-func (v *View) lost() bool { return v.Present && !v.Corrupt && v.Len == 0 && v.Stamped && v.StampLen > 0 }
+func (v *View) lost() bool {
+	return v.Present && !v.Corrupt && v.Len == 0 && v.Stamped && v.StampLen > 0
+}
 
 type key struct {
 	term     uint64
