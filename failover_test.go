@@ -1,0 +1,132 @@
+package jobraft_test
+
+import (
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jobraft/jobraft/internal/ctltest"
+)
+
+// The leader process is SIGKILLed (and restarted) during a stream of
+// submits from several clients spread over the members. Afterwards every
+// submit that returned success exists exactly once, none that returned
+// "not submitted" exists, and those whose outcome was unknown exist at most
+// once. Jobs are counted by a payload tag unique to each submit call,
+// independent of the job ID the controller assigns.
+func TestFailoverSubmitsExactlyOnce(t *testing.T) {
+	rng := rand.New(rand.NewSource(seed(t)))
+	p := ctltest.StartProcs(t, 3, nil)
+	p.WaitLeader(wait)
+	rounds := 2
+	if *longFlag {
+		rounds = 6
+	}
+	type result struct{ tag, outcome string }
+	var mu sync.Mutex
+	var results []result
+	var alive [3]bool
+	for i := range alive {
+		alive[i] = true
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	const clients = 8
+	for c := 0; c < clients; c++ {
+		crng := rand.New(rand.NewSource(rng.Int63()))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				mu.Lock()
+				m := crng.Intn(3)
+				for !alive[m] {
+					m = (m + 1) % 3
+				}
+				mu.Unlock()
+				tag := fmt.Sprintf("c%d-%d", c, n)
+				rep, err := p.CallT(m, "/submit", ctltest.Request{Queue: "f", Payload: tag}, 4*time.Second)
+				out := rep.Outcome
+				if err != nil {
+					out = "no_reply"
+				}
+				mu.Lock()
+				results = append(results, result{tag, out})
+				mu.Unlock()
+			}
+		}()
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(results) }
+	for r := 0; r < rounds; r++ {
+		before := count()
+		ctltest.WaitFor(t, wait, "submits before the kill", func() bool { return count() >= before+60 })
+		l := p.WaitLeader(wait)
+		mu.Lock()
+		alive[l] = false
+		mu.Unlock()
+		p.Kill(l)
+		nl := p.WaitLeader(wait)
+		t.Logf("round %d: killed leader p%d; new leader p%d after %d submits", r, l, nl, count())
+		before = count()
+		ctltest.WaitFor(t, wait, "submits under the new leader", func() bool { return count() >= before+20 })
+		p.Start(l)
+		mu.Lock()
+		alive[l] = true
+		mu.Unlock()
+	}
+	close(stop)
+	wg.Wait()
+	p.WaitLeader(wait)
+	p.WaitConverged(wait)
+
+	seen := map[string]int{}
+	for i := 0; i < 3; i++ {
+		rep, err := p.CallT(i, "/list", ctltest.Request{Queue: "f", Local: i != 0}, 10*time.Second)
+		if err != nil || rep.Outcome != ctltest.OutcomeOK {
+			t.Fatalf("list on p%d: %v %+v", i, err, rep.Error)
+		}
+		perMember := map[string]int{}
+		for _, j := range rep.Jobs {
+			perMember[j.Payload]++
+		}
+		if i == 0 {
+			seen = perMember
+		} else if fmt.Sprint(perMember) != fmt.Sprint(seen) {
+			t.Fatalf("p%d holds different jobs than p0 after convergence", i)
+		}
+	}
+	tally := map[string]int{}
+	for _, r := range results {
+		tally[r.outcome]++
+		n := seen[r.tag]
+		switch r.outcome {
+		case ctltest.OutcomeOK:
+			if n != 1 {
+				t.Errorf("acked submit %s exists %d times", r.tag, n)
+			}
+		case ctltest.OutcomeNotSubmitted:
+			if n != 0 {
+				t.Errorf("submit %s reported not submitted exists %d times", r.tag, n)
+			}
+		default:
+			if n > 1 {
+				t.Errorf("submit %s (%s) exists %d times", r.tag, r.outcome, n)
+			}
+		}
+		delete(seen, r.tag)
+	}
+	for tag, n := range seen {
+		t.Errorf("unexpected job %s (%d times)", tag, n)
+	}
+	t.Logf("outcomes: %v", tally)
+	if tally[ctltest.OutcomeOK] == 0 {
+		t.Fatal("no submit succeeded")
+	}
+}

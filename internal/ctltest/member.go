@@ -1,0 +1,251 @@
+package ctltest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// envMember carries a child member's MemberConfig (JSON).
+const envMember = "JOBRAFT_CTLTEST_MEMBER"
+
+// MemberConfig is what a child member process runs.
+type MemberConfig struct {
+	ID       string        `json:"id"`
+	DataDir  string        `json:"data_dir"`
+	RaftAddr string        `json:"raft_addr"`
+	HTTPAddr string        `json:"http_addr"`
+	Members  []raft.Member `json:"members"`
+	// ClockOffset skews the member's clock (raft.Config.Clock).
+	ClockOffset    time.Duration `json:"clock_offset"`
+	LeaseTTL       time.Duration `json:"lease_ttl"`
+	ExpireInterval time.Duration `json:"expire_interval"`
+}
+
+// MemberMain runs a child member when the process was started as one (by
+// Procs) and never returns then; otherwise it returns at once. Call it
+// first in TestMain.
+func MemberMain() {
+	spec := os.Getenv(envMember)
+	if spec == "" {
+		return
+	}
+	var mc MemberConfig
+	if err := json.Unmarshal([]byte(spec), &mc); err != nil {
+		fmt.Fprintln(os.Stderr, "ctltest member:", err)
+		os.Exit(2)
+	}
+	if err := runMember(mc); err != nil {
+		fmt.Fprintln(os.Stderr, "ctltest member:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func runMember(mc MemberConfig) error {
+	cfg := jobraft.Config{
+		Config: raft.Config{
+			ID: mc.ID, DataDir: mc.DataDir, BindAddr: mc.RaftAddr, Bootstrap: true, InitialMembers: mc.Members,
+			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+			LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 2 * time.Millisecond,
+			SnapshotInterval: time.Hour, SnapshotThreshold: 1 << 30, ApplyTimeout: 2 * time.Second,
+			Logger: hclog.New(&hclog.LoggerOptions{Name: mc.ID, Level: hclog.Warn, Output: os.Stderr}),
+		},
+		LeaseTTL: mc.LeaseTTL, ExpireInterval: mc.ExpireInterval,
+		ClaimPollInterval: 200 * time.Millisecond, ProposeTimeout: 3 * time.Second,
+	}
+	if mc.ClockOffset != 0 {
+		cfg.Clock = func() time.Time { return time.Now().Add(mc.ClockOffset) }
+	}
+	var ctl *jobraft.Controller
+	var err error
+	for attempt := 0; attempt < 100; attempt++ {
+		if ctl, err = jobraft.Open(context.Background(), cfg); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // the port of a killed predecessor may linger
+	}
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", mc.HTTPAddr)
+	for attempt := 0; err != nil && attempt < 100; attempt++ {
+		time.Sleep(50 * time.Millisecond)
+		ln, err = net.Listen("tcp", mc.HTTPAddr)
+	}
+	if err != nil {
+		return err
+	}
+	return http.Serve(ln, Handler(ctl))
+}
+
+// Outcomes reported by the member API.
+const (
+	OutcomeOK           = "ok"
+	OutcomeNotSubmitted = "not_submitted" // did not happen
+	OutcomeMayExist     = "may_exist"     // submit outcome unknown
+	OutcomeUnknown      = "unknown"       // other operation outcome unknown
+	OutcomeStale        = "stale"
+	OutcomeError        = "error" // refused: nothing happened
+)
+
+// Request is the body of every member API call.
+type Request struct {
+	ID      string        `json:"id,omitempty"`
+	Queue   string        `json:"queue,omitempty"`
+	Payload string        `json:"payload,omitempty"`
+	Worker  string        `json:"worker,omitempty"`
+	Token   uint64        `json:"token,omitempty"`
+	TTL     time.Duration `json:"ttl,omitempty"`
+	Wait    time.Duration `json:"wait,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty"`
+	Result  string        `json:"result,omitempty"`
+	Local   bool          `json:"local,omitempty"`
+}
+
+// JobView is a job as the member API reports it.
+type JobView struct {
+	ID       string `json:"id"`
+	Queue    string `json:"queue"`
+	State    string `json:"state"`
+	Token    uint64 `json:"token,omitempty"`
+	Worker   string `json:"worker,omitempty"`
+	Attempts uint32 `json:"attempts"`
+	Payload  string `json:"payload,omitempty"`
+	Result   string `json:"result,omitempty"`
+}
+
+// Reply is the answer of every member API call.
+type Reply struct {
+	Outcome string    `json:"outcome"`
+	Error   string    `json:"error,omitempty"`
+	Job     *JobView  `json:"job,omitempty"`
+	Jobs    []JobView `json:"jobs,omitempty"`
+	Role    string    `json:"role,omitempty"`
+	Term    uint64    `json:"term,omitempty"`
+	Applied uint64    `json:"applied,omitempty"`
+	Leader  string    `json:"leader,omitempty"`
+}
+
+func view(j jobraft.Job) *JobView {
+	v := &JobView{ID: j.ID, Queue: j.Queue, State: j.State.String(), Attempts: j.Attempts, Payload: string(j.Payload), Result: string(j.Result)}
+	if j.Lease != nil {
+		v.Token, v.Worker = j.Lease.Token, j.Lease.Worker
+	}
+	return v
+}
+
+// Handler is the member API over ctl: POST /submit, /claim, /ack, /nak,
+// /get, /list, /status with a JSON Request, answering a JSON Reply.
+func Handler(ctl *jobraft.Controller) http.Handler {
+	mux := http.NewServeMux()
+	handle := func(path string, f func(ctx context.Context, r Request) Reply) {
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, hr *http.Request) {
+			var req Request
+			if err := json.NewDecoder(hr.Body).Decode(&req); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if req.Timeout <= 0 {
+				req.Timeout = 5 * time.Second
+			}
+			ctx, cancel := context.WithTimeout(hr.Context(), req.Timeout)
+			defer cancel()
+			_ = json.NewEncoder(w).Encode(f(ctx, req))
+		})
+	}
+	classify := func(err error) Reply {
+		switch {
+		case err == nil:
+			return Reply{Outcome: OutcomeOK}
+		case errors.Is(err, jobraft.ErrNotSubmitted):
+			return Reply{Outcome: OutcomeNotSubmitted, Error: err.Error()}
+		case errors.Is(err, jobraft.ErrMayExist):
+			return Reply{Outcome: OutcomeMayExist, Error: err.Error()}
+		case errors.Is(err, jobraft.ErrStaleLease):
+			return Reply{Outcome: OutcomeStale, Error: err.Error()}
+		case errors.Is(err, raft.ErrRejected):
+			return Reply{Outcome: OutcomeError, Error: err.Error()}
+		case errors.Is(err, jobraft.ErrNotFound), errors.Is(err, jobraft.ErrInvalidState), errors.Is(err, jobraft.ErrInvalidRequest):
+			return Reply{Outcome: OutcomeError, Error: err.Error()}
+		}
+		return Reply{Outcome: OutcomeUnknown, Error: err.Error()}
+	}
+	handle("/submit", func(ctx context.Context, r Request) Reply {
+		j, err := ctl.Submit(ctx, jobraft.SubmitRequest{ID: r.ID, Queue: r.Queue, Kind: "k", Payload: []byte(r.Payload)})
+		rep := classify(err)
+		if err == nil {
+			rep.Job = view(j)
+		}
+		var se *jobraft.SubmitError
+		if errors.As(err, &se) {
+			rep.Job = &JobView{ID: se.ID}
+		}
+		return rep
+	})
+	handle("/claim", func(ctx context.Context, r Request) Reply {
+		ls, err := ctl.Claim(ctx, jobraft.ClaimRequest{Queues: []string{r.Queue}, Worker: r.Worker, LeaseTTL: r.TTL, Wait: r.Wait})
+		rep := classify(err)
+		for _, l := range ls {
+			rep.Jobs = append(rep.Jobs, *view(l.Job))
+		}
+		return rep
+	})
+	handle("/ack", func(ctx context.Context, r Request) Reply {
+		return classify(ctl.LeaseOf(jobraft.Job{ID: r.ID}, r.Token).Ack(ctx, []byte(r.Result)))
+	})
+	handle("/nak", func(ctx context.Context, r Request) Reply {
+		return classify(ctl.LeaseOf(jobraft.Job{ID: r.ID}, r.Token).Nak(ctx, time.Nanosecond, "nak"))
+	})
+	handle("/get", func(ctx context.Context, r Request) Reply {
+		cons := jobraft.Linearizable
+		if r.Local {
+			cons = jobraft.Local
+		}
+		j, err := ctl.Get(ctx, r.ID, cons)
+		if errors.Is(err, jobraft.ErrNotFound) {
+			return Reply{Outcome: OutcomeOK}
+		}
+		if err != nil {
+			return Reply{Outcome: OutcomeError, Error: err.Error()}
+		}
+		return Reply{Outcome: OutcomeOK, Job: view(j)}
+	})
+	handle("/list", func(ctx context.Context, r Request) Reply {
+		cons := jobraft.Linearizable
+		if r.Local {
+			cons = jobraft.Local
+		}
+		var rep Reply
+		page := jobraft.Page{Limit: 1000}
+		for {
+			p, err := ctl.List(ctx, jobraft.ListFilter{Queue: r.Queue, Consistency: cons}, page)
+			if err != nil {
+				return Reply{Outcome: OutcomeError, Error: err.Error()}
+			}
+			for _, j := range p.Jobs {
+				rep.Jobs = append(rep.Jobs, *view(j))
+			}
+			if p.Next == "" {
+				break
+			}
+			page.Cursor, cons = p.Next, jobraft.Local
+		}
+		rep.Outcome = OutcomeOK
+		return rep
+	})
+	handle("/status", func(ctx context.Context, r Request) Reply {
+		s := ctl.Node().Status()
+		return Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Leader: s.LeaderID}
+	})
+	return mux
+}

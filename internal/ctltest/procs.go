@@ -1,0 +1,195 @@
+package ctltest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// Procs is a cluster of child processes: the test binary re-executed as
+// members (the test's TestMain must call MemberMain first). Each serves the
+// member API (Handler) over HTTP on loopback. Members are killed with
+// SIGKILL, paused with SIGSTOP: real crashes and real pauses.
+type Procs struct {
+	t      testing.TB
+	Cfgs   []MemberConfig
+	cmds   []*exec.Cmd
+	logs   []string
+	client *http.Client
+}
+
+// StartProcs starts an n-member child-process cluster; tweak may adjust
+// each member's config.
+func StartProcs(t testing.TB, n int, tweak func(i int, mc *MemberConfig)) *Procs {
+	t.Helper()
+	p := &Procs{t: t, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	base := t.TempDir()
+	var members []raft.Member
+	for i := 0; i < n; i++ {
+		mc := MemberConfig{
+			ID: fmt.Sprintf("p%d", i), DataDir: filepath.Join(base, fmt.Sprintf("p%d", i)),
+			RaftAddr: nodetest.FreeAddr(t), HTTPAddr: nodetest.FreeAddr(t),
+			LeaseTTL: 10 * time.Second, ExpireInterval: 100 * time.Millisecond,
+		}
+		if tweak != nil {
+			tweak(i, &mc)
+		}
+		members = append(members, raft.Member{ID: mc.ID, Address: mc.RaftAddr, Voter: true})
+		p.Cfgs = append(p.Cfgs, mc)
+	}
+	p.cmds = make([]*exec.Cmd, n)
+	for i := range p.Cfgs {
+		p.Cfgs[i].Members = members
+		p.logs = append(p.logs, filepath.Join(base, p.Cfgs[i].ID+".log"))
+		p.Start(i)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Start (re)starts member i's process from its data dir.
+func (p *Procs) Start(i int) {
+	p.t.Helper()
+	spec, _ := json.Marshal(p.Cfgs[i])
+	logf, err := os.OpenFile(p.logs[i], os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envMember+"="+string(spec))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.cmds[i] = cmd
+}
+
+// Running reports whether member i's process is running.
+func (p *Procs) Running(i int) bool { return p.cmds[i] != nil }
+
+// Kill SIGKILLs member i and reaps it.
+func (p *Procs) Kill(i int) {
+	if cmd := p.cmds[i]; cmd != nil {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		p.cmds[i] = nil
+	}
+}
+
+// Pause SIGSTOPs member i; Resume SIGCONTs it.
+func (p *Procs) Pause(i int)  { _ = p.cmds[i].Process.Signal(syscall.SIGSTOP) }
+func (p *Procs) Resume(i int) { _ = p.cmds[i].Process.Signal(syscall.SIGCONT) }
+
+// Close kills every member; on failure it logs the tail of each log.
+func (p *Procs) Close() {
+	for i := range p.cmds {
+		p.Kill(i)
+	}
+	if p.t.Failed() {
+		for _, l := range p.logs {
+			b, _ := os.ReadFile(l)
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			p.t.Logf("--- %s (tail)\n%s", filepath.Base(l), b)
+		}
+	}
+}
+
+// Call sends req to member i's path and decodes the reply. An error means
+// no reply (the member died or is paused): the outcome is unknown.
+func (p *Procs) Call(ctx context.Context, i int, path string, req Request) (Reply, error) {
+	body, _ := json.Marshal(req)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.Cfgs[i].HTTPAddr+path, bytes.NewReader(body))
+	if err != nil {
+		return Reply{}, err
+	}
+	resp, err := p.client.Do(hr)
+	if err != nil {
+		return Reply{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Reply{}, fmt.Errorf("%s: HTTP %d", path, resp.StatusCode)
+	}
+	var rep Reply
+	err = json.NewDecoder(resp.Body).Decode(&rep)
+	return rep, err
+}
+
+// CallT is Call with a timeout d.
+func (p *Procs) CallT(i int, path string, req Request, d time.Duration) (Reply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if req.Timeout == 0 {
+		req.Timeout = d
+	}
+	return p.Call(ctx, i, path, req)
+}
+
+// Leader returns the running member that reports itself leader in the
+// highest term, or -1.
+func (p *Procs) Leader() int {
+	best, term := -1, uint64(0)
+	for i := range p.cmds {
+		if p.cmds[i] == nil {
+			continue
+		}
+		rep, err := p.CallT(i, "/status", Request{}, time.Second)
+		if err == nil && rep.Role == "Leader" && rep.Term >= term {
+			best, term = i, rep.Term
+		}
+	}
+	return best
+}
+
+// WaitLeader waits until a leader can serve a linearizable read and
+// returns it.
+func (p *Procs) WaitLeader(d time.Duration) int {
+	p.t.Helper()
+	var l int
+	WaitFor(p.t, d, "a leader of the process cluster", func() bool {
+		l = p.Leader()
+		if l < 0 {
+			return false
+		}
+		rep, err := p.CallT(l, "/get", Request{ID: "none"}, time.Second)
+		return err == nil && rep.Outcome == OutcomeOK
+	})
+	return l
+}
+
+// WaitConverged waits until every running member reports the same applied
+// index, and returns it.
+func (p *Procs) WaitConverged(d time.Duration) uint64 {
+	p.t.Helper()
+	var idx uint64
+	WaitFor(p.t, d, "members to converge", func() bool {
+		idx = 0
+		for i := range p.cmds {
+			if p.cmds[i] == nil {
+				continue
+			}
+			rep, err := p.CallT(i, "/status", Request{}, time.Second)
+			if err != nil || (idx != 0 && rep.Applied != idx) {
+				return false
+			}
+			idx = rep.Applied
+		}
+		return idx != 0
+	})
+	return idx
+}
