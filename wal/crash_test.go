@@ -27,7 +27,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -39,7 +38,7 @@ import (
 )
 
 var (
-	crashRounds = flag.Int("crash.rounds", 0, "crash test: SIGKILLs of a child writer (0: 200, 30 with -short, 60 with -race)")
+	crashRounds = flag.Int("crash.rounds", 0, "crash test: SIGKILLs of a child writer (0: 200, 30 with -short)")
 	crashSeed   = flag.Uint64("crash.seed", 0, "crash test: seed (0: random, printed)")
 )
 
@@ -352,17 +351,6 @@ func parseCrashLines(lines []string) (crashRun, error) {
 	return run, nil
 }
 
-func crashIsRace() bool {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 type crashStats struct {
 	rounds, idle, inflight, inflightPresent, cut, injected int
 	kinds                                                  map[string]int
@@ -377,8 +365,6 @@ func TestCrashRecovery(t *testing.T) {
 	case rounds > 0:
 	case testing.Short():
 		rounds = 30
-	case crashIsRace():
-		rounds = 60
 	default:
 		rounds = 200
 	}
