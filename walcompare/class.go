@@ -98,7 +98,7 @@ func (v *View) key() key { return key{v.Term, v.Type, v.Len, v.CRC} }
 // The reference is chosen among the present members whose record passes its
 // checks and is not a lost payload: the (term, type, length, CRC) held by
 // the most members (plurality; a majority when there is one). An empty body
-// is never the reference when some candidate has a body. A tie goes to the
+// is never the reference when a candidate of the same term has a body. A tie goes to the
 // higher term (a later leader's entry is the one Raft keeps), then to the
 // member listed first. So in a three-way disagreement with three different
 // terms the highest term is the reference and the other two are
@@ -112,16 +112,19 @@ func (v *View) key() key { return key{v.Term, v.Type, v.Len, v.CRC} }
 func Classify(views []View) Class {
 	ref := -1
 	refCount := 0
-	anyBody := false
-	for i := range views {
-		v := &views[i]
-		if v.Present && !v.Corrupt && !v.lost() && v.Len > 0 {
-			anyBody = true
+	// An empty body is not eligible when a candidate of its term has one.
+	bodied := func(term uint64) bool {
+		for j := range views {
+			w := &views[j]
+			if w.Present && !w.Corrupt && !w.lost() && w.Len > 0 && w.Term == term {
+				return true
+			}
 		}
+		return false
 	}
 	for i := range views {
 		v := &views[i]
-		if !v.Present || v.Corrupt || v.lost() || (anyBody && v.Len == 0) {
+		if !v.Present || v.Corrupt || v.lost() || (v.Len == 0 && bodied(v.Term)) {
 			continue
 		}
 		if ref >= 0 && views[ref].key() == v.key() {

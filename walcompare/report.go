@@ -14,9 +14,19 @@ type Divergence struct {
 	// End is one past the last index: Index+1 except for coalesced runs.
 	End   uint64 `json:"end"`
 	Class Class  `json:"class"`
-	// Committed: Index is at or below the committed boundary. Never set for
-	// Missing or Compacted: lag is not a divergence of content.
+	// Committed: Index is at or below the committed boundary, and the
+	// divergence is not an uncommitted Tail. Never set for Missing or
+	// Compacted: lag is not a divergence of content.
 	Committed bool `json:"committed"`
+	// Tail: at or below the boundary, but every deviating member holds a
+	// different term above its own persisted commit floor — a former
+	// leader's uncommitted tail at indexes the new leader has since
+	// committed. Raft's log matching cuts it when the member follows again
+	// (the seam may cut above the floor), so it is not a committed
+	// divergence. A member without a known floor never makes a Tail, and
+	// neither does a lost or mismatched payload under the same term, which
+	// log matching would never repair.
+	Tail bool `json:"tail,omitempty"`
 	// Member names the member a Missing or Compacted run belongs to; empty
 	// for a per-index divergence.
 	Member string `json:"member,omitempty"`
@@ -195,7 +205,19 @@ func (b *builder) finish(r *Report, lo, hi uint64, opts Options) {
 	r.CommittedCount = 0
 	for i := range r.Divergences {
 		d := &r.Divergences[i]
-		d.Committed = d.Member == "" && d.Index <= r.Committed
+		if d.Member != "" || d.Index > r.Committed {
+			continue
+		}
+		d.Tail = true
+		for m, v := range d.Views {
+			if v.Class == Same || v.Class.lag() {
+				continue
+			}
+			if v.Class != TermMismatch || m >= len(r.Members) || !r.Members[m].HasFloor || r.Members[m].Floor >= d.Index {
+				d.Tail = false
+			}
+		}
+		d.Committed = !d.Tail
 		if d.Committed {
 			r.CommittedCount++
 		}
