@@ -536,3 +536,51 @@ func TestGetLogRefusesRotOnRead(t *testing.T) {
 		t.Fatalf("GetLog(%d) of a rotted header: %v", r2.info.Index, err)
 	}
 }
+
+// Repair cuts at a damaged header of a segment that is not the last one:
+// that segment and every later one are removed and reported.
+func TestRepairCutsAtDamagedSealedSegmentHeader(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, WithSegmentSize(1024))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 60; i++ {
+		if err := l.StoreLogs([]*raft.Log{stamped(i, 1, strings.Repeat("p", 100))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	names, _, err := segmentFiles(OSFS{}, dir)
+	if err != nil || len(names) < 3 {
+		t.Fatalf("segments %v, %v", names, err)
+	}
+	victim := filepath.Join(dir, names[1])
+	b, err := os.ReadFile(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[20] ^= 0xff
+	if err := os.WriteFile(victim, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open without Repair: %v", err)
+	}
+	l, err = Open(dir, Repair())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rep := l.Repaired()
+	if rep == nil || rep.Segment != names[1] || rep.Offset != 0 || len(rep.RemovedSegments) != len(names)-1 || rep.CutTo != 60 {
+		t.Fatalf("report %+v", rep)
+	}
+	last, _ := l.LastIndex()
+	if last != rep.CutFrom-1 {
+		t.Fatalf("last %d, cut from %d", last, rep.CutFrom)
+	}
+	if err := l.StoreLogs([]*raft.Log{stamped(last+1, 1, "again")}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -87,7 +87,20 @@ func replay(segs []*scanned, repair bool) (*replayResult, error) {
 				r.dropTorn = true
 				break
 			}
-			return nil, corruptAt(s, 0, r.last, "segment header: "+s.bad.reason)
+			if !repair {
+				return nil, corruptAt(s, 0, r.last, "segment header: "+s.bad.reason)
+			}
+			// Repair: cut here, this segment and every later one go.
+			rep := &RepairReport{Segment: s.name, Offset: 0, Reason: "segment header: " + s.bad.reason, CutFrom: r.last + 1}
+			for _, later := range segs[i:] {
+				rep.RemovedSegments = append(rep.RemovedSegments, later.name)
+				if n := len(later.recs); n > 0 {
+					rep.CutTo = max(rep.CutTo, later.recs[n-1].info.Index)
+				}
+			}
+			r.repair = rep
+			r.removeAfter = append(r.removeAfter, rep.RemovedSegments...)
+			break
 		}
 		r.floor = max(r.floor, s.floor)
 		switch {

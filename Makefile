@@ -1,0 +1,46 @@
+# jobraft — see README.md. Every target works on a machine with only Go and
+# the module proxy.
+GO        ?= go
+PKGS      := ./...
+FUZZTIME  ?= 10s
+STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: all test unit fuzz lint bench soak demo build clean
+
+all: lint test
+
+build:
+	$(GO) build $(PKGS)
+
+## test: everything CI runs — all packages with the race detector (the
+## crash tests included), then a short pass of every fuzz target.
+test: unit fuzz
+
+unit:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+		pkg=./$$(dirname $$f); \
+		for t in $$(grep -h -o '^func Fuzz[A-Za-z0-9_]*' $$f | sed 's/^func //'); do \
+			echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10x $$pkg; \
+		done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
+
+## bench: comparative benchmarks, side by side in one run.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s -timeout 60m ./wal/ ./fsm/ ./snapshot/
+
+## soak: long randomized runs (crash rounds, model checks).
+soak:
+	$(GO) test -count=1 -timeout 120m -run 'TestCrash|TestGuardModel' ./wal/ -crash.rounds=2000 -rapid.checks=20000
+
+clean:
+	rm -rf bin .demo
