@@ -6,10 +6,12 @@ package ctltest
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
@@ -26,6 +28,9 @@ type Cluster struct {
 // Config returns a controller config with test timeouts for member id.
 func Config(t testing.TB, id, dir, addr string) jobraft.Config {
 	rc := nodetest.FastConfig(t, id, dir, addr)
+	if os.Getenv("JOBRAFT_TEST_LOG") == "" {
+		rc.Logger = hclog.NewNullLogger() // set JOBRAFT_TEST_LOG=1 for member logs
+	}
 	return jobraft.Config{
 		Config:            rc,
 		LeaseTTL:          5 * time.Second,

@@ -110,6 +110,8 @@ type Request struct {
 	Timeout time.Duration `json:"timeout,omitempty"`
 	Result  string        `json:"result,omitempty"`
 	Local   bool          `json:"local,omitempty"`
+	// MaxAttempts of a submitted job (0: default).
+	MaxAttempts uint32 `json:"max_attempts,omitempty"`
 }
 
 // JobView is a job as the member API reports it.
@@ -181,7 +183,7 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 		return Reply{Outcome: OutcomeUnknown, Error: err.Error()}
 	}
 	handle("/submit", func(ctx context.Context, r Request) Reply {
-		j, err := ctl.Submit(ctx, jobraft.SubmitRequest{ID: r.ID, Queue: r.Queue, Kind: "k", Payload: []byte(r.Payload)})
+		j, err := ctl.Submit(ctx, jobraft.SubmitRequest{ID: r.ID, Queue: r.Queue, Kind: "k", Payload: []byte(r.Payload), MaxAttempts: r.MaxAttempts})
 		rep := classify(err)
 		if err == nil {
 			rep.Job = view(j)

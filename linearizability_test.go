@@ -1,0 +1,203 @@
+package jobraft_test
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/jobmodel"
+)
+
+func modelOutcome(rep ctltest.Reply, err error) jobmodel.Outcome {
+	if err != nil {
+		return jobmodel.Unknown // no reply: the member died or the call timed out
+	}
+	switch rep.Outcome {
+	case ctltest.OutcomeOK:
+		return jobmodel.OK
+	case ctltest.OutcomeNotSubmitted, ctltest.OutcomeError:
+		return jobmodel.NotDone
+	case ctltest.OutcomeStale:
+		return jobmodel.Stale
+	}
+	return jobmodel.Unknown
+}
+
+// Clients submit, claim, ack, nak and read jobs on random members while the
+// leader process is SIGKILLed and restarted; the recorded history (with
+// unknown outcomes) must be linearizable against jobmodel. Then the same
+// history with one injected violation must be refused: the check can fail.
+func TestLinearizableUnderLeaderKills(t *testing.T) {
+	rng := rand.New(rand.NewSource(seed(t)))
+	p := ctltest.StartProcs(t, 3, nil)
+	p.WaitLeader(wait)
+	rec := jobmodel.NewRecorder()
+	const jobs, clients = 8, 5
+	rounds := 2
+	if *longFlag {
+		rounds = 6
+	}
+	var mu sync.Mutex
+	alive := [3]bool{true, true, true}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var nops sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		crng := rand.New(rand.NewSource(rng.Int63()))
+		wg.Add(1)
+		nops.Add(1)
+		go func() {
+			defer wg.Done()
+			tokens := map[string][]uint64{} // tokens this client got, per job
+			for n := 0; ; n++ {
+				if n == 40 {
+					nops.Done()
+				}
+				select {
+				case <-stop:
+					if n < 40 {
+						nops.Done()
+					}
+					return
+				default:
+				}
+				mu.Lock()
+				m := crng.Intn(3)
+				for !alive[m] {
+					m = (m + 1) % 3
+				}
+				mu.Unlock()
+				k := crng.Intn(jobs)
+				id, queue := fmt.Sprintf("lj-%d", k), fmt.Sprintf("lq-%d", k)
+				in := jobmodel.Input{Job: id}
+				req := ctltest.Request{ID: id, Queue: queue, Worker: fmt.Sprintf("c%d", c), TTL: time.Minute, MaxAttempts: 10000}
+				path := ""
+				switch r := crng.Intn(10); {
+				case r < 2:
+					in.Kind, path = jobmodel.Submit, "/submit"
+				case r < 4:
+					in.Kind, path = jobmodel.Claim, "/claim"
+				case r < 7 && len(tokens[id]) > 0:
+					in.Kind, path = jobmodel.Ack, "/ack"
+					if r < 6 {
+						in.Kind, path = jobmodel.Nak, "/nak"
+					}
+					ts := tokens[id]
+					in.Token = ts[len(ts)-1]
+					if crng.Intn(4) == 0 {
+						in.Token = ts[crng.Intn(len(ts))] // maybe stale
+					}
+					req.Token = in.Token
+				default:
+					in.Kind, path = jobmodel.Get, "/get"
+				}
+				call := rec.Now()
+				rep, err := p.CallT(m, path, req, 3*time.Second)
+				out := jobmodel.Output{Outcome: modelOutcome(rep, err)}
+				switch in.Kind {
+				case jobmodel.Claim:
+					if out.Outcome == jobmodel.OK && len(rep.Jobs) == 1 {
+						out.Token = rep.Jobs[0].Token
+						tokens[id] = append(tokens[id], out.Token)
+					}
+				case jobmodel.Get:
+					if out.Outcome != jobmodel.OK {
+						continue // a failed read has no effect: leave it out
+					}
+					out.State = jobmodel.Absent
+					if rep.Job != nil {
+						out.State, out.Token = rep.Job.State, rep.Job.Token
+						if out.State == "scheduled" {
+							// naked with a 1ns delay: due at once, promoted
+							// lazily by the next claim
+							out.State = jobmodel.Pending
+						}
+					}
+				}
+				rec.Add(c, in, out, call)
+			}
+		}()
+	}
+	nops.Wait()
+	for r := 0; r < rounds; r++ {
+		l := p.WaitLeader(wait)
+		mu.Lock()
+		alive[l] = false
+		mu.Unlock()
+		p.Kill(l)
+		p.WaitLeader(wait)
+		before := len(rec.Ops())
+		ctltest.WaitFor(t, wait, "operations under the new leader", func() bool { return len(rec.Ops()) >= before+60 })
+		p.Start(l)
+		mu.Lock()
+		alive[l] = true
+		mu.Unlock()
+		t.Logf("round %d: killed leader p%d", r, l)
+	}
+	close(stop)
+	wg.Wait()
+	ops := rec.Ops()
+	tally := map[string]int{}
+	for _, op := range ops {
+		tally[op.Input.(jobmodel.Input).Kind.String()+"/"+op.Output.(jobmodel.Output).Outcome.String()]++
+	}
+	t.Logf("%d operations: %v", len(ops), tally)
+	res, info := jobmodel.Check(ops, time.Minute)
+	if res != porcupine.Ok {
+		writeViz(t, info)
+		dumpIllegal(t, ops)
+		t.Fatalf("history is %s", res)
+	}
+
+	// Inject a violation: a read after everything that says a job whose
+	// submit succeeded does not exist.
+	var victim string
+	var end int64
+	for _, op := range ops {
+		in, out := op.Input.(jobmodel.Input), op.Output.(jobmodel.Output)
+		if in.Kind == jobmodel.Submit && out.Outcome == jobmodel.OK {
+			victim = in.Job
+		}
+		if op.Return != int64(^uint64(0)>>1) {
+			end = max(end, op.Return)
+		}
+	}
+	if victim == "" {
+		t.Fatal("no submit succeeded")
+	}
+	bad := append(ops, porcupine.Operation{ClientId: clients, Input: jobmodel.Input{Kind: jobmodel.Get, Job: victim},
+		Output: jobmodel.Output{Outcome: jobmodel.OK, State: jobmodel.Absent}, Call: end + 1, Return: end + 2})
+	if res, _ := jobmodel.Check(bad, time.Minute); res != porcupine.Illegal {
+		t.Fatalf("history with a lost job checked %s, want illegal", res)
+	}
+}
+
+func writeViz(t *testing.T, info porcupine.LinearizationInfo) {
+	path := t.TempDir() + "/history.html"
+	if err := porcupine.VisualizePath(jobmodel.Model.ToModel(), info, path); err == nil {
+		t.Logf("visualization: %s", path)
+	}
+}
+
+// dumpIllegal logs the operations of the jobs whose history is not
+// linearizable, in call order.
+func dumpIllegal(t *testing.T, ops []porcupine.Operation) {
+	for _, part := range jobmodel.Model.Partition(ops) {
+		if res, _ := jobmodel.Check(part, 10*time.Second); res == porcupine.Ok {
+			continue
+		}
+		sort.Slice(part, func(i, j int) bool { return part[i].Call < part[j].Call })
+		for _, op := range part {
+			ret := "never"
+			if op.Return != int64(^uint64(0)>>1) {
+				ret = fmt.Sprint(time.Duration(op.Return))
+			}
+			t.Logf("c%d [%v, %s] %s", op.ClientId, time.Duration(op.Call), ret, jobmodel.Model.DescribeOperation(op.Input, op.Output))
+		}
+	}
+}

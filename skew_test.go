@@ -1,0 +1,87 @@
+package jobraft_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/internal/ctltest"
+)
+
+// Members' clocks differ by seconds (raft.Config.Clock). A lease granted by
+// a leader whose clock is behind must not be expired early by a new leader
+// whose clock is ahead: it lasts at least its TTL of real time from the
+// claim, and is still expired eventually. Both a graceful transfer and a
+// stopped leader are covered, in both skew directions.
+func TestClockSkewNeverExpiresLeaseEarly(t *testing.T) {
+	offsets := []time.Duration{0, -4 * time.Second, 4 * time.Second}
+	const ttl = 1500 * time.Millisecond
+	cases := []struct {
+		name     string
+		from, to int
+		stop     bool
+	}{
+		{"behind-to-ahead/transfer", 1, 2, false},
+		{"ahead-to-behind/transfer", 2, 1, false},
+		{"behind-to-ahead/stop", 1, 2, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
+				off := offsets[i]
+				cfg.Clock = func() time.Time { return time.Now().Add(off) }
+				cfg.LeaseTTL = ttl
+			})
+			lead := func(i int) {
+				ctltest.WaitFor(t, wait, fmt.Sprintf("m%d to lead", i), func() bool {
+					l := c.WaitLeader(wait)
+					if l == i {
+						return true
+					}
+					_ = c.Ctls[l].Node().TransferLeadership(ctltest.Ctx(t, 2*time.Second), fmt.Sprintf("m%d", i))
+					return false
+				})
+				c.WaitLeader(wait)
+			}
+			lead(tc.from)
+			ctx := ctltest.Ctx(t, wait)
+			other := 3 - tc.from - tc.to
+			j, err := c.Ctls[other].Submit(ctx, jobraft.SubmitRequest{Queue: "s", Kind: "k"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			watch, err := c.Ctls[other].Watch(ctx, 0, jobraft.WatchFilter{JobID: j.ID, Kinds: []jobraft.EventKind{jobraft.EventExpired}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := time.Now()
+			ls, err := c.Ctls[other].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"s"}, Worker: "w", LeaseTTL: ttl})
+			if err != nil || len(ls) != 1 {
+				t.Fatal(len(ls), err)
+			}
+			if tc.stop {
+				c.StopMember(tc.from)
+				c.WaitLeader(wait)
+			} else {
+				lead(tc.to)
+			}
+			select {
+			case ev := <-watch:
+				got := time.Since(before)
+				if ev.Kind != jobraft.EventExpired {
+					t.Fatalf("%+v", ev)
+				}
+				t.Logf("lease expired %v after the claim was sent (TTL %v), by the leader of index %d", got, ttl, ev.Index)
+				if got < ttl {
+					t.Fatalf("lease expired after %v of real time, TTL %v", got, ttl)
+				}
+			case <-time.After(ttl + 10*time.Second):
+				t.Fatal("lease never expired")
+			}
+			if err := ls[0].Ack(ctx, nil); err == nil {
+				t.Fatal("ack after expiry accepted")
+			}
+		})
+	}
+}
