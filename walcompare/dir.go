@@ -139,9 +139,10 @@ type boltMember struct {
 
 func (m *boltMember) Close() error { return m.db.Close() }
 
-// looksLikeAddr reports whether arg is host:port rather than a path that
-// exists.
-func looksLikeAddr(arg string) bool {
+// IsAddr reports whether a command-line member is a host:port address
+// rather than a path: it does not exist on disk, has no slash, and ends in
+// ":digits".
+func IsAddr(arg string) bool {
 	if _, err := os.Stat(arg); err == nil {
 		return false
 	}
