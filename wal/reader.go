@@ -27,6 +27,7 @@ type Reader struct {
 	floor uint64
 	notes []string
 	torn  *TornTail
+	buf   []byte // reused for each segment file
 }
 
 // roSegment is one segment file as seen by its header.
@@ -168,7 +169,7 @@ func (r *Reader) Scan(from, to uint64, fn func(rec *Record) bool) error {
 		if sc.last == 0 && s.hdr.Base > 1 {
 			sc.last = s.hdr.Base - 1 // where this segment says the log continues
 		}
-		buf, err := os.ReadFile(filepath.Join(r.dir, s.name))
+		buf, err := r.read(s.name)
 		if err != nil {
 			return fmt.Errorf("wal: read segment %s: %w", s.name, err)
 		}
@@ -177,6 +178,29 @@ func (r *Reader) Scan(from, to uint64, fn func(rec *Record) bool) error {
 		}
 	}
 	return nil
+}
+
+// read reads a whole segment file into the reader's buffer.
+func (r *Reader) read(name string) ([]byte, error) {
+	f, err := os.Open(filepath.Join(r.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	n := int(st.Size())
+	if cap(r.buf) < n {
+		r.buf = make([]byte, n)
+	}
+	buf := r.buf[:n]
+	k, err := io.ReadFull(f, buf)
+	if err == io.ErrUnexpectedEOF {
+		err = nil // shrank while we read: a torn tail in the making
+	}
+	return buf[:k], err
 }
 
 // readScan is the state of one Scan.
