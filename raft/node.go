@@ -143,7 +143,9 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	n.mux.Handle(methodAdd, n.handleAdd)
 	n.mux.Handle(methodRemove, n.handleRemove)
 	n.mux.Handle(methodRangeDigest, n.handleRangeDigest)
+	n.mux.Handle(methodSnapshotPast, n.handleSnapshotPast)
 	n.observe()
+	n.watchStaleLastIndex()
 	ok = true
 	return n, nil
 }
