@@ -377,6 +377,16 @@ func TestWorkerRun(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	for k, id := range ids {
+		j, err := c.Ctls[2].Get(ctx, id, jobraft.Local)
+		want := uint32(1)
+		if k%2 == 1 {
+			want = 2 // flaky: naked once with RetryAfter
+		}
+		if err != nil || j.Attempts != want {
+			t.Errorf("job %d: attempts %d (want %d), %v", k, j.Attempts, want, err)
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if peak > 3 {
