@@ -107,10 +107,9 @@ func TestLessons1PayloadLostAtCommittedIndex(t *testing.T) {
 	if len(r.Divergences) != 3 || r.CommittedCount != 3 || len(r.CommittedDivergences()) != 3 {
 		t.Fatalf("divergences %+v", r.Divergences)
 	}
-	crc := wal.Checksum(body(9, 3, 3560))
 	for i, d := range r.Divergences {
 		ix := uint64(9 + i)
-		crc = wal.Checksum(body(ix, 3, 3560))
+		crc := wal.Checksum(body(ix, 3, 3560))
 		if d.Index != ix || d.End != ix+1 || d.Class != PayloadLost || !d.Committed || len(d.Views) != 3 {
 			t.Fatalf("divergence %d: %+v", i, d)
 		}

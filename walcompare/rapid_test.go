@@ -215,10 +215,7 @@ func (w *world) check(t *rapid.T, r *Report, boundary uint64, supplied, floors b
 			committed++
 		}
 	}
-	var gotRuns []Divergence
-	for _, d := range runs(r) {
-		gotRuns = append(gotRuns, d)
-	}
+	gotRuns := runs(r)
 	sort.SliceStable(gotRuns, func(i, j int) bool { return gotRuns[i].Index < gotRuns[j].Index })
 	if len(gotRuns) != len(rs) {
 		t.Fatalf("runs %+v, want %+v", gotRuns, rs)
