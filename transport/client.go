@@ -101,4 +101,6 @@ func (c *Client) Close() error {
 }
 
 // String names the client in logs.
-func (c *Client) String() string { return fmt.Sprintf("transport.Client(tls=%v)", c.m.clientTLS != nil) }
+func (c *Client) String() string {
+	return fmt.Sprintf("transport.Client(tls=%v)", c.m.clientTLS != nil)
+}
