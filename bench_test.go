@@ -2,6 +2,7 @@ package jobraft_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"sync"
@@ -25,9 +26,13 @@ var benchClients = []int{1, 16, 64, 256}
 
 const benchPayload = 256
 
+var benchInflight = flag.Int("jobraft.inflight", 0, "Config.BatchInflight in benchmarks (0: default)")
+
+func benchTweak(_ int, c *jobraft.Config) { c.BatchInflight = *benchInflight }
+
 func BenchmarkSubmit(b *testing.B) {
 	payload := make([]byte, benchPayload)
-	ctl := ctltest.Start(b, 3, nil)
+	ctl := ctltest.Start(b, 3, benchTweak)
 	bare := startBare(b, 3)
 	for _, n := range benchClients {
 		b.Run(fmt.Sprintf("jobraft/c=%d", n), func(b *testing.B) {
