@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/walcompare"
+)
+
+// statusJSON is raft.Status with the digest in hex.
+type statusJSON struct {
+	raft.Status
+	Digest      string `json:"digest"`
+	DigestIndex uint64 `json:"digest_index"`
+	// Ready: a leader is known and applied >= commit (as /readyz).
+	Ready bool `json:"ready"`
+}
+
+func statusOf(st raft.Status) statusJSON {
+	return statusJSON{Status: st, Digest: hex.EncodeToString(st.Digest.Sum[:]), DigestIndex: st.Digest.Index,
+		Ready: st.LeaderID != "" && st.AppliedIndex >= st.CommitIndex}
+}
+
+// memberStatus is one member as seen from the member answering.
+type memberStatus struct {
+	ID      string      `json:"id"`
+	Address string      `json:"address"`
+	Voter   bool        `json:"voter"`
+	Status  *statusJSON `json:"status,omitempty"`
+	Error   string      `json:"error,omitempty"`
+	// Lag is how many entries the member's log is behind the answering
+	// member's last index (meaningful when the answering member leads).
+	Lag uint64 `json:"lag"`
+}
+
+// memberStatuses asks every member in the configuration for its status
+// (the status RPC), concurrently.
+func memberStatuses(ctx context.Context, node *raft.Node, self raft.Status) []memberStatus {
+	out := make([]memberStatus, len(self.Members))
+	var wg sync.WaitGroup
+	for i, m := range self.Members {
+		out[i] = memberStatus{ID: m.ID, Address: m.Address, Voter: m.Voter}
+		if m.ID == self.ID {
+			s := statusOf(self)
+			out[i].Status = &s
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := node.StatusOf(ctx, m.Address)
+			if err != nil {
+				out[i].Error = err.Error()
+				return
+			}
+			s := statusOf(st)
+			out[i].Status = &s
+			if self.LastIndex > st.LastIndex {
+				out[i].Lag = self.LastIndex - st.LastIndex
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// GET /v1/cluster/status[?members=0]: this member's status and, unless
+// members=0, every member's (asked over the status RPC).
+func (s *server) clusterStatus(w http.ResponseWriter, r *http.Request) error {
+	node := s.ctl.Node()
+	self := node.Status()
+	out := map[string]any{"self": statusOf(self)}
+	if r.URL.Query().Get("members") != "0" {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		out["members"] = memberStatuses(ctx, node, self)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// GET /v1/cluster/walcompare[?from=&to=]: compares the members' logs online
+// (range digests over the members' RPC channel, never stopping them) and
+// returns the walcompare report; committed_divergences must be 0.
+func (s *server) walcompare(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var opts walcompare.Options
+	for name, dst := range map[string]*uint64{"from": &opts.From, "to": &opts.To} {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return bad("%s must be an index", name)
+			}
+			*dst = n
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+	defer cancel()
+	self := s.ctl.Node().Status()
+	var members []walcompare.Member
+	defer func() {
+		for _, m := range members {
+			m.Close()
+		}
+	}()
+	for _, m := range self.Members {
+		lm, err := walcompare.Dial(ctx, m.ID, m.Address, s.clusterTLS)
+		if err != nil {
+			writeError(w, http.StatusBadGateway, "member_unreachable", fmt.Sprintf("member %s (%s): %v", m.ID, m.Address, err))
+			return nil
+		}
+		members = append(members, lm)
+	}
+	rep, err := walcompare.Compare(ctx, members, opts)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// GET /v1/watch?from=&queue=&kind=&job=: committed job events as
+// server-sent events ("id" is the raft index; resume with
+// Last-Event-ID or from=index+1). The stream ends with an "error" event.
+func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var from uint64
+	if v := q.Get("from"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return bad("from must be an index")
+		}
+		from = n
+	} else if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return bad("Last-Event-ID must be an index")
+		}
+		from = n + 1
+	}
+	var f jobraft.WatchFilter
+	if v := q.Get("queue"); v != "" {
+		f.Queues = strings.Split(v, ",")
+	}
+	if v := q.Get("kind"); v != "" {
+		for _, k := range strings.Split(v, ",") {
+			f.Kinds = append(f.Kinds, jobraft.EventKind(k))
+		}
+	}
+	f.JobID = q.Get("job")
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return fmt.Errorf("streaming unsupported")
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	events, err := s.ctl.Watch(ctx, from, f)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return nil
+			}
+			if err := writeEvent(w, ev); err != nil {
+				return nil // the client went away
+			}
+			if len(events) == 0 {
+				flusher.Flush()
+			}
+			if ev.Kind == jobraft.EventError {
+				flusher.Flush()
+				return nil
+			}
+		case <-keepalive.C:
+			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
+				return nil
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+// eventJSON is one watch event on the wire.
+type eventJSON struct {
+	Index   uint64    `json:"index"`
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"`
+	JobID   string    `json:"job,omitempty"`
+	Queue   string    `json:"queue,omitempty"`
+	JobKind string    `json:"job_kind,omitempty"`
+	State   string    `json:"state,omitempty"`
+	Attempt uint32    `json:"attempt,omitempty"`
+	Token   uint64    `json:"token,omitempty"`
+	Worker  string    `json:"worker,omitempty"`
+	Removed uint64    `json:"removed,omitempty"`
+	Error   string    `json:"error,omitempty"`
+}
+
+func writeEvent(w http.ResponseWriter, ev jobraft.Event) error {
+	e := eventJSON{Index: ev.Index, Time: ev.Time, Kind: string(ev.Kind), JobID: ev.JobID, Queue: ev.Queue,
+		JobKind: ev.JobKind, Attempt: ev.Attempt, Token: ev.Token, Worker: ev.Worker, Removed: ev.Removed}
+	if ev.State.Valid() {
+		e.State = ev.State.String()
+	}
+	if ev.Err != nil {
+		e.Error = ev.Err.Error()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if ev.Kind == jobraft.EventError {
+		_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Kind, b)
+	} else {
+		_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Index, ev.Kind, b)
+	}
+	return err
+}

@@ -1,0 +1,421 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/fsm"
+)
+
+// jobJSON is a job on the wire. Payload and Result are base64 (JSON []byte).
+type jobJSON struct {
+	ID             string     `json:"id"`
+	Queue          string     `json:"queue"`
+	Kind           string     `json:"kind"`
+	Payload        []byte     `json:"payload,omitempty"`
+	Priority       int32      `json:"priority"`
+	RunAt          *time.Time `json:"run_at,omitempty"`
+	MaxAttempts    uint32     `json:"max_attempts"`
+	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+	Attempts       uint32     `json:"attempts"`
+	State          string     `json:"state"`
+	Lease          *leaseInfo `json:"lease,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+	Result         []byte     `json:"result,omitempty"`
+	Created        time.Time  `json:"created"`
+	Updated        time.Time  `json:"updated"`
+	Finished       *time.Time `json:"finished,omitempty"`
+}
+
+type leaseInfo struct {
+	Token    uint64    `json:"token"`
+	Worker   string    `json:"worker"`
+	Deadline time.Time `json:"deadline"`
+}
+
+func toJSON(j jobraft.Job) jobJSON {
+	out := jobJSON{
+		ID: j.ID, Queue: j.Queue, Kind: j.Kind, Payload: j.Payload, Priority: j.Priority, MaxAttempts: j.MaxAttempts,
+		IdempotencyKey: j.IdempotencyKey, Attempts: j.Attempts, State: j.State.String(), LastError: j.LastError,
+		Result: j.Result, Created: j.Created, Updated: j.Updated,
+	}
+	if !j.RunAt.IsZero() {
+		t := j.RunAt
+		out.RunAt = &t
+	}
+	if !j.Finished.IsZero() {
+		t := j.Finished
+		out.Finished = &t
+	}
+	if j.Lease != nil {
+		out.Lease = &leaseInfo{Token: j.Lease.Token, Worker: j.Lease.Worker, Deadline: j.Lease.Deadline}
+	}
+	return out
+}
+
+// submitJSON is one job to submit. Give the payload as base64 (payload) or
+// text (payload_text), not both.
+type submitJSON struct {
+	ID             string     `json:"id"`
+	Queue          string     `json:"queue"`
+	Kind           string     `json:"kind"`
+	Payload        []byte     `json:"payload"`
+	PayloadText    *string    `json:"payload_text"`
+	Priority       int32      `json:"priority"`
+	Delay          duration   `json:"delay"`
+	RunAt          *time.Time `json:"run_at"`
+	MaxAttempts    uint32     `json:"max_attempts"`
+	IdempotencyKey string     `json:"idempotency_key"`
+}
+
+func (j *submitJSON) request() (jobraft.SubmitRequest, error) {
+	if j.Queue == "" || j.Kind == "" {
+		return jobraft.SubmitRequest{}, bad("queue and kind are required")
+	}
+	if j.PayloadText != nil && j.Payload != nil {
+		return jobraft.SubmitRequest{}, bad("give payload (base64) or payload_text, not both")
+	}
+	if j.Delay < 0 || time.Duration(j.Delay) > fsm.MaxDelay {
+		return jobraft.SubmitRequest{}, bad("delay out of [0, %v]", fsm.MaxDelay)
+	}
+	req := jobraft.SubmitRequest{ID: j.ID, Queue: j.Queue, Kind: j.Kind, Payload: j.Payload, Priority: j.Priority,
+		Delay: time.Duration(j.Delay), MaxAttempts: j.MaxAttempts, IdempotencyKey: j.IdempotencyKey}
+	if j.PayloadText != nil {
+		req.Payload = []byte(*j.PayloadText)
+	}
+	if j.RunAt != nil {
+		req.RunAt = *j.RunAt
+	}
+	return req, nil
+}
+
+type submitReply struct {
+	Job       jobJSON `json:"job"`
+	Duplicate bool    `json:"duplicate"`
+	Error     string  `json:"error,omitempty"`
+	Reason    string  `json:"reason,omitempty"`
+}
+
+// POST /v1/jobs: 201 created, 200 duplicate (the existing job).
+func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
+	var in submitJSON
+	if err := decode(r, &in, false); err != nil {
+		return err
+	}
+	req, err := in.request()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	res, err := s.ctl.SubmitBatch(r.Context(), []jobraft.SubmitRequest{req})
+	s.observeSubmit(start, err)
+	if err != nil {
+		return err
+	}
+	code := http.StatusCreated
+	if res[0].Duplicate {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, submitReply{Job: toJSON(res[0].Job), Duplicate: res[0].Duplicate})
+	return nil
+}
+
+func (s *server) observeSubmit(start time.Time, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	s.m.submit.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+}
+
+const maxBatch = 1000
+
+// POST /v1/jobs/batch {"jobs": [...]}: each job has its own outcome; 200
+// when all succeeded, else 207 with per-job errors. A malformed request
+// (any job failing the HTTP-level checks) is refused whole with 400.
+func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Jobs []submitJSON `json:"jobs"`
+	}
+	if err := decode(r, &in, false); err != nil {
+		return err
+	}
+	if len(in.Jobs) == 0 || len(in.Jobs) > maxBatch {
+		return bad("jobs: 1..%d jobs per batch, got %d", maxBatch, len(in.Jobs))
+	}
+	reqs := make([]jobraft.SubmitRequest, len(in.Jobs))
+	for i := range in.Jobs {
+		var err error
+		if reqs[i], err = in.Jobs[i].request(); err != nil {
+			return bad("jobs[%d]: %v", i, err)
+		}
+	}
+	start := time.Now()
+	res, err := s.ctl.SubmitBatch(r.Context(), reqs)
+	s.observeSubmit(start, err)
+	out := make([]submitReply, len(res))
+	for i, x := range res {
+		out[i] = submitReply{Job: toJSON(x.Job), Duplicate: x.Duplicate}
+		if x.Err != nil {
+			_, out[i].Error, out[i].Reason = classify(x.Err)
+		}
+	}
+	code := http.StatusOK
+	if err != nil {
+		code = http.StatusMultiStatus
+	}
+	writeJSON(w, code, map[string]any{"results": out})
+	return nil
+}
+
+func consistency(r *http.Request) (jobraft.Consistency, error) {
+	switch r.URL.Query().Get("consistency") {
+	case "", "linearizable":
+		return jobraft.Linearizable, nil
+	case "local":
+		return jobraft.Local, nil
+	}
+	return 0, bad("consistency must be linearizable or local")
+}
+
+// GET /v1/jobs/{id}
+func (s *server) get(w http.ResponseWriter, r *http.Request) error {
+	cons, err := consistency(r)
+	if err != nil {
+		return err
+	}
+	j, err := s.ctl.Get(r.Context(), r.PathValue("id"), cons)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toJSON(j))
+	return nil
+}
+
+// GET /v1/jobs?queue=&state=&cursor=&limit=&consistency=
+func (s *server) list(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	cons, err := consistency(r)
+	if err != nil {
+		return err
+	}
+	f := jobraft.ListFilter{Queue: q.Get("queue"), Consistency: cons}
+	if f.Queue == "" {
+		return bad("queue is required")
+	}
+	if st := q.Get("state"); st != "" {
+		if f.State, err = parseState(st); err != nil {
+			return err
+		}
+	}
+	p := jobraft.Page{Cursor: q.Get("cursor")}
+	if l := q.Get("limit"); l != "" {
+		if p.Limit, err = strconv.Atoi(l); err != nil || p.Limit < 1 || p.Limit > fsm.MaxListLimit {
+			return bad("limit must be 1..%d", fsm.MaxListLimit)
+		}
+	}
+	page, err := s.ctl.List(r.Context(), f, p)
+	if err != nil {
+		return err
+	}
+	jobs := make([]jobJSON, len(page.Jobs))
+	for i, j := range page.Jobs {
+		jobs[i] = toJSON(j)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next": page.Next})
+	return nil
+}
+
+func parseState(s string) (jobraft.State, error) {
+	for st := jobraft.StatePending; st.Valid(); st++ {
+		if st.String() == s {
+			return st, nil
+		}
+	}
+	return 0, bad("unknown state %q (pending, scheduled, running, succeeded, dead, canceled)", s)
+}
+
+// GET /v1/stats
+func (s *server) stats(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.ctl.Stats(r.Context())
+	if err != nil {
+		return err
+	}
+	queues := make([]map[string]any, len(st.Queues))
+	for i, q := range st.Queues {
+		counts := map[string]int{}
+		for state := jobraft.StatePending; state.Valid(); state++ {
+			counts[state.String()] = q.Counts.Of(state)
+		}
+		queues[i] = map[string]any{"name": q.Name, "paused": q.Paused, "counts": counts}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"member": st.Member, "role": st.Role, "term": st.Term, "leader": st.Leader, "applied_index": st.AppliedIndex,
+		"jobs": st.Jobs, "queues": queues, "submit_entries": st.SubmitEntries, "submitted_jobs": st.SubmittedJobs,
+		"watch_oldest": st.WatchOldest,
+	})
+	return nil
+}
+
+// POST /v1/jobs/{id}/cancel {"reason": "..."}
+func (s *server) cancel(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := decode(r, &in, true); err != nil {
+		return err
+	}
+	j, err := s.ctl.Cancel(r.Context(), r.PathValue("id"), in.Reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toJSON(j))
+	return nil
+}
+
+// POST /v1/jobs/{id}/retry
+func (s *server) retry(w http.ResponseWriter, r *http.Request) error {
+	if err := decode(r, &struct{}{}, true); err != nil {
+		return err
+	}
+	j, err := s.ctl.Retry(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toJSON(j))
+	return nil
+}
+
+// claimJSON asks for jobs; wait long-polls (at most 60s).
+type claimJSON struct {
+	Queues   []string `json:"queues"`
+	Worker   string   `json:"worker"`
+	Max      int      `json:"max"`
+	LeaseTTL duration `json:"lease_ttl"`
+	Wait     duration `json:"wait"`
+}
+
+type claimedJSON struct {
+	Job      jobJSON   `json:"job"`
+	Token    uint64    `json:"token"`
+	Deadline time.Time `json:"deadline"`
+}
+
+// POST /v1/claim
+func (s *server) claim(w http.ResponseWriter, r *http.Request) error {
+	var in claimJSON
+	if err := decode(r, &in, false); err != nil {
+		return err
+	}
+	switch {
+	case len(in.Queues) == 0:
+		return bad("queues: at least one queue")
+	case in.Worker == "":
+		return bad("worker is required")
+	case in.Max < 0 || in.Max > fsm.MaxClaim:
+		return bad("max must be 0..%d", fsm.MaxClaim)
+	case in.LeaseTTL < 0 || time.Duration(in.LeaseTTL) > fsm.MaxLeaseTTL:
+		return bad("lease_ttl out of [0, %v]", fsm.MaxLeaseTTL)
+	case in.Wait < 0 || time.Duration(in.Wait) > time.Minute:
+		return bad("wait out of [0, 60s]")
+	}
+	leases, err := s.ctl.Claim(r.Context(), jobraft.ClaimRequest{Queues: in.Queues, Worker: in.Worker, Max: in.Max,
+		LeaseTTL: time.Duration(in.LeaseTTL), Wait: time.Duration(in.Wait)})
+	if err != nil {
+		return err
+	}
+	out := make([]claimedJSON, len(leases))
+	for i, l := range leases {
+		out[i] = claimedJSON{Job: toJSON(l.Job), Token: l.Token, Deadline: l.Deadline()}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"leases": out})
+	return nil
+}
+
+// leaseReq is the body of ack, nak, extend and term.
+type leaseReq struct {
+	Token      uint64   `json:"token"`
+	Result     []byte   `json:"result"`
+	ResultText *string  `json:"result_text"`
+	Delay      duration `json:"delay"`
+	Error      string   `json:"error"`
+	Reason     string   `json:"reason"`
+}
+
+// lease rebuilds the lease of a job from its ID and token. The job is read
+// linearizably so the attempt number used to resolve unknown outcomes is
+// current; the token alone carries the authority, checked by the state
+// machine.
+func (s *server) lease(ctx context.Context, r *http.Request, in *leaseReq) (*jobraft.Lease, error) {
+	if err := decode(r, in, false); err != nil {
+		return nil, err
+	}
+	if in.Token == 0 {
+		return nil, bad("token is required")
+	}
+	j, err := s.ctl.Get(ctx, r.PathValue("id"), jobraft.Linearizable)
+	if err != nil {
+		return nil, err
+	}
+	return s.ctl.LeaseOf(j, in.Token), nil
+}
+
+func (s *server) ack(w http.ResponseWriter, r *http.Request) error {
+	var in leaseReq
+	l, err := s.lease(r.Context(), r, &in)
+	if err != nil {
+		return err
+	}
+	res := in.Result
+	if in.ResultText != nil {
+		if res != nil {
+			return bad("give result (base64) or result_text, not both")
+		}
+		res = []byte(*in.ResultText)
+	}
+	if len(res) > fsm.MaxResult {
+		return bad("result of %d bytes is above %d", len(res), fsm.MaxResult)
+	}
+	return s.leaseReply(w, l, l.Ack(r.Context(), res))
+}
+
+func (s *server) nak(w http.ResponseWriter, r *http.Request) error {
+	var in leaseReq
+	l, err := s.lease(r.Context(), r, &in)
+	if err != nil {
+		return err
+	}
+	if in.Delay < 0 || time.Duration(in.Delay) > fsm.MaxDelay {
+		return bad("delay out of [0, %v]", fsm.MaxDelay)
+	}
+	return s.leaseReply(w, l, l.Nak(r.Context(), time.Duration(in.Delay), in.Error))
+}
+
+func (s *server) extend(w http.ResponseWriter, r *http.Request) error {
+	var in leaseReq
+	l, err := s.lease(r.Context(), r, &in)
+	if err != nil {
+		return err
+	}
+	return s.leaseReply(w, l, l.Extend(r.Context()))
+}
+
+func (s *server) term(w http.ResponseWriter, r *http.Request) error {
+	var in leaseReq
+	l, err := s.lease(r.Context(), r, &in)
+	if err != nil {
+		return err
+	}
+	return s.leaseReply(w, l, l.Term(r.Context(), in.Reason))
+}
+
+func (s *server) leaseReply(w http.ResponseWriter, l *jobraft.Lease, err error) error {
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": l.Job.ID, "token": l.Token, "deadline": l.Deadline()})
+	return nil
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jobraft/jobraft/raft"
+)
+
+// options is jobd's configuration: flags, optionally preset by a JSON file
+// (-config) whose keys are the flag names. Flags given on the command line
+// win over the file.
+type options struct {
+	ID        string `json:"id"`
+	DataDir   string `json:"data"`
+	RaftAddr  string `json:"raft-addr"`
+	Advertise string `json:"advertise"`
+	HTTPAddr  string `json:"http-addr"`
+	Peers     string `json:"peers"` // id=host:port,id=host:port (the initial members, this one included)
+	Bootstrap bool   `json:"bootstrap"`
+
+	Token     string `json:"token"`
+	TokenFile string `json:"token-file"`
+
+	APICert string `json:"api-cert"`
+	APIKey  string `json:"api-key"`
+
+	ClusterCA       string `json:"cluster-ca"`
+	ClusterCert     string `json:"cluster-cert"`
+	ClusterKey      string `json:"cluster-key"`
+	InsecureCluster bool   `json:"insecure-cluster"`
+
+	Queues        string        `json:"queues"` // queue=concurrency,...
+	Workers       bool          `json:"workers"`
+	Exec          stringList    `json:"exec"` // kind=shell command (opt-in)
+	LeaseTTL      time.Duration `json:"lease-ttl"`
+	MaxBody       int64         `json:"max-body"`
+	Heartbeat     time.Duration `json:"heartbeat"`
+	Election      time.Duration `json:"election"`
+	RetainFor     time.Duration `json:"retain-for"`
+	SnapshotEvery uint64        `json:"snapshot-threshold"`
+	LogLevel      string        `json:"log-level"`
+	ShutdownGrace time.Duration `json:"shutdown-grace"`
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ";") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func defaults() options {
+	return options{
+		RaftAddr: "127.0.0.1:7400", HTTPAddr: "127.0.0.1:8400",
+		Queues: "default=8", Workers: true, LeaseTTL: 30 * time.Second, MaxBody: 2 << 20,
+		Heartbeat: time.Second, Election: time.Second, RetainFor: 24 * time.Hour,
+		LogLevel: "info", ShutdownGrace: 10 * time.Second,
+	}
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.ID, "id", o.ID, "member ID, unique and stable across restarts (required)")
+	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory: log and snapshots (required)")
+	fs.StringVar(&o.RaftAddr, "raft-addr", o.RaftAddr, "member-to-member listen address (raft, forwarding, status)")
+	fs.StringVar(&o.Advertise, "advertise", o.Advertise, "address peers dial (default: -raft-addr)")
+	fs.StringVar(&o.HTTPAddr, "http-addr", o.HTTPAddr, "HTTP API listen address")
+	fs.StringVar(&o.Peers, "peers", o.Peers, "initial members id=host:port,... (this member included); empty: a one-member cluster")
+	fs.BoolVar(&o.Bootstrap, "bootstrap", o.Bootstrap, "bootstrap the cluster with -peers when the data dir is empty (give it to every initial member)")
+	fs.StringVar(&o.Token, "token", o.Token, "API bearer token (or env JOBD_TOKEN, or -token-file)")
+	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "file holding the API bearer token")
+	fs.StringVar(&o.APICert, "api-cert", o.APICert, "TLS certificate for the HTTP API (PEM); with -api-key enables HTTPS")
+	fs.StringVar(&o.APIKey, "api-key", o.APIKey, "TLS key for the HTTP API (PEM)")
+	fs.StringVar(&o.ClusterCA, "cluster-ca", o.ClusterCA, "CA (PEM) that member certificates are verified against: enables mTLS between members")
+	fs.StringVar(&o.ClusterCert, "cluster-cert", o.ClusterCert, "this member's certificate (PEM), used as TLS server and client")
+	fs.StringVar(&o.ClusterKey, "cluster-key", o.ClusterKey, "this member's key (PEM)")
+	fs.BoolVar(&o.InsecureCluster, "insecure-cluster", o.InsecureCluster, "allow a non-loopback -raft-addr without mTLS")
+	fs.StringVar(&o.Queues, "queues", o.Queues, "queues the built-in workers serve, queue=concurrency,...")
+	fs.BoolVar(&o.Workers, "workers", o.Workers, "run the built-in worker pool")
+	fs.Var(&o.Exec, "exec", "opt-in shell handler kind=command (repeatable): runs `sh -c command` with the payload on stdin")
+	fs.DurationVar(&o.LeaseTTL, "lease-ttl", o.LeaseTTL, "default lease TTL")
+	fs.Int64Var(&o.MaxBody, "max-body", o.MaxBody, "largest accepted request body in bytes")
+	fs.DurationVar(&o.Heartbeat, "heartbeat", o.Heartbeat, "raft heartbeat timeout")
+	fs.DurationVar(&o.Election, "election", o.Election, "raft election timeout")
+	fs.DurationVar(&o.RetainFor, "retain-for", o.RetainFor, "how long finished jobs are kept (negative: forever)")
+	fs.Uint64Var(&o.SnapshotEvery, "snapshot-threshold", o.SnapshotEvery, "entries between automatic snapshots (0: default 8192)")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "trace, debug, info, warn, error")
+	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", o.ShutdownGrace, "how long SIGTERM waits for running jobs and requests")
+}
+
+// parseOptions reads -config (if given) and then the flags over it.
+func parseOptions(args []string) (options, error) {
+	o := defaults()
+	// First pass: only find -config.
+	pre := flag.NewFlagSet("jobd", flag.ContinueOnError)
+	pre.SetOutput(discard{})
+	cfgFile := pre.String("config", "", "")
+	var scratch options
+	scratch.register(pre)
+	_ = pre.Parse(args)
+	if *cfgFile != "" {
+		b, err := os.ReadFile(*cfgFile)
+		if err != nil {
+			return o, fmt.Errorf("config: %w", err)
+		}
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o); err != nil {
+			return o, fmt.Errorf("config %s: %w", *cfgFile, err)
+		}
+	}
+	fs := flag.NewFlagSet("jobd", flag.ContinueOnError)
+	fs.String("config", *cfgFile, "JSON file of options (keys are the flag names; flags override it)")
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	return o, o.validate()
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func (o *options) validate() error {
+	var errs []error
+	if o.ID == "" {
+		errs = append(errs, errors.New("-id is required"))
+	}
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("-data is required"))
+	}
+	if (o.APICert == "") != (o.APIKey == "") {
+		errs = append(errs, errors.New("-api-cert and -api-key go together"))
+	}
+	tlsFlags := 0
+	for _, s := range []string{o.ClusterCA, o.ClusterCert, o.ClusterKey} {
+		if s != "" {
+			tlsFlags++
+		}
+	}
+	if tlsFlags != 0 && tlsFlags != 3 {
+		errs = append(errs, errors.New("-cluster-ca, -cluster-cert and -cluster-key go together"))
+	}
+	if tlsFlags == 0 && !o.InsecureCluster && !isLoopback(o.RaftAddr) {
+		errs = append(errs, fmt.Errorf("-raft-addr %s is not loopback: give -cluster-ca/-cluster-cert/-cluster-key (mTLS) or -insecure-cluster", o.RaftAddr))
+	}
+	if o.MaxBody < 1024 {
+		errs = append(errs, errors.New("-max-body must be at least 1024"))
+	}
+	if _, err := o.members(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := parseQueues(o.Queues); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := parseExec(o.Exec); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// members parses -peers; empty means this member alone.
+func (o *options) members() ([]raft.Member, error) {
+	if strings.TrimSpace(o.Peers) == "" {
+		addr := o.Advertise
+		if addr == "" {
+			addr = o.RaftAddr
+		}
+		return []raft.Member{{ID: o.ID, Address: addr, Voter: true}}, nil
+	}
+	var out []raft.Member
+	self := false
+	seen := map[string]bool{}
+	for _, p := range strings.Split(o.Peers, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("-peers: %q is not id=host:port", p)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("-peers: %q: %v", p, err)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("-peers: member %q twice", id)
+		}
+		seen[id] = true
+		self = self || id == o.ID
+		out = append(out, raft.Member{ID: id, Address: addr, Voter: true})
+	}
+	if !self {
+		return nil, fmt.Errorf("-peers does not name this member (%q)", o.ID)
+	}
+	return out, nil
+}
+
+// token returns the API token from -token, JOBD_TOKEN or -token-file.
+func (o *options) token() (string, error) {
+	t := o.Token
+	if t == "" {
+		t = os.Getenv("JOBD_TOKEN")
+	}
+	if t == "" && o.TokenFile != "" {
+		b, err := os.ReadFile(o.TokenFile)
+		if err != nil {
+			return "", fmt.Errorf("token file: %w", err)
+		}
+		t = strings.TrimSpace(string(b))
+	}
+	if len(t) < 16 {
+		return "", errors.New("an API token of at least 16 characters is required (-token, JOBD_TOKEN or -token-file)")
+	}
+	return t, nil
+}
+
+func parseQueues(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		name, n, ok := strings.Cut(p, "=")
+		c := 1
+		if ok {
+			if _, err := fmt.Sscan(n, &c); err != nil || c < 1 || c > 1024 {
+				return nil, fmt.Errorf("-queues: %q: concurrency must be 1..1024", p)
+			}
+		}
+		out[name] = c
+	}
+	return out, nil
+}
+
+func parseExec(list []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, e := range list {
+		kind, cmd, ok := strings.Cut(e, "=")
+		if !ok || kind == "" || strings.TrimSpace(cmd) == "" {
+			return nil, fmt.Errorf("-exec: %q is not kind=command", e)
+		}
+		if _, builtin := builtinHandlers[kind]; builtin {
+			return nil, fmt.Errorf("-exec: kind %q is a built-in handler", kind)
+		}
+		out[kind] = cmd
+	}
+	return out, nil
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

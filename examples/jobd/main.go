@@ -1,0 +1,247 @@
+// Command jobd is an example host daemon built on jobraft: one member of a
+// Raft-replicated job controller with an HTTP JSON API, a built-in worker
+// pool, Prometheus metrics and health probes.
+//
+//	jobd -id n1 -data /var/lib/jobd -raft-addr 127.0.0.1:7401 -http-addr 127.0.0.1:8401 \
+//	     -peers n1=127.0.0.1:7401,n2=127.0.0.1:7402,n3=127.0.0.1:7403 -bootstrap -token-file token
+//	jobd gencerts -dir certs -names n1,n2,n3,api   # throwaway certificates for a local cluster
+//
+// See README.md in the repository root for the API and every flag.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/wal"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "gencerts" {
+		if err := gencerts(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "jobd:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	o, err := parseOptions(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jobd:", err)
+		os.Exit(2)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "jobd", Level: hclog.LevelFromString(o.LogLevel), Output: os.Stderr})
+	m := newMetrics()
+	if err := m.installRaftSink(); err != nil {
+		log.Error("metrics", "error", err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	d, err := start(ctx, o, m, log)
+	if err != nil {
+		log.Error("start", "error", err)
+		os.Exit(1)
+	}
+	<-ctx.Done()
+	log.Info("shutting down", "grace", o.ShutdownGrace)
+	if err := d.shutdown(o.ShutdownGrace); err != nil {
+		log.Error("shutdown", "error", err)
+		os.Exit(1)
+	}
+	log.Info("stopped")
+}
+
+// daemon is one running jobd: controller, workers, background watchers and
+// the HTTP server.
+type daemon struct {
+	ctl      *jobraft.Controller
+	srv      *http.Server
+	ln       net.Listener
+	scheme   string
+	log      hclog.Logger
+	stopWork context.CancelFunc
+	stopBg   context.CancelFunc
+	stopReqs context.CancelFunc
+	workers  sync.WaitGroup
+	bg       sync.WaitGroup
+}
+
+// start opens the member and serves the API until shutdown.
+func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemon, error) {
+	token, err := o.token()
+	if err != nil {
+		return nil, err
+	}
+	members, err := o.members()
+	if err != nil {
+		return nil, err
+	}
+	ctls, err := o.clusterTLS()
+	if err != nil {
+		return nil, err
+	}
+	atls, err := o.apiTLS()
+	if err != nil {
+		return nil, err
+	}
+	queues, _ := parseQueues(o.Queues)
+	execs, _ := parseExec(o.Exec)
+	// Listen first: a taken port fails before the member opens.
+	ln, err := net.Listen("tcp", o.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("http listen: %w", err)
+	}
+	ctl, err := jobraft.Open(ctx, jobraft.Config{
+		Config: raft.Config{
+			ID: o.ID, DataDir: o.DataDir, BindAddr: o.RaftAddr, AdvertiseAddr: o.Advertise,
+			TLS: ctls, AllowInsecure: o.InsecureCluster, Bootstrap: o.Bootstrap, InitialMembers: members,
+			HeartbeatTimeout: o.Heartbeat, ElectionTimeout: o.Election, LeaderLeaseTimeout: o.Heartbeat / 2,
+			SnapshotThreshold: o.SnapshotEvery, Logger: log.Named("raft"),
+		},
+		LeaseTTL: o.LeaseTTL, RetainFor: o.RetainFor,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	d := &daemon{ctl: ctl, ln: ln, log: log, scheme: "http"}
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	d.stopBg = stopBg
+	d.bg.Add(2)
+	go func() { defer d.bg.Done(); countRefusals(bgCtx, ctl, m) }()
+	go func() { defer d.bg.Done(); countExpiries(bgCtx, ctl, m, log) }()
+	m.reg.MustRegister(newClusterCollector(ctl))
+
+	workCtx, stopWork := context.WithCancel(context.Background())
+	d.stopWork = stopWork
+	if o.Workers && len(queues) > 0 {
+		d.workers.Add(1)
+		go func() {
+			defer d.workers.Done()
+			err := ctl.Run(workCtx, jobraft.WorkerConfig{
+				Worker: o.ID, Queues: queues, Handlers: handlers(o.ID, execs, m), LeaseTTL: o.LeaseTTL,
+				OnError: func(j jobraft.Job, err error) {
+					// IDs and errors only: never payload bytes.
+					log.Debug("worker", "job", j.ID, "queue", j.Queue, "error", err)
+				},
+			})
+			if err != nil {
+				log.Error("workers", "error", err)
+			}
+		}()
+	}
+
+	reqCtx, stopReqs := context.WithCancel(context.Background())
+	d.stopReqs = stopReqs
+	s := newServer(ctl, o.ID, token, o.MaxBody, m, log.Named("http"), ctls)
+	d.srv = &http.Server{
+		Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return reqCtx },
+		ErrorLog:    log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	serveLn := ln
+	if atls != nil {
+		d.scheme = "https"
+		serveLn = tls.NewListener(ln, atls)
+	}
+	go func() {
+		if err := d.srv.Serve(serveLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http", "error", err)
+		}
+	}()
+	log.Info("started", "member", o.ID, "raft", ctl.Node().Addr(), "api", d.scheme+"://"+ln.Addr().String(),
+		"members", len(members), "cluster_tls", ctls != nil, "api_tls", atls != nil, "workers", o.Workers)
+	return d, nil
+}
+
+// URL is the API's base URL.
+func (d *daemon) URL() string { return d.scheme + "://" + d.ln.Addr().String() }
+
+// shutdown stops the workers (running handlers are canceled and their jobs
+// naked or left to their lease), then the HTTP server (open watch streams
+// are ended), then the member. grace bounds each phase.
+func (d *daemon) shutdown(grace time.Duration) error {
+	d.stopWork()
+	waitGroup(&d.workers, grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	d.stopReqs()
+	httpErr := d.srv.Shutdown(ctx)
+	d.stopBg()
+	err := d.ctl.Close(ctx)
+	waitGroup(&d.bg, grace)
+	return errors.Join(httpErr, err)
+}
+
+func waitGroup(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// countRefusals counts the node's persist-guard refusals.
+func countRefusals(ctx context.Context, ctl *jobraft.Controller, m *metrics) {
+	evs, cancel := ctl.Node().Events(64)
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-evs:
+			if !ok {
+				return
+			}
+			if ev.Kind == raft.EventGuardRefusal {
+				kind := wal.RefusalKind(ev.Err)
+				if kind == "" {
+					kind = "other"
+				}
+				m.refusals.WithLabelValues(kind).Inc()
+			}
+		}
+	}
+}
+
+// countExpiries counts lease expiries from the watch stream, resuming
+// after compaction.
+func countExpiries(ctx context.Context, ctl *jobraft.Controller, m *metrics, log hclog.Logger) {
+	var from uint64
+	for ctx.Err() == nil {
+		evs, err := ctl.Watch(ctx, from, jobraft.WatchFilter{Kinds: []jobraft.EventKind{jobraft.EventExpired}})
+		var ce *jobraft.CompactedError
+		if errors.As(err, &ce) {
+			from = ce.Oldest
+			continue
+		}
+		if err != nil {
+			return
+		}
+		for ev := range evs {
+			switch {
+			case ev.Kind == jobraft.EventExpired:
+				m.expiries.Inc()
+				from = ev.Index + 1
+			case errors.As(ev.Err, &ce):
+				log.Debug("expiry watch compacted; resuming", "oldest", ce.Oldest)
+				from = ce.Oldest
+			}
+		}
+	}
+}
