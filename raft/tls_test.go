@@ -43,11 +43,7 @@ func TestMutualTLS(t *testing.T) {
 	outsiders["rogue"], outsiders["plain"] = &rogueCfg, &plainCfg
 	for id, cfg := range outsiders {
 		kv := nodetest.NewKV()
-		n, err := raft.Open(*cfg, kv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer n.Close()
+		n := nodetest.OpenNew(t, *cfg, kv)
 		var wg sync.WaitGroup
 		for i, m := range c.Nodes {
 			wg.Add(2)
@@ -70,7 +66,7 @@ func TestMutualTLS(t *testing.T) {
 		}
 		wg.Wait()
 		actx, acancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err = c.Nodes[l].AddMember(actx, id, n.Addr())
+		err := c.Nodes[l].AddMember(actx, id, n.Addr())
 		acancel()
 		if err == nil {
 			t.Fatalf("%s was added and promoted", id)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
@@ -244,4 +245,22 @@ func (c *Cluster) Propose(i int, cmd string, d time.Duration) (raft.Result, erro
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return c.Nodes[i].Propose(ctx, []byte(cmd))
+}
+
+// OpenNew opens a member with cfg at a fresh loopback address (cfg.BindAddr
+// is replaced), trying another address when the port was taken between
+// FreeAddr and the bind. The member is closed at cleanup.
+func OpenNew(t testing.TB, cfg raft.Config, sm fsm.StateMachine) *raft.Node {
+	t.Helper()
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		cfg.BindAddr = FreeAddr(t)
+		var n *raft.Node
+		if n, err = raft.Open(cfg, sm); err == nil {
+			t.Cleanup(func() { n.Close() })
+			return n
+		}
+	}
+	t.Fatalf("open %s: %v", cfg.ID, err)
+	return nil
 }
