@@ -36,7 +36,9 @@ lint:
 
 ## bench: comparative benchmarks, side by side in one run.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s -timeout 60m ./wal/ ./fsm/ ./snapshot/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s -timeout 60m ./wal/ ./snapshot/ ./walcompare/
+	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./raft/ .
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -benchtime 200000x -timeout 60m ./fsm/
 
 ## soak: long randomized runs (crash rounds, model checks).
 soak:
