@@ -80,7 +80,7 @@ type cluster struct {
 	ctl *jobraft.Controller
 
 	term, commit, applied, last, leader *prometheus.Desc
-	jobs, lag, memberApplied, up         *prometheus.Desc
+	jobs, lag, memberApplied, up        *prometheus.Desc
 }
 
 func newClusterCollector(ctl *jobraft.Controller) *cluster {

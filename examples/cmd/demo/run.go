@@ -1,0 +1,392 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jobraft/jobraft/examples/internal/cluster"
+)
+
+// config is one demo run.
+type config struct {
+	Jobs      int
+	Clients   int
+	Batch     int
+	TLS       bool
+	Kill      bool          // SIGKILL the leader midway and restart it
+	Timeout   time.Duration // for the whole run
+	Dir       string        // data and logs (kept)
+	ModuleDir string        // the examples module (to build jobd)
+	Progress  io.Writer     // progress bar; nil: none
+	TTY       bool          // Progress is a terminal: redraw one line
+	LeaseTTL  time.Duration
+}
+
+const queue = "demo"
+
+func jobID(i int) string { return fmt.Sprintf("demo-%06d", i) }
+
+func payload(i int) string { return fmt.Sprintf("demo job %d", i) }
+
+// run is the demo: it returns the summary with every check; err is set when
+// the run could not complete (the summary then holds what was measured).
+func run(ctx context.Context, cfg config) (*summary, error) {
+	sum := &summary{Dir: cfg.Dir, Jobs: cfg.Jobs, TLS: cfg.TLS}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+
+	progress(cfg, "building jobd and walcompare ...\n")
+	jobd, walcmp, err := cluster.Build(ctx, cfg.ModuleDir, cfg.Dir)
+	if err != nil {
+		return sum, err
+	}
+	c, err := cluster.New(ctx, cluster.Options{Dir: cfg.Dir, TLS: cfg.TLS, Flags: []string{
+		"-heartbeat", "500ms", "-election", "500ms", "-lease-ttl", cfg.LeaseTTL.String(),
+		"-queues", queue + "=16", "-log-level", "info",
+	}}, jobd, walcmp)
+	if err != nil {
+		return sum, err
+	}
+	defer c.Close() // on every path: no member outlives the demo
+	sum.c = c
+	for i := range c.Members {
+		if err := c.Start(i); err != nil {
+			return sum, err
+		}
+	}
+	if _, err := waitCluster(ctx, c, 30*time.Second, nil); err != nil {
+		return sum, fmt.Errorf("cluster did not come up: %w", err)
+	}
+	progress(cfg, "cluster up: %d members on loopback (member mTLS: %v)\n", len(c.Members), cfg.TLS)
+
+	start := time.Now()
+	half := make(chan struct{})
+	var submitted atomic.Int64
+	var dups atomic.Int64
+	var failover *failoverResult
+	var failErr error
+	var wg sync.WaitGroup
+	if cfg.Kill {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-half:
+			case <-ctx.Done():
+				return
+			}
+			failover, failErr = killLeader(ctx, c)
+		}()
+	}
+	stopBar := startBar(ctx, cfg, c, &submitted)
+	err = submitAll(ctx, cfg, c, &submitted, &dups, half)
+	sum.SubmitDur = time.Since(start)
+	sum.Duplicates = int(dups.Load())
+	if err != nil {
+		stopBar()
+		return sum, fmt.Errorf("submit: %w", err)
+	}
+	wg.Wait()
+	if failErr != nil {
+		stopBar()
+		return sum, fmt.Errorf("failover: %w", failErr)
+	}
+	sum.Failover = failover
+	if err := waitDone(ctx, c, cfg.Jobs); err != nil {
+		stopBar()
+		return sum, err
+	}
+	sum.TotalDur = time.Since(start)
+	stopBar()
+
+	conv, err := waitCluster(ctx, c, 60*time.Second, sameState)
+	if err != nil {
+		return sum, fmt.Errorf("convergence: %w", err)
+	}
+	sum.Members = conv
+	sum.check("converged", true, fmt.Sprintf("all %d members applied index %d with digest %s", len(conv), conv[0].AppliedIndex, short(conv[0].Digest)))
+
+	if err := verifyResults(ctx, cfg, c, sum); err != nil {
+		return sum, err
+	}
+	killed := -1
+	if failover != nil {
+		killed = c.Index(failover.Killed)
+	}
+	if err := verifyAcks(ctx, cfg, c, killed, sum); err != nil {
+		return sum, err
+	}
+	// Stop gracefully, then compare the logs on disk.
+	var stopErrs []string
+	for i := range c.Members {
+		if err := c.Stop(i, 30*time.Second); err != nil {
+			stopErrs = append(stopErrs, err.Error())
+		}
+	}
+	sum.check("graceful stop (SIGTERM, exit 0)", len(stopErrs) == 0, strings.Join(stopErrs, "; "))
+	return sum, compareLogs(ctx, c, sum)
+}
+
+func progress(cfg config, format string, args ...any) {
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, format, args...)
+	}
+}
+
+// waitCluster polls every member's status API until ok accepts the set
+// (default: every member ready and agreeing on a leader) or the deadline.
+func waitCluster(ctx context.Context, c *cluster.Cluster, d time.Duration, ok func([]cluster.Status) bool) ([]cluster.Status, error) {
+	if ok == nil {
+		ok = agreeOnLeader
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last []cluster.Status
+	var lastErr error
+	for {
+		sts := make([]cluster.Status, len(c.Members))
+		lastErr = nil
+		for i, m := range c.Members {
+			st, err := m.Client.Status(ctx)
+			if err != nil {
+				lastErr = fmt.Errorf("%s: %w", m.ID, err)
+				break
+			}
+			sts[i] = st
+		}
+		if lastErr == nil {
+			last = sts
+			if ok(sts) {
+				return sts, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return last, fmt.Errorf("%w (last status %s, last error %v)", ctx.Err(), describe(last), lastErr)
+		case <-tick.C:
+		}
+	}
+}
+
+func agreeOnLeader(sts []cluster.Status) bool {
+	leaders := 0
+	for _, s := range sts {
+		if !s.Ready || s.LeaderID != sts[0].LeaderID {
+			return false
+		}
+		if s.Role == "Leader" {
+			leaders++
+		}
+	}
+	return leaders == 1
+}
+
+// sameState: every member applied everything it knows committed, at the
+// same index, with the same state digest.
+func sameState(sts []cluster.Status) bool {
+	if !agreeOnLeader(sts) {
+		return false
+	}
+	for _, s := range sts {
+		if s.AppliedIndex != s.CommitIndex || s.AppliedIndex != sts[0].AppliedIndex ||
+			s.DigestIndex != sts[0].DigestIndex || s.Digest != sts[0].Digest {
+			return false
+		}
+	}
+	return true
+}
+
+func describe(sts []cluster.Status) string {
+	var b strings.Builder
+	for _, s := range sts {
+		fmt.Fprintf(&b, "[%s %s term %d leader %q commit %d applied %d] ", s.ID, s.Role, s.Term, s.LeaderID, s.CommitIndex, s.AppliedIndex)
+	}
+	return b.String()
+}
+
+// submitAll submits cfg.Jobs jobs in batches from cfg.Clients concurrent
+// clients, each spreading its batches over the members and retrying a batch
+// (same job IDs: idempotent) on another member when one fails or is down.
+func submitAll(ctx context.Context, cfg config, c *cluster.Cluster, submitted, dups *atomic.Int64, half chan struct{}) error {
+	batches := make(chan []cluster.NewJob)
+	go func() {
+		defer close(batches)
+		for i := 0; i < cfg.Jobs; i += cfg.Batch {
+			var b []cluster.NewJob
+			for j := i; j < min(i+cfg.Batch, cfg.Jobs); j++ {
+				b = append(b, cluster.NewJob{ID: jobID(j), Queue: queue, Kind: "sha256", PayloadText: payload(j)})
+			}
+			select {
+			case batches <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	errs := make(chan error, cfg.Clients)
+	var wg sync.WaitGroup
+	for k := 0; k < cfg.Clients; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rr := k
+			for b := range batches {
+				if err := submitBatch(ctx, c, &rr, b, dups); err != nil {
+					errs <- err
+					return
+				}
+				if submitted.Add(int64(len(b))) >= int64(cfg.Jobs/2) {
+					once.Do(func() { close(half) })
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(<-errs, ctx.Err())
+}
+
+func submitBatch(ctx context.Context, c *cluster.Cluster, rr *int, b []cluster.NewJob, dups *atomic.Int64) error {
+	pause := time.NewTicker(100 * time.Millisecond) // retry pacing only
+	defer pause.Stop()
+	for len(b) > 0 {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		*rr = (*rr + 1) % len(c.Members)
+		if !c.Running(*rr) {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		res, err := c.Members[*rr].Client.SubmitBatch(rctx, b)
+		cancel()
+		var ae *cluster.APIError
+		if err != nil && (!errors.As(err, &ae) || ae.Code >= 500) {
+			<-pause.C // member down or no leader: try the next one
+			continue
+		}
+		if err != nil {
+			return err // a 4xx: the demo's own request is wrong
+		}
+		var again []cluster.NewJob
+		for i, r := range res {
+			switch r.Error {
+			case "":
+				if r.Duplicate {
+					dups.Add(1)
+				}
+			case "not_submitted", "outcome_unknown", "closed", "timeout":
+				again = append(again, b[i])
+			default:
+				return fmt.Errorf("job %s refused: %s: %s", b[i].ID, r.Error, r.Reason)
+			}
+		}
+		b = again
+	}
+	return nil
+}
+
+// waitDone polls the job counts until every job succeeded.
+func waitDone(ctx context.Context, c *cluster.Cluster, jobs int) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for i, m := range c.Members {
+			if !c.Running(i) {
+				continue
+			}
+			qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			counts, err := m.Client.Counts(qctx, queue)
+			cancel()
+			if err != nil {
+				continue
+			}
+			if counts["dead"] > 0 || counts["canceled"] > 0 {
+				return fmt.Errorf("jobs failed: %v", counts)
+			}
+			if counts["succeeded"] >= jobs {
+				return nil
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for every job to complete: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// startBar draws a progress bar until the returned stop is called.
+func startBar(ctx context.Context, cfg config, c *cluster.Cluster, submitted *atomic.Int64) func() {
+	if cfg.Progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		completed, n := 0, 0
+		for {
+			for i, m := range c.Members {
+				if !c.Running(i) {
+					continue
+				}
+				qctx, cancel := context.WithTimeout(ctx, time.Second)
+				counts, err := m.Client.Counts(qctx, queue)
+				cancel()
+				if err == nil {
+					completed = counts["succeeded"]
+					break
+				}
+			}
+			n++
+			if cfg.TTY || n%8 == 1 {
+				lead, end := "\r", ""
+				if !cfg.TTY {
+					lead, end = "", "\n" // a log, not a terminal: one line every 2s
+				}
+				fmt.Fprintf(cfg.Progress, "%s  submitted %s %6d/%d   completed %s %6d/%d %s", lead,
+					bar(int(submitted.Load()), cfg.Jobs), submitted.Load(), cfg.Jobs, bar(completed, cfg.Jobs), completed, cfg.Jobs, end)
+			}
+			select {
+			case <-done:
+				fmt.Fprintln(cfg.Progress)
+				return
+			case <-ctx.Done():
+				fmt.Fprintln(cfg.Progress)
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-stopped }) }
+}
+
+func bar(n, total int) string {
+	const w = 20
+	f := 0
+	if total > 0 {
+		f = min(w, n*w/total)
+	}
+	return "[" + strings.Repeat("#", f) + strings.Repeat(".", w-f) + "]"
+}
+
+func short(s string) string {
+	if len(s) > 16 {
+		return s[:16]
+	}
+	return s
+}

@@ -1,0 +1,248 @@
+// Package cluster runs a local jobd cluster as child processes on loopback:
+// it builds the binaries, generates throwaway mTLS certificates, starts,
+// SIGKILLs, restarts and stops members, and reads their state only through
+// the HTTP API (never from log text). The demo and the examples' end-to-end
+// test share it.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options configures a cluster.
+type Options struct {
+	Dir     string // everything lives here: bin/, certs/, token, n1/ (data), n1.log, ...
+	Members int    // default 3
+	TLS     bool   // mTLS between members (throwaway certificates)
+	// Extra flags for every member, e.g. -lease-ttl 5s.
+	Flags []string
+}
+
+// Member is one jobd process.
+type Member struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+	DataDir  string
+	LogPath  string
+	Client   *Client
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // exit status once done
+}
+
+// Cluster is a set of jobd members.
+type Cluster struct {
+	Opts    Options
+	Bin     string // jobd binary
+	WalCmp  string // walcompare binary
+	Token   string
+	Members []*Member
+	peers   string
+}
+
+// Build compiles jobd and the walcompare CLI into dir/bin. moduleDir is
+// the examples module's directory.
+func Build(ctx context.Context, moduleDir, dir string) (jobd, walcmp string, err error) {
+	bin := filepath.Join(dir, "bin")
+	jobd, walcmp = filepath.Join(bin, "jobd"), filepath.Join(bin, "walcompare")
+	for _, b := range [][2]string{{jobd, "./jobd"}, {walcmp, "github.com/jobraft/jobraft/walcompare/cmd/walcompare"}} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", b[0], b[1])
+		cmd.Dir = moduleDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	return jobd, walcmp, nil
+}
+
+// New prepares a cluster (token, certificates, addresses) without starting
+// it.
+func New(ctx context.Context, opts Options, jobd, walcmp string) (*Cluster, error) {
+	if opts.Members == 0 {
+		opts.Members = 3
+	}
+	c := &Cluster{Opts: opts, Bin: jobd, WalCmp: walcmp}
+	var tok [16]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		return nil, err
+	}
+	c.Token = hex.EncodeToString(tok[:])
+	if err := os.WriteFile(filepath.Join(opts.Dir, "token"), []byte(c.Token+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	var names, peers []string
+	for i := 1; i <= opts.Members; i++ {
+		m := &Member{ID: fmt.Sprintf("n%d", i), DataDir: filepath.Join(opts.Dir, fmt.Sprintf("n%d", i)),
+			LogPath: filepath.Join(opts.Dir, fmt.Sprintf("n%d.log", i))}
+		var err error
+		if m.RaftAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		if m.HTTPAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		m.Client = NewClient("http://"+m.HTTPAddr, c.Token)
+		c.Members = append(c.Members, m)
+		names = append(names, m.ID)
+		peers = append(peers, m.ID+"="+m.RaftAddr)
+	}
+	c.peers = strings.Join(peers, ",")
+	if opts.TLS {
+		cmd := exec.CommandContext(ctx, jobd, "gencerts", "-dir", c.CertDir(), "-names", strings.Join(names, ","))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("jobd gencerts: %v\n%s", err, out)
+		}
+	}
+	return c, nil
+}
+
+// CertDir holds ca.pem and <id>.pem / <id>-key.pem.
+func (c *Cluster) CertDir() string { return filepath.Join(c.Opts.Dir, "certs") }
+
+func (c *Cluster) args(m *Member) []string {
+	a := []string{"-id", m.ID, "-data", m.DataDir, "-raft-addr", m.RaftAddr, "-http-addr", m.HTTPAddr,
+		"-peers", c.peers, "-bootstrap", "-token-file", filepath.Join(c.Opts.Dir, "token")}
+	if c.Opts.TLS {
+		d := c.CertDir()
+		a = append(a, "-cluster-ca", filepath.Join(d, "ca.pem"), "-cluster-cert", filepath.Join(d, m.ID+".pem"),
+			"-cluster-key", filepath.Join(d, m.ID+"-key.pem"))
+	}
+	return append(a, c.Opts.Flags...)
+}
+
+// Start starts member i (again); its log is appended to.
+func (c *Cluster) Start(i int) error {
+	m := c.Members[i]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd != nil {
+		select {
+		case <-m.done:
+		default:
+			return fmt.Errorf("%s is running", m.ID)
+		}
+	}
+	logf, err := os.OpenFile(m.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(c.Bin, c.args(m)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", m.ID, err)
+	}
+	done := make(chan struct{})
+	m.cmd, m.done = cmd, done
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		m.mu.Lock()
+		m.err = err
+		m.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// Running reports whether member i's process is alive.
+func (c *Cluster) Running(i int) bool {
+	m := c.Members[i]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return false
+	}
+	select {
+	case <-m.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill SIGKILLs member i and waits for the process to be gone.
+func (c *Cluster) Kill(i int) error { return c.signal(i, syscall.SIGKILL, 10*time.Second) }
+
+// Stop SIGTERMs member i and waits (up to timeout) for a clean exit; it
+// returns an error if the process exited non-zero or had to be killed.
+func (c *Cluster) Stop(i int, timeout time.Duration) error {
+	if err := c.signal(i, syscall.SIGTERM, timeout); err != nil {
+		_ = c.Kill(i)
+		return err
+	}
+	m := c.Members[i]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return fmt.Errorf("%s exited after SIGTERM: %v (log: %s)", m.ID, m.err, m.LogPath)
+	}
+	return nil
+}
+
+func (c *Cluster) signal(i int, sig syscall.Signal, timeout time.Duration) error {
+	m := c.Members[i]
+	m.mu.Lock()
+	cmd, done := m.cmd, m.done
+	m.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%s did not exit within %v of %v", m.ID, timeout, sig)
+	}
+}
+
+// Close SIGKILLs every member still running. It is safe to call more than
+// once and from a signal handler's cleanup.
+func (c *Cluster) Close() {
+	for i := range c.Members {
+		if c.Running(i) {
+			_ = c.Kill(i)
+		}
+	}
+}
+
+// Index returns the index of the member with id, or -1.
+func (c *Cluster) Index(id string) int {
+	for i, m := range c.Members {
+		if m.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
