@@ -129,7 +129,11 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 			stopErrs = append(stopErrs, err.Error())
 		}
 	}
-	sum.check("graceful stop (SIGTERM, exit 0)", len(stopErrs) == 0, strings.Join(stopErrs, "; "))
+	detail := "all members"
+	if len(stopErrs) > 0 {
+		detail = strings.Join(stopErrs, "; ")
+	}
+	sum.check("graceful stop (SIGTERM, exit 0)", len(stopErrs) == 0, detail)
 	return sum, compareLogs(ctx, c, sum)
 }
 
