@@ -124,3 +124,32 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+// Regression (found by FuzzApply): a job whose Max was below the default
+// Base was stored with Max < Base, which Restore refuses — a state its own
+// snapshot could not restore.
+func TestBackoffMaxBelowDefaultBaseRestores(t *testing.T) {
+	j := New()
+	cmd, err := EncodeCommand(SubmitCmd{Jobs: []NewJob{{ID: "a", Queue: "q", Kind: "k", Backoff: Backoff{Max: 500 * time.Millisecond}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := DecodeResult(j.Apply(Entry{Index: 1, Term: 1, Time: time.Unix(1, 0), Cmd: cmd})); err != nil || r.Err() != nil {
+		t.Fatalf("submit: %v %v", err, r.Err())
+	}
+	snap, err := j.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := snap.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	k := New()
+	if err := k.Restore(&buf); err != nil {
+		t.Fatalf("restore of its own snapshot: %v", err)
+	}
+	if k.Digest() != j.Digest() {
+		t.Fatal("digest differs after restore")
+	}
+}

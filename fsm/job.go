@@ -70,7 +70,8 @@ func (s State) Valid() bool { return s > StateInvalid && s < numStates }
 // and then, if Jitter > 0, d is reduced by up to Jitter percent, by an amount
 // derived from a hash of (job ID, n) — never from randomness, so every member
 // computes the same delay. Zero fields take the defaults (Base 1 s, Max 1 h,
-// Factor 2000 = ×2); use Base = 1ns for (nearly) immediate retries.
+// Factor 2000 = ×2); a Max below the (defaulted) Base is raised to Base. Use
+// Base = 1ns for (nearly) immediate retries.
 type Backoff struct {
 	Base   time.Duration
 	Max    time.Duration
@@ -84,9 +85,12 @@ func (b Backoff) withDefaults() Backoff {
 	}
 	if b.Max == 0 {
 		b.Max = DefaultBackoffMax
-		if b.Max < b.Base {
-			b.Max = b.Base
-		}
+	}
+	// A Max below the (defaulted) Base caps nothing: raise it, so the
+	// result validates and withDefaults is idempotent (a snapshot of the
+	// stored policy restores).
+	if b.Max < b.Base {
+		b.Max = b.Base
 	}
 	if b.Factor == 0 {
 		b.Factor = DefaultBackoffFactor
