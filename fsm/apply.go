@@ -229,15 +229,25 @@ func (s *state) extend(e Entry, now int64, c *ExtendCmd, r *result) *refusal {
 }
 
 func (s *state) ack(now int64, c *AckCmd, r *result) *refusal {
-	old, rf := s.leased(c.ID, c.Token)
+	return s.finish(c.ID, c.Token, now, StateSucceeded, nil, c.Result, r)
+}
+
+// finish ends the leased job id (fenced by token) in terminal state st with
+// the outcome (msg, result); a nil msg keeps the last error.
+func (s *state) finish(id string, token uint64, now int64, st State, msg *string, result []byte, r *result) *refusal {
+	old, rf := s.leased(id, token)
 	if rf != nil {
 		return rf
 	}
 	n := old.clone()
-	n.state = StateSucceeded
+	n.state = st
 	n.lease = nil
 	n.updated = now
-	n.setOutcome(old.lastErr(), c.Result)
+	last := old.lastErr()
+	if msg != nil {
+		last = *msg
+	}
+	n.setOutcome(last, result)
 	s.replace(old, n)
 	r.jobs = append(r.jobs, n)
 	return nil
@@ -274,18 +284,7 @@ func (s *state) nak(now int64, c *NakCmd, r *result) *refusal {
 }
 
 func (s *state) term(now int64, c *TermCmd, r *result) *refusal {
-	old, rf := s.leased(c.ID, c.Token)
-	if rf != nil {
-		return rf
-	}
-	n := old.clone()
-	n.state = StateDead
-	n.lease = nil
-	n.updated = now
-	n.setOutcome(c.Reason, nil)
-	s.replace(old, n)
-	r.jobs = append(r.jobs, n)
-	return nil
+	return s.finish(c.ID, c.Token, now, StateDead, &c.Reason, nil, r)
 }
 
 func (s *state) cancel(now int64, c *CancelCmd, r *result) *refusal {
