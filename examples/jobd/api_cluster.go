@@ -21,13 +21,29 @@ type statusJSON struct {
 	raft.Status
 	Digest      string `json:"digest"`
 	DigestIndex uint64 `json:"digest_index"`
-	// Ready: a leader is known and applied >= commit (as /readyz).
+	// Ready: a leader is known and the state machine applied everything up
+	// to the commit index (as /readyz). For other members, as they report
+	// it: applied >= commit.
 	Ready bool `json:"ready"`
 }
 
-func statusOf(st raft.Status) statusJSON {
-	return statusJSON{Status: st, Digest: hex.EncodeToString(st.Digest.Sum[:]), DigestIndex: st.Digest.Index,
-		Ready: st.LeaderID != "" && st.AppliedIndex >= st.CommitIndex}
+func statusOf(st raft.Status, ready bool) statusJSON {
+	return statusJSON{Status: st, Digest: hex.EncodeToString(st.Digest.Sum[:]), DigestIndex: st.Digest.Index, Ready: ready}
+}
+
+// selfStatus is this member's status with readiness: a leader is known and
+// the state machine applied up to the commit index. Entries raft never hands
+// to the state machine (the no-op a new leader commits) count as applied
+// once everything before them is (raft.Node.WaitApplied).
+func selfStatus(ctx context.Context, node *raft.Node) statusJSON {
+	st := node.Status()
+	ready := false
+	if st.LeaderID != "" {
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		ready = node.WaitApplied(wctx, st.CommitIndex) == nil
+		cancel()
+	}
+	return statusOf(st, ready)
 }
 
 // memberStatus is one member as seen from the member answering.
@@ -44,14 +60,13 @@ type memberStatus struct {
 
 // memberStatuses asks every member in the configuration for its status
 // (the status RPC), concurrently.
-func memberStatuses(ctx context.Context, node *raft.Node, self raft.Status) []memberStatus {
+func memberStatuses(ctx context.Context, node *raft.Node, self statusJSON) []memberStatus {
 	out := make([]memberStatus, len(self.Members))
 	var wg sync.WaitGroup
 	for i, m := range self.Members {
 		out[i] = memberStatus{ID: m.ID, Address: m.Address, Voter: m.Voter}
 		if m.ID == self.ID {
-			s := statusOf(self)
-			out[i].Status = &s
+			out[i].Status = &self
 			continue
 		}
 		wg.Add(1)
@@ -62,7 +77,7 @@ func memberStatuses(ctx context.Context, node *raft.Node, self raft.Status) []me
 				out[i].Error = err.Error()
 				return
 			}
-			s := statusOf(st)
+			s := statusOf(st, st.LeaderID != "" && st.AppliedIndex >= st.CommitIndex)
 			out[i].Status = &s
 			if self.LastIndex > st.LastIndex {
 				out[i].Lag = self.LastIndex - st.LastIndex
@@ -77,8 +92,8 @@ func memberStatuses(ctx context.Context, node *raft.Node, self raft.Status) []me
 // members=0, every member's (asked over the status RPC).
 func (s *server) clusterStatus(w http.ResponseWriter, r *http.Request) error {
 	node := s.ctl.Node()
-	self := node.Status()
-	out := map[string]any{"self": statusOf(self)}
+	self := selfStatus(r.Context(), node)
+	out := map[string]any{"self": self}
 	if r.URL.Query().Get("members") != "0" {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

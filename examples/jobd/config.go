@@ -70,7 +70,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.RaftAddr, "raft-addr", o.RaftAddr, "member-to-member listen address (raft, forwarding, status)")
 	fs.StringVar(&o.Advertise, "advertise", o.Advertise, "address peers dial (default: -raft-addr)")
 	fs.StringVar(&o.HTTPAddr, "http-addr", o.HTTPAddr, "HTTP API listen address")
-	fs.StringVar(&o.Peers, "peers", o.Peers, "initial members id=host:port,... (this member included); empty: a one-member cluster")
+	fs.StringVar(&o.Peers, "peers", o.Peers, "initial members id=host:port,... (this member included); empty: a one-member cluster (bootstrapped)")
 	fs.BoolVar(&o.Bootstrap, "bootstrap", o.Bootstrap, "bootstrap the cluster with -peers when the data dir is empty (give it to every initial member)")
 	fs.StringVar(&o.Token, "token", o.Token, "API bearer token (or env JOBD_TOKEN, or -token-file)")
 	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "file holding the API bearer token")
@@ -165,14 +165,10 @@ func (o *options) validate() error {
 	return errors.Join(errs...)
 }
 
-// members parses -peers; empty means this member alone.
+// members parses -peers; nil means this member alone.
 func (o *options) members() ([]raft.Member, error) {
 	if strings.TrimSpace(o.Peers) == "" {
-		addr := o.Advertise
-		if addr == "" {
-			addr = o.RaftAddr
-		}
-		return []raft.Member{{ID: o.ID, Address: addr, Voter: true}}, nil
+		return nil, nil // this member alone, at its bound address
 	}
 	var out []raft.Member
 	self := false

@@ -106,7 +106,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	ctl, err := jobraft.Open(ctx, jobraft.Config{
 		Config: raft.Config{
 			ID: o.ID, DataDir: o.DataDir, BindAddr: o.RaftAddr, AdvertiseAddr: o.Advertise,
-			TLS: ctls, AllowInsecure: o.InsecureCluster, Bootstrap: o.Bootstrap, InitialMembers: members,
+			TLS: ctls, AllowInsecure: o.InsecureCluster, Bootstrap: o.Bootstrap || members == nil, InitialMembers: members,
 			HeartbeatTimeout: o.Heartbeat, ElectionTimeout: o.Election, LeaderLeaseTimeout: o.Heartbeat / 2,
 			SnapshotThreshold: o.SnapshotEvery, Logger: log.Named("raft"),
 		},
@@ -162,7 +162,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 		}
 	}()
 	log.Info("started", "member", o.ID, "raft", ctl.Node().Addr(), "api", d.scheme+"://"+ln.Addr().String(),
-		"members", len(members), "cluster_tls", ctls != nil, "api_tls", atls != nil, "workers", o.Workers)
+		"peers", len(members), "cluster_tls", ctls != nil, "api_tls", atls != nil, "workers", o.Workers)
 	return d, nil
 }
 

@@ -134,7 +134,7 @@ func (c *cluster) Collect(ch chan<- prometheus.Metric) {
 	if st.Role != "Leader" {
 		return
 	}
-	for _, m := range memberStatuses(ctx, node, st) {
+	for _, m := range memberStatuses(ctx, node, statusOf(st, true)) {
 		if m.Error != "" {
 			g(c.up, 0, m.ID)
 			continue

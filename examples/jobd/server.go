@@ -233,12 +233,12 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 
 // readyz: ready when the member knows a leader and has applied up to the
 // commit index it knows.
-func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
-	st := s.ctl.Node().Status()
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	st := selfStatus(r.Context(), s.ctl.Node())
 	switch {
 	case st.LeaderID == "":
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "no leader known")
-	case st.AppliedIndex < st.CommitIndex:
+	case !st.Ready:
 		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("applied %d of commit %d", st.AppliedIndex, st.CommitIndex))
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "member": s.member, "leader": st.LeaderID, "applied": st.AppliedIndex})

@@ -193,14 +193,15 @@ func agreeOnLeader(sts []cluster.Status) bool {
 	return leaders == 1
 }
 
-// sameState: every member applied everything it knows committed, at the
-// same index, with the same state digest.
+// sameState: every member is ready (applied everything it knows
+// committed), at the same commit and last index, with the same state digest
+// at the same applied index.
 func sameState(sts []cluster.Status) bool {
 	if !agreeOnLeader(sts) {
 		return false
 	}
 	for _, s := range sts {
-		if s.AppliedIndex != s.CommitIndex || s.AppliedIndex != sts[0].AppliedIndex ||
+		if s.CommitIndex != sts[0].CommitIndex || s.LastIndex != sts[0].LastIndex ||
 			s.DigestIndex != sts[0].DigestIndex || s.Digest != sts[0].Digest {
 			return false
 		}
