@@ -16,14 +16,9 @@ import (
 func (l *Log) DeleteRange(min, max uint64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	l.mu.RLock()
-	closed, failed, sh := l.closed, l.failed, l.shape()
-	l.mu.RUnlock()
-	if closed {
-		return ErrClosed
-	}
-	if failed != nil {
-		return fmt.Errorf("%w: %w", ErrFailed, failed)
+	sh, err := l.writable()
+	if err != nil {
+		return err
 	}
 	kind, g := checkDelete(sh, min, max)
 	if g != nil {
@@ -172,14 +167,8 @@ func (l *Log) persistFloor() error {
 func (l *Log) SyncFloor() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	l.mu.RLock()
-	closed, failed := l.closed, l.failed
-	l.mu.RUnlock()
-	if closed {
-		return ErrClosed
-	}
-	if failed != nil {
-		return fmt.Errorf("%w: %w", ErrFailed, failed)
+	if _, err := l.writable(); err != nil {
+		return err
 	}
 	if err := l.persistFloor(); err != nil {
 		return l.fail(err)

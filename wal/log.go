@@ -425,14 +425,9 @@ func (l *Log) StoreLogs(entries []*raft.Log) error {
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	l.mu.RLock()
-	closed, failed, sh := l.closed, l.failed, l.shape()
-	l.mu.RUnlock()
-	if closed {
-		return ErrClosed
-	}
-	if failed != nil {
-		return fmt.Errorf("%w: %w", ErrFailed, failed)
+	sh, err := l.writable()
+	if err != nil {
+		return err
 	}
 	if g := checkStore(sh, entries, l.opts.requireStamp); g != nil {
 		if g.Err == ErrOverwrite {
@@ -578,4 +573,18 @@ func (l *Log) refused(err error) {
 	if fn := l.opts.onRefusal; fn != nil {
 		fn(err)
 	}
+}
+
+// writable returns the log's shape when it may be written to: not closed,
+// not failed. wmu held.
+func (l *Log) writable() (shape, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return shape{}, ErrClosed
+	}
+	if l.failed != nil {
+		return shape{}, fmt.Errorf("%w: %w", ErrFailed, l.failed)
+	}
+	return l.shape(), nil
 }
