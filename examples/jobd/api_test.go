@@ -326,3 +326,24 @@ func TestOptionsValidation(t *testing.T) {
 		t.Error("no token accepted")
 	}
 }
+
+func TestConfigFileAndFlagsOverride(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "jobd.json")
+	if err := os.WriteFile(f, []byte(`{"id":"fromfile","data":"/d","queues":"a=2,b=3","lease-ttl":"5s","workers":false,"max-body":4096,"exec":["up=tr a-z A-Z"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseOptions([]string{"-config", f, "-id", "fromflag"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ID != "fromflag" || o.DataDir != "/d" || o.Queues != "a=2,b=3" || o.LeaseTTL != 5*time.Second ||
+		o.Workers || o.MaxBody != 4096 || len(o.Exec) != 1 {
+		t.Fatalf("options %+v", o)
+	}
+	if err := os.WriteFile(f, []byte(`{"id":"x","unknown":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseOptions([]string{"-config", f}); err == nil || !strings.Contains(err.Error(), "unknown") {
+		t.Fatalf("unknown config key: %v", err)
+	}
+}

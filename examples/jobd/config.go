@@ -16,7 +16,7 @@ import (
 // options is jobd's configuration: flags, optionally preset by a JSON file
 // (-config) whose keys are the flag names. Flags given on the command line
 // win over the file.
-type options struct {
+type options struct { // the json tags name the config-file keys (= flag names)
 	ID        string `json:"id"`
 	DataDir   string `json:"data"`
 	RaftAddr  string `json:"raft-addr"`
@@ -93,34 +93,61 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", o.ShutdownGrace, "how long SIGTERM waits for running jobs and requests")
 }
 
-// parseOptions reads -config (if given) and then the flags over it.
+// parseOptions reads -config (if given) and then the flags over it. The
+// file is a JSON object whose keys are flag names and whose values are
+// written as on the command line ("30s", "default=8", true, 4096; a list
+// for the repeatable -exec).
 func parseOptions(args []string) (options, error) {
 	o := defaults()
-	// First pass: only find -config.
+	fs := flag.NewFlagSet("jobd", flag.ContinueOnError)
+	fs.String("config", "", "JSON file of options (keys are flag names; the command line wins)")
+	o.register(fs)
+	// First pass: only to find -config.
 	pre := flag.NewFlagSet("jobd", flag.ContinueOnError)
 	pre.SetOutput(discard{})
-	cfgFile := pre.String("config", "", "")
 	var scratch options
 	scratch.register(pre)
+	preCfg := pre.String("config", "", "")
 	_ = pre.Parse(args)
-	if *cfgFile != "" {
-		b, err := os.ReadFile(*cfgFile)
-		if err != nil {
-			return o, fmt.Errorf("config: %w", err)
-		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&o); err != nil {
-			return o, fmt.Errorf("config %s: %w", *cfgFile, err)
+	if *preCfg != "" {
+		if err := applyFile(fs, *preCfg); err != nil {
+			return o, err
 		}
 	}
-	fs := flag.NewFlagSet("jobd", flag.ContinueOnError)
-	fs.String("config", *cfgFile, "JSON file of options (keys are the flag names; flags override it)")
-	o.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	return o, o.validate()
+}
+
+func applyFile(fs *flag.FlagSet, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	for k, raw := range m {
+		if k == "config" || fs.Lookup(k) == nil {
+			return fmt.Errorf("config %s: unknown option %q", path, k)
+		}
+		var vals []string
+		var one string
+		if json.Unmarshal(raw, &vals) != nil {
+			if json.Unmarshal(raw, &one) != nil {
+				one = string(raw) // a number or a boolean
+			}
+			vals = []string{one}
+		}
+		for _, v := range vals {
+			if err := fs.Set(k, v); err != nil {
+				return fmt.Errorf("config %s: %s: %w", path, k, err)
+			}
+		}
+	}
+	return nil
 }
 
 type discard struct{}
