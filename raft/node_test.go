@@ -245,3 +245,28 @@ func TestSnapshotInstallToLaggingMember(t *testing.T) {
 		t.Fatalf("lagging member holds %d keys", c.KVs[lag].Len())
 	}
 }
+
+// On an idle cluster the applied index reaches the commit index although
+// the last entries (a new leader's no-op) never reach the state machine:
+// readiness checks compare the two.
+func TestAppliedIndexReachesCommitWhenIdle(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil)
+	l := c.WaitLeader(wait)
+	if _, err := c.Propose(l, "x=1", wait); err != nil {
+		t.Fatal(err)
+	}
+	c.StopMember(l) // the next leader commits a no-op of its term and nothing else
+	nl := c.WaitLeader(wait)
+	nodetest.WaitFor(t, wait, "applied to reach commit on every member", func() bool {
+		for i, n := range c.Nodes {
+			if n == nil {
+				continue
+			}
+			s := n.Status()
+			if s.CommitIndex == 0 || s.AppliedIndex != s.CommitIndex || (i == nl && s.Digest.Index >= s.CommitIndex) {
+				return false
+			}
+		}
+		return true
+	})
+}

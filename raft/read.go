@@ -99,6 +99,22 @@ func (n *Node) handleReadIndex(ctx context.Context, _ []byte) ([]byte, error) {
 // everything before them is applied).
 func (n *Node) WaitApplied(ctx context.Context, i uint64) error { return n.waitApplied(ctx, i) }
 
+// AppliedIndex returns the index whose state the state machine holds: the
+// last entry it applied, or later when every entry since is one raft does
+// not hand to it (a new leader's no-op, barriers) and raft has dispatched
+// them. It is what readiness checks compare with the commit index.
+func (n *Node) AppliedIndex() uint64 {
+	a := n.fsm.applied.Load()
+	// Bounded: a long run of barriers is reported once the state machine
+	// applies the next command.
+	if d := n.r.AppliedIndex(); d > a && d-a <= 4096 {
+		if ok, err := n.onlySkippedBetween(a, d); err == nil && ok {
+			return d
+		}
+	}
+	return a
+}
+
 func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
 	for {
 		changed := n.fsm.wait()

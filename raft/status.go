@@ -21,7 +21,7 @@ type Status struct {
 	LastIndex      uint64     `json:"last_index"`
 	LastTerm       uint64     `json:"last_term"`
 	CommitIndex    uint64     `json:"commit_index"`
-	AppliedIndex   uint64     `json:"applied_index"` // applied by the state machine
+	AppliedIndex   uint64     `json:"applied_index"` // state held by the state machine (Node.AppliedIndex)
 	Floor          uint64     `json:"floor"`
 	PersistedFloor uint64     `json:"persisted_floor"`
 	Digest         fsm.Digest `json:"digest"`
@@ -46,7 +46,7 @@ func (n *Node) Status() Status {
 		ID: n.cfg.ID, Address: n.mux.Addr(), Role: n.r.State().String(), Term: n.r.CurrentTerm(),
 		LeaderID: string(id), LeaderAddress: string(addr),
 		FirstIndex: first, LastIndex: last, LastTerm: lastTerm,
-		CommitIndex: n.r.CommitIndex(), AppliedIndex: n.fsm.applied.Load(),
+		CommitIndex: n.r.CommitIndex(), AppliedIndex: n.AppliedIndex(),
 		Floor: n.log.Floor(), PersistedFloor: n.log.PersistedFloor(),
 		Digest: n.sm.Digest(),
 	}
