@@ -34,6 +34,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(STATICCHECK) $(PKGS)
+	cd examples && $(GO) vet ./... && $(STATICCHECK) ./...
 
 ## bench: comparative benchmarks, side by side in one run.
 bench:

@@ -150,6 +150,13 @@ func (c *Controller) Stats(ctx context.Context) (Stats, error) {
 	if err := c.read(ctx, Linearizable); err != nil {
 		return Stats{}, err
 	}
+	return c.LocalStats(), nil
+}
+
+// LocalStats is Stats from this member's state as it is now, without a
+// leader round trip: it may lag the cluster (and, on a partitioned member,
+// stay behind), which is what a metrics scrape wants.
+func (c *Controller) LocalStats() Stats {
 	r := c.node.Raft()
 	_, leader := r.LeaderWithID()
 	oldest, _ := c.rec.bounds()
@@ -157,7 +164,7 @@ func (c *Controller) Stats(ctx context.Context) (Stats, error) {
 		Member: c.cfg.ID, Role: r.State().String(), Term: r.CurrentTerm(), Leader: string(leader),
 		AppliedIndex: c.rec.jobs.AppliedIndex(), Jobs: c.rec.jobs.Len(), Queues: c.rec.jobs.Queues(),
 		SubmitEntries: c.sub.entries.Load(), SubmittedJobs: c.sub.jobs.Load(), WatchOldest: oldest,
-	}, nil
+	}
 }
 
 // Cancel cancels a pending, scheduled or running job (a running job's lease

@@ -124,11 +124,9 @@ func (c *cluster) Collect(ch chan<- prometheus.Metric) {
 	g(c.leader, isLeader)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if s, err := c.ctl.Stats(ctx); err == nil {
-		for _, q := range s.Queues {
-			for st := jobraft.StatePending; st.Valid(); st++ {
-				g(c.jobs, float64(q.Counts.Of(st)), q.Name, st.String())
-			}
+	for _, q := range c.ctl.LocalStats().Queues {
+		for st := jobraft.StatePending; st.Valid(); st++ {
+			g(c.jobs, float64(q.Counts.Of(st)), q.Name, st.String())
 		}
 	}
 	if st.Role != "Leader" {
