@@ -299,14 +299,16 @@ func TestOpenCutsTornTail(t *testing.T) {
 			return s.sc.recs[fr.first].info.Index - 1, fr.off
 		}},
 		{"garbage after the last frame", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
+			// Cut where the frames end (any preallocated zeros before the
+			// garbage go with it).
 			s := segs[len(segs)-1]
 			appendFile(t, s.path, []byte("\x13\x37garbage that is not a frame JRB1 nor anything else"))
-			return n, s.sc.size
+			return n, s.sc.end
 		}},
-		{"zero-filled tail", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
+		{"zero-filled tail (preallocation) is kept, not cut", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
 			s := segs[len(segs)-1]
 			appendFile(t, s.path, make([]byte, 64<<10))
-			return n, s.sc.size
+			return n, s.sc.size + 64<<10
 		}},
 		{"zero-filled tail after a cut batch", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
 			s, fr := lastFrame(segs)
@@ -582,5 +584,65 @@ func TestRepairCutsAtDamagedSealedSegmentHeader(t *testing.T) {
 	}
 	if err := l.StoreLogs([]*raft.Log{stamped(last+1, 1, "again")}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Preallocation: the tail segment is zero-filled ahead of its frames, the
+// zeros are read as "not written yet" in the tail and in sealed segments,
+// and acknowledged frames zeroed in a sealed segment are still caught (the
+// next segment's base leaves a gap).
+func TestPreallocatedZerosAreNotDamage(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, WithSegmentSize(8<<10), WithPrealloc(4<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 100; i++ {
+		if err := l.StoreLogs([]*raft.Log{stamped(i, 1, strings.Repeat("z", 200))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, _, _ := segmentFiles(OSFS{}, dir)
+	if len(names) < 3 {
+		t.Fatalf("segments %v", names)
+	}
+	tailPath := filepath.Join(dir, names[len(names)-1])
+	l.mu.RLock()
+	logical := l.segs[len(l.segs)-1].size
+	l.mu.RUnlock()
+	if fileSize(t, tailPath) <= logical {
+		t.Fatalf("tail not preallocated: file %d bytes, frames end at %d", fileSize(t, tailPath), logical)
+	}
+	l.Close()
+	l, err = Open(dir, WithSegmentSize(8<<10), WithPrealloc(4<<10))
+	if err != nil {
+		t.Fatalf("reopen over preallocated zeros: %v", err)
+	}
+	for i := uint64(1); i <= 100; i++ {
+		var e raft.Log
+		if err := l.GetLog(i, &e); err != nil || string(e.Data) != strings.Repeat("z", 200) {
+			t.Fatalf("get %d after reopen: %v", i, err)
+		}
+	}
+	if last, _ := l.LastIndex(); last != 100 {
+		t.Fatalf("last %d after reopen", last)
+	}
+	if err := l.StoreLogs([]*raft.Log{stamped(101, 1, "next")}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+
+	// Zero the last frame of a sealed segment: an acknowledged batch.
+	sealed := filepath.Join(dir, names[0])
+	sc, err := scanSegment(OSFS{}, sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := sc.frames[len(sc.frames)-1]
+	b, _ := os.ReadFile(sealed)
+	copy(b[last.off:], make([]byte, sc.size-last.off))
+	os.WriteFile(sealed, b, 0o600)
+	if _, err := Open(dir); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("zeroed acknowledged frames in a sealed segment: Open gave %v, want ErrCorrupt", err)
 	}
 }

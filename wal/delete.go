@@ -149,7 +149,7 @@ func (l *Log) persistFloor() error {
 	tail := l.segs[len(l.segs)-1]
 	buf := make([]byte, frameHeaderSize)
 	frameHeader{Kind: frameFloor, Floor: floor}.put(buf)
-	if _, err := tail.f.Write(buf); err != nil {
+	if err := l.writeTail(tail, buf); err != nil {
 		return fmt.Errorf("wal: write floor mark: %w", err)
 	}
 	start := time.Now()
@@ -157,7 +157,6 @@ func (l *Log) persistFloor() error {
 		return fmt.Errorf("wal: sync floor mark: %w", err)
 	}
 	measureFsync(start)
-	tail.size += int64(len(buf))
 	l.floor.raise(floor)
 	return nil
 }

@@ -87,7 +87,14 @@ type faultFile struct {
 	fs *FaultFS
 }
 
-func (ff *faultFile) Write(p []byte) (int, error) {
+func (ff *faultFile) Write(p []byte) (int, error) { return ff.faulty(p, ff.File.Write) }
+
+func (ff *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	return ff.faulty(p, func(b []byte) (int, error) { return ff.File.WriteAt(b, off) })
+}
+
+// faulty applies the armed write faults to one write of p done by write.
+func (ff *faultFile) faulty(p []byte, write func([]byte) (int, error)) (int, error) {
 	f := ff.fs
 	f.mu.Lock()
 	werr, short, space := f.writeErr, f.shortWrite, f.space
@@ -96,14 +103,14 @@ func (ff *faultFile) Write(p []byte) (int, error) {
 		return 0, &os.PathError{Op: "write", Path: ff.Name(), Err: werr}
 	}
 	if short {
-		n, err := ff.File.Write(p[:len(p)/2])
+		n, err := write(p[:len(p)/2])
 		if err == nil {
 			err = io.ErrShortWrite
 		}
 		return n, err
 	}
 	if space >= 0 && int64(len(p)) > space {
-		n, err := ff.File.Write(p[:space])
+		n, err := write(p[:space])
 		f.mu.Lock()
 		f.space -= int64(n)
 		f.mu.Unlock()
@@ -112,7 +119,7 @@ func (ff *faultFile) Write(p []byte) (int, error) {
 		}
 		return n, err
 	}
-	n, err := ff.File.Write(p)
+	n, err := write(p)
 	if space >= 0 {
 		f.mu.Lock()
 		f.space -= int64(n)

@@ -8,6 +8,7 @@ type Option func(*options)
 type options struct {
 	fs           FS
 	segmentSize  int64
+	prealloc     int64
 	cacheSize    int
 	logger       hclog.Logger
 	repair       bool
@@ -19,6 +20,7 @@ func defaultOptions() options {
 	return options{
 		fs:          OSFS{},
 		segmentSize: 64 << 20,
+		prealloc:    4 << 20,
 		cacheSize:   512,
 		logger:      hclog.NewNullLogger(),
 	}
@@ -55,3 +57,10 @@ func RequireStamp() Option { return func(o *options) { o.requireStamp = true } }
 // goroutine beyond the log's own) with every guard refusal, after it is
 // counted. The node turns these into events.
 func OnRefusal(fn func(error)) Option { return func(o *options) { o.onRefusal = fn } }
+
+// WithPrealloc sets how many zero bytes the log writes ahead of its tail
+// (default 4 MiB; 0 disables). Overwriting preallocated blocks lets each
+// batch's fsync skip the file-size metadata update: on ext4 it roughly
+// halves fsync latency. Zeros at the end of a segment are read as "not
+// written yet", never as damage.
+func WithPrealloc(n int64) Option { return func(o *options) { o.prealloc = max(n, 0) } }

@@ -265,6 +265,9 @@ func (sc *readScan) segment(s roSegment, buf []byte, isLast bool) bool {
 		if ferr == nil && end > size {
 			ferr = fmt.Errorf("frame body of %d bytes extends beyond the end of the file", fh.BodyLen)
 		}
+		if ferr != nil && allZero(buf[off:]) {
+			return true // preallocated space: no more frames
+		}
 		if ferr != nil {
 			next := nextValidFrame(buf, off+1)
 			if next < 0 {

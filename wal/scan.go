@@ -12,7 +12,8 @@ import (
 type scanned struct {
 	name   string
 	hdr    segHeader
-	size   int64
+	size   int64 // bytes in the file
+	end    int64 // where valid frames end: size, or the start of a zero tail
 	floor  uint64    // highest floor in the header or a valid frame
 	recs   []scanRec // valid records of valid frames, in file order
 	frames []scanFrame
@@ -77,8 +78,15 @@ func scanBytes(name string, buf []byte) *scanned {
 	}
 	s.hdr, s.floor = h, h.Floor
 	off := int64(segHeaderSize)
+	s.end = int64(len(buf))
 	for off < int64(len(buf)) {
 		fr, recs, reason := parseFrame(buf, off)
+		if reason != "" && allZero(buf[off:]) {
+			// Zeros to the end of the file: space preallocated for
+			// frames not written yet, not damage.
+			s.end = off
+			return s
+		}
 		if reason != "" {
 			s.bad = &badSpot{off: off, reason: reason, torn: !validFrameAfter(buf, off+1)}
 			if !s.bad.torn {
@@ -191,4 +199,20 @@ func maxIndexAfter(buf []byte, from int64) uint64 {
 		from = fr.end
 	}
 	return hi
+}
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7] != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

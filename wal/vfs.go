@@ -29,6 +29,7 @@ type FS interface {
 type File interface {
 	io.ReaderAt
 	io.Writer
+	io.WriterAt
 	// Sync makes written data durable (fdatasync where available).
 	Sync() error
 	// Truncate changes the file's size.
