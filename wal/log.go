@@ -46,12 +46,12 @@ var (
 
 // segment is one open segment file and the live entries it holds.
 type segment struct {
-	seq  uint64
-	path string
-	f    File
-	base uint64   // index of offs[0]; 0 while a reset segment holds nothing
-	offs []uint32 // record offsets of live entries base, base+1, ...
-	lens []uint32
+	seq   uint64
+	path  string
+	f     File
+	base  uint64   // index of offs[0]; 0 while a reset segment holds nothing
+	offs  []uint32 // record offsets of live entries base, base+1, ...
+	lens  []uint32
 	size  int64 // end of the frames: where the tail's next frame goes
 	alloc int64 // bytes in the file: frames, then zeros preallocated
 }

@@ -12,8 +12,8 @@ import (
 type scanned struct {
 	name   string
 	hdr    segHeader
-	size   int64 // bytes in the file
-	end    int64 // where valid frames end: size, or the start of a zero tail
+	size   int64     // bytes in the file
+	end    int64     // where valid frames end: size, or the start of a zero tail
 	floor  uint64    // highest floor in the header or a valid frame
 	recs   []scanRec // valid records of valid frames, in file order
 	frames []scanFrame
