@@ -4,6 +4,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/jobraft/jobraft/fsm"
 )
@@ -41,6 +42,11 @@ type ringEntry struct {
 	index  uint64
 	events []Event
 	size   int
+	// A successful submit is recorded undecoded (raw result, entry time)
+	// and turned into events when a watcher first reads it: submits are
+	// the hot path, watchers are few.
+	raw []byte
+	at  time.Time
 }
 
 var _ fsm.StateMachine = (*recorder)(nil)
@@ -54,6 +60,11 @@ func newRecorder(maxEntries, maxBytes int) *recorder {
 
 func (r *recorder) Apply(e fsm.Entry) []byte {
 	out := r.jobs.Apply(e)
+	if len(out) >= 3 && fsm.CommandType(out[1]) == fsm.CmdSubmit && fsm.Code(out[2]) == fsm.CodeOK {
+		// Jobs may have become claimable; no fence ends on a submit.
+		r.append(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, true)
+		return out
+	}
 	res, err := fsm.DecodeResult(out)
 	if err != nil || res.Err() != nil {
 		return out
@@ -134,10 +145,17 @@ func (r *recorder) record(index uint64, evs []Event, ready bool) {
 	for i := range evs {
 		size += eventSize(&evs[i])
 	}
+	r.append(ringEntry{index: index, events: evs, size: size}, ready)
+}
+
+// append adds one entry to the history, wakes watchers (and claimers when
+// ready), and ends the fences its events end.
+func (r *recorder) append(ent ringEntry, ready bool) {
+	evs := ent.events
 	r.mu.Lock()
-	r.ring = append(r.ring, ringEntry{index: index, events: evs, size: size})
-	r.bytes += size
-	r.last = index
+	r.ring = append(r.ring, ent)
+	r.bytes += ent.size
+	r.last = ent.index
 	for len(r.ring)-r.start > r.maxEntries || (r.bytes > r.maxBytes && len(r.ring)-r.start > 1) {
 		old := &r.ring[r.start]
 		r.bytes -= old.size
@@ -217,6 +235,12 @@ func (r *recorder) since(from uint64, max int) (evs []Event, next uint64, change
 	i := sort.Search(len(live), func(i int) bool { return live[i].index >= from })
 	next = from
 	for n := 0; i < len(live) && n < max; i, n = i+1, n+1 {
+		if ent := &live[i]; ent.raw != nil {
+			if res, err := fsm.DecodeResult(ent.raw); err == nil {
+				ent.events, _ = r.events(fsm.Entry{Index: ent.index, Time: ent.at}, &res)
+			}
+			ent.raw = nil
+		}
 		evs = append(evs, live[i].events...)
 		next = live[i].index + 1
 	}
