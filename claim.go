@@ -158,12 +158,13 @@ func (c *Controller) claimOnce(ctx context.Context, cmd *fsm.ClaimCmd) ([]*Lease
 // was lost (expired and reclaimed, job canceled): nothing changed, and the
 // job's fate belongs to whoever holds it now. An attempt whose outcome was
 // unknown is retried and resolved (a retry refused as stale after an
-// unknown attempt counts as success if the job is succeeded at this
-// attempt with this result). ErrOutcomeUnknown if it cannot tell.
+// unknown attempt counts as success only if the retained event history
+// shows this lease ended by an ack and the job still holds this result).
+// ErrOutcomeUnknown if it cannot tell.
 func (l *Lease) Ack(ctx context.Context, result []byte) error {
-	_, err := l.c.applyResolving(ctx, &fsm.AckCmd{ID: l.Job.ID, Token: l.Token, Result: result}, l.Job.ID, func(j Job) bool {
+	_, err := l.c.applyResolving(ctx, &fsm.AckCmd{ID: l.Job.ID, Token: l.Token, Result: result}, l.Job.ID, l.resolver(EventAcked, func(j Job) bool {
 		return j.State == StateSucceeded && j.Attempts == l.Job.Attempts && string(j.Result) == string(result)
-	})
+	}))
 	return err
 }
 
@@ -172,9 +173,9 @@ func (l *Lease) Ack(ctx context.Context, result []byte) error {
 // the job's LastError (truncated to fsm.MaxMessage bytes). Errors as Ack.
 func (l *Lease) Nak(ctx context.Context, delay time.Duration, errMsg string) error {
 	errMsg = truncate(errMsg, fsm.MaxMessage)
-	_, err := l.c.applyResolving(ctx, &fsm.NakCmd{ID: l.Job.ID, Token: l.Token, Delay: delay, Error: errMsg}, l.Job.ID, func(j Job) bool {
+	_, err := l.c.applyResolving(ctx, &fsm.NakCmd{ID: l.Job.ID, Token: l.Token, Delay: delay, Error: errMsg}, l.Job.ID, l.resolver(EventNaked, func(j Job) bool {
 		return (j.State == StateScheduled || j.State == StateDead || j.State == StatePending) && j.Attempts == l.Job.Attempts && j.LastError == errMsg
-	})
+	}))
 	return err
 }
 
@@ -182,9 +183,9 @@ func (l *Lease) Nak(ctx context.Context, delay time.Duration, errMsg string) err
 // as Ack.
 func (l *Lease) Term(ctx context.Context, reason string) error {
 	reason = truncate(reason, fsm.MaxMessage)
-	_, err := l.c.applyResolving(ctx, &fsm.TermCmd{ID: l.Job.ID, Token: l.Token, Reason: reason}, l.Job.ID, func(j Job) bool {
+	_, err := l.c.applyResolving(ctx, &fsm.TermCmd{ID: l.Job.ID, Token: l.Token, Reason: reason}, l.Job.ID, l.resolver(EventTermed, func(j Job) bool {
 		return j.State == StateDead && j.Attempts == l.Job.Attempts && j.LastError == reason
-	})
+	}))
 	return err
 }
 
@@ -198,6 +199,27 @@ func (l *Lease) Extend(ctx context.Context) error {
 		l.deadline.Store(r.Jobs[0].Lease.Deadline.UnixNano())
 	}
 	return err
+}
+
+// resolver settles an unknown Ack/Nak/Term attempt whose retry was refused.
+// The job's state alone cannot: Retry resets Attempts, so another lease of
+// the same job may have reached the very same state since. The attempt
+// applied only if the event that ended this lease (the first after the
+// claim at Token) is the one it makes, and the job still shows its result;
+// when the history that would say is no longer retained, or the job moved
+// on since, the outcome stays unknown.
+func (l *Lease) resolver(kind EventKind, match func(Job) bool) func(Job) (applied, known bool) {
+	return func(j Job) (bool, bool) {
+		end, ok := l.c.rec.leaseEnd(l.Job.ID, l.Token)
+		switch {
+		case !ok:
+			return false, false
+		case end != kind:
+			return false, true // the lease ended otherwise: this attempt never applied
+		default:
+			return match(j), match(j)
+		}
+	}
 }
 
 func truncate(s string, n int) string {

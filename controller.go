@@ -134,9 +134,10 @@ func (c *Controller) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, er
 // applyResolving proposes cmd; if an attempt's outcome is unknown it
 // retries while ctx allows. A retry that is refused after an unknown
 // attempt is resolved by resolve (given a linearizable read of the job):
-// true means the earlier attempt applied. It returns ErrOutcomeUnknown
-// (with raft.ErrIndeterminate) when it cannot tell.
-func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id string, resolve func(fsm.Job) bool) (fsm.Result, error) {
+// applied means the earlier attempt applied; !known means the read cannot
+// tell. It returns ErrOutcomeUnknown (with raft.ErrIndeterminate) when it
+// cannot tell.
+func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id string, resolve func(fsm.Job) (applied, known bool)) (fsm.Result, error) {
 	unknown := false
 	for {
 		r, err := c.apply(ctx, cmd)
@@ -149,8 +150,14 @@ func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id str
 			// nothing happened; Propose gave up only on its own timeout
 		case unknown && (errors.Is(err, ErrStaleLease) || errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound)):
 			j, gerr := c.Get(ctx, id, Linearizable)
-			if gerr == nil && resolve != nil && resolve(j) {
-				return fsm.Result{Jobs: []fsm.Job{j}}, nil
+			if gerr == nil && resolve != nil {
+				applied, known := resolve(j)
+				if applied {
+					return fsm.Result{Jobs: []fsm.Job{j}}, nil
+				}
+				if !known {
+					return r, fmt.Errorf("%w: %w: %w", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
+				}
 			}
 			if gerr != nil && !errors.Is(gerr, ErrNotFound) {
 				return r, fmt.Errorf("%w: %w (resolving: %v)", ErrOutcomeUnknown, raft.ErrIndeterminate, gerr)

@@ -174,7 +174,7 @@ func (c *Controller) LocalStats() Stats {
 // and resolved (canceled by then counts as success).
 func (c *Controller) Cancel(ctx context.Context, id, reason string) (Job, error) {
 	reason = truncate(reason, fsm.MaxMessage)
-	r, err := c.applyResolving(ctx, &fsm.CancelCmd{ID: id, Reason: reason}, id, func(j Job) bool { return j.State == StateCanceled })
+	r, err := c.applyResolving(ctx, &fsm.CancelCmd{ID: id, Reason: reason}, id, func(j Job) (bool, bool) { return j.State == StateCanceled, true })
 	return first(r, err)
 }
 
@@ -182,8 +182,8 @@ func (c *Controller) Cancel(ctx context.Context, id, reason string) (Job, error)
 // budget. ErrInvalidState for other states. Unknown outcomes are retried
 // and resolved.
 func (c *Controller) Retry(ctx context.Context, id string) (Job, error) {
-	r, err := c.applyResolving(ctx, &fsm.RetryCmd{ID: id}, id, func(j Job) bool {
-		return j.State == StatePending || j.State == StateRunning || j.State == StateScheduled || j.State == StateSucceeded
+	r, err := c.applyResolving(ctx, &fsm.RetryCmd{ID: id}, id, func(j Job) (bool, bool) {
+		return j.State == StatePending || j.State == StateRunning || j.State == StateScheduled || j.State == StateSucceeded, true
 	})
 	return first(r, err)
 }

@@ -250,6 +250,34 @@ func (r *recorder) since(from uint64, max int) (evs []Event, next uint64, change
 	return evs, next, r.changed, r.oldest, false
 }
 
+// leaseEnd returns the kind of the first recorded event after index token
+// that ended job id's lease of that token: acked, naked, termed, canceled or
+// expired (a lease ends before the job can be claimed again, so the first
+// such event is the one that ended it). ok is false when the retained
+// history does not reach back to token+1 (compacted, or restarted by a
+// snapshot restore) or shows no end up to the last recorded index.
+func (r *recorder) leaseEnd(id string, token uint64) (kind EventKind, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.oldest > token+1 {
+		return "", false
+	}
+	live := r.ring[r.start:]
+	// Undecoded (raw) entries are successful submits: they end no lease.
+	for i := sort.Search(len(live), func(i int) bool { return live[i].index > token }); i < len(live); i++ {
+		for _, ev := range live[i].events {
+			if ev.JobID != id {
+				continue
+			}
+			switch ev.Kind {
+			case EventAcked, EventNaked, EventTermed, EventCanceled, EventExpired:
+				return ev.Kind, true
+			}
+		}
+	}
+	return "", false
+}
+
 // bounds returns the oldest index Watch can start from and the last
 // recorded index.
 func (r *recorder) bounds() (oldest, last uint64) {
