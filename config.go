@@ -40,9 +40,10 @@ type Config struct {
 	MaxPayload int
 	// Submit batching: concurrent submits on this member are coalesced into
 	// shared raft entries of at most BatchMaxJobs jobs (default 1024, max
-	// fsm.MaxSubmit) and about BatchMaxBytes bytes (default 1 MiB; one job
-	// bigger than that travels alone), with at most BatchInflight entries
-	// in flight (default 4); whatever arrives meanwhile waits for the next.
+	// fsm.MaxSubmit) and about BatchMaxBytes bytes (default 1 MiB, at most
+	// MaxCommandSize; one job bigger than that travels alone), with at
+	// most BatchInflight entries in flight (default 4); whatever arrives
+	// meanwhile waits for the next.
 	BatchMaxJobs  int
 	BatchMaxBytes int
 	BatchInflight int
@@ -92,6 +93,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.BatchMaxBytes <= 0 {
 		c.BatchMaxBytes = 1 << 20
 	}
+	// An entry the node refuses as too large would fail every submit
+	// batched into it: never batch past the node's command limit (its
+	// default is 4 MiB). The per-job sizes summed by the batcher
+	// over-count the combined command, so this bound is enough.
+	maxCmd := c.MaxCommandSize
+	if maxCmd <= 0 {
+		maxCmd = 4 << 20
+	}
+	c.BatchMaxBytes = min(c.BatchMaxBytes, maxCmd)
 	if c.BatchInflight <= 0 {
 		c.BatchInflight = 4
 	}
