@@ -69,7 +69,7 @@ func (l *Log) compact(max uint64) {
 	}
 	l.cache.dropThrough(max)
 	l.mu.Unlock()
-	l.removeSegments(drop)
+	l.keepSegments(l.removeSegments(drop))
 }
 
 // truncate cuts the suffix from min (first < min <= last, min > floor).
@@ -109,7 +109,7 @@ func (l *Log) truncate(min uint64) error {
 	l.last, l.lastTerm = min-1, prev.Term
 	l.cache.dropFrom(min)
 	l.mu.Unlock()
-	l.removeSegments(drop)
+	l.keepSegments(l.removeSegments(drop))
 	return nil
 }
 

@@ -520,24 +520,51 @@ func (l *Log) rotateTo(seg *segment, reset bool) {
 	}
 	l.segs = append(l.segs, seg)
 	l.mu.Unlock()
-	l.removeSegments(drop)
+	l.keepSegments(l.removeSegments(drop))
 }
 
-// removeSegments closes and deletes segment files no longer needed. Errors
-// are logged: a leftover file is harmless (replay supersedes it).
-func (l *Log) removeSegments(drop []*segment) {
-	if len(drop) == 0 {
-		return
-	}
-	for _, s := range drop {
-		s.f.Close()
+// removeSegments closes and deletes segment files no longer needed, in the
+// order given: callers order them so that any prefix of the removals leaves
+// files that replay to the log (oldest first for a compaction, newest first
+// for a truncation). So it stops at the first removal that fails: removing
+// a later file after it could leave a gap (Open refuses the log), or leave
+// a file that nothing supersedes any more. The files not removed are
+// returned, still open, for keepSegments. wmu held.
+func (l *Log) removeSegments(drop []*segment) (kept []*segment) {
+	removed := 0
+	for i, s := range drop {
 		if err := l.opts.fs.Remove(s.path); err != nil && !os.IsNotExist(err) {
-			l.opts.logger.Warn("could not remove segment", "segment", s.path, "error", err)
+			l.opts.logger.Warn("could not remove segment; keeping it and the segments after it for a later retry",
+				"segment", s.path, "error", err)
+			kept = drop[i:]
+			break
+		}
+		s.f.Close()
+		removed++
+	}
+	if removed > 0 {
+		if err := l.opts.fs.SyncDir(l.dir); err != nil {
+			l.opts.logger.Warn("could not sync directory after removing segments", "error", err)
 		}
 	}
-	if err := l.opts.fs.SyncDir(l.dir); err != nil {
-		l.opts.logger.Warn("could not sync directory after removing segments", "error", err)
+	return kept
+}
+
+// keepSegments puts segments whose removal failed back into the segment
+// list, in sequence order and without live entries, so that the next
+// compaction, truncation or reset removes them first (a compaction never
+// removes a later segment before them). wmu held.
+func (l *Log) keepSegments(kept []*segment) {
+	if len(kept) == 0 {
+		return
 	}
+	l.mu.Lock()
+	for _, s := range kept {
+		s.offs, s.lens = nil, nil
+	}
+	l.segs = append(l.segs, kept...)
+	sort.SliceStable(l.segs, func(i, j int) bool { return l.segs[i].seq < l.segs[j].seq })
+	l.mu.Unlock()
 }
 
 // stampMissing returns entries with a persist stamp added to every entry
