@@ -28,6 +28,7 @@ type Controller struct {
 	kill      context.CancelFunc
 	closeOnce sync.Once
 	closeErr  error
+	goMu      sync.Mutex // orders spawn's wg.Add before Close's wg.Wait
 	wg        sync.WaitGroup
 }
 
@@ -73,7 +74,9 @@ func (c *Controller) Node() *raft.Node { return c.node }
 // closed in any case.
 func (c *Controller) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
-		close(c.closed)
+		c.goMu.Lock()
+		close(c.closed) // no spawn after this: wg.Wait below sees every Add
+		c.goMu.Unlock()
 		c.kill()
 		c.sub.close()
 		done := make(chan struct{})
@@ -88,6 +91,22 @@ func (c *Controller) Close(ctx context.Context) error {
 		c.closeErr = c.node.Close()
 	})
 	return c.closeErr
+}
+
+// spawn runs fn on a goroutine Close waits for. It returns false, and runs
+// nothing, once Close has begun.
+func (c *Controller) spawn(fn func()) bool {
+	c.goMu.Lock()
+	defer c.goMu.Unlock()
+	if c.isClosed() {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
 }
 
 func (c *Controller) isClosed() bool {

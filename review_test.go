@@ -3,6 +3,7 @@ package jobraft_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,4 +122,33 @@ func TestBatchingNeverExceedsMaxCommandSize(t *testing.T) {
 			t.Errorf("submit of a job that fits MaxCommandSize: %v", err)
 		}
 	}
+}
+
+// Watch racing Close never adds to the controller's WaitGroup after Close
+// waited on it: a Watch either starts (and ends with ErrClosed) or is
+// refused with ErrClosed.
+func TestWatchRacingCloseIsSafe(t *testing.T) {
+	ctl := ctltest.Start(t, 1, nil)
+	c := ctl.Ctls[0]
+	ctl.WaitLeader(wait)
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ch, err := c.Watch(context.Background(), 0, jobraft.WatchFilter{})
+			if err != nil {
+				if !errors.Is(err, jobraft.ErrClosed) {
+					t.Errorf("watch: %v", err)
+				}
+				return
+			}
+			for range ch {
+			}
+		}()
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
 }

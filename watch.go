@@ -93,9 +93,7 @@ func (c *Controller) Watch(ctx context.Context, fromIndex uint64, filter WatchFi
 		return nil, &CompactedError{From: fromIndex, Oldest: oldest}
 	}
 	out := make(chan Event, 64)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	started := c.spawn(func() {
 		defer close(out)
 		final := func(err error) {
 			select {
@@ -138,6 +136,9 @@ func (c *Controller) Watch(ctx context.Context, fromIndex uint64, filter WatchFi
 				return
 			}
 		}
-	}()
+	})
+	if !started {
+		return nil, ErrClosed
+	}
 	return out, nil
 }
