@@ -190,7 +190,6 @@ func TestReviewResetRemoveFailureLeftoverNeverRevives(t *testing.T) {
 	}
 }
 
-
 // A suffix truncation removes superseded segments newest first, so that any
 // prefix of the removals replays to the truncated log. When one removal
 // fails, removing the older ones after it leaves a gap before the file that
