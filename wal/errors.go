@@ -34,6 +34,11 @@ var (
 	// ErrUnstamped: a command entry arrived without a stamp while the guard
 	// requires one (RequireStamp), or a stored entry carries none.
 	ErrUnstamped = errors.New("wal: entry carries no payload stamp")
+	// ErrTooLarge: StoreLogs was given an entry whose record exceeds what
+	// the segment format holds (1 GiB with its header and extensions), or a
+	// batch whose frame body exceeds 4 GiB; written, Open could not read it
+	// back.
+	ErrTooLarge = errors.New("wal: entry or batch too large for the log format")
 	// ErrCorrupt: stored bytes failed their own checksum or structure check
 	// (G7). Open refuses a log with corruption before its torn tail.
 	ErrCorrupt = errors.New("wal: corrupt log data")
@@ -136,6 +141,8 @@ func contract(err error) string {
 		return "G5: payload integrity end to end"
 	case ErrCorrupt:
 		return "G7: stored records verify their checksums"
+	case ErrTooLarge:
+		return "G7: what StoreLogs acknowledges, Open reads back"
 	}
 	return "guard"
 }
@@ -170,6 +177,8 @@ func RefusalKind(err error) string {
 		return "unstamped"
 	case ErrCorrupt:
 		return "corrupt"
+	case ErrTooLarge:
+		return "too_large"
 	}
 	return "other"
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -441,6 +442,11 @@ func (l *Log) StoreLogs(entries []*raft.Log) error {
 		l.opts.logger.Error("guard refused StoreLogs", "error", g)
 		return g
 	}
+	if g := checkFits(sh, entries); g != nil {
+		l.refused(g)
+		l.opts.logger.Error("guard refused StoreLogs", "error", g)
+		return g
+	}
 	entries = stampMissing(entries)
 
 	// Start a new segment when the tail is full, or when the log is empty
@@ -507,6 +513,29 @@ func (l *Log) StoreLogs(entries []*raft.Log) error {
 	last := entries[len(entries)-1]
 	l.last, l.lastTerm = last.Index, last.Term
 	l.mu.Unlock()
+	return nil
+}
+
+// checkFits refuses a batch the segment format cannot hold: a record
+// (with the stamp the store adds) above maxRecord, or a frame body above
+// its 32-bit length. Written, such a batch would be acknowledged and then
+// read by Open as damage, or cut as a torn tail.
+func checkFits(s shape, entries []*raft.Log) *GuardError {
+	var body uint64
+	for _, e := range entries {
+		n := uint64(recordSize(e))
+		if _, ok := ParseStamp(e.Extensions); !ok {
+			n += stampSize
+		}
+		body += n
+		if n > maxRecord || body > math.MaxUint32 {
+			g := s.refusal(OpStore, ErrTooLarge)
+			g.Index, g.Term = e.Index, e.Term
+			g.Detail = fmt.Sprintf("record of %d bytes (at most %d), batch body of %d bytes so far (at most %d)",
+				n, maxRecord, body, uint64(math.MaxUint32))
+			return g
+		}
+	}
 	return nil
 }
 
