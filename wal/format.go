@@ -73,6 +73,11 @@ const (
 	// maxRecord bounds one entry record (and so a data length read from
 	// disk) to keep a corrupt length from allocating wildly.
 	maxRecord = 1 << 30
+	// maxBatch bounds one frame's body and maxSegmentSize the size after
+	// which a segment rotates, so every record offset in a segment stays
+	// below 2^31 and fits the index's 32 bits.
+	maxBatch       = 1 << 30
+	maxSegmentSize = 1 << 30
 )
 
 var (

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -528,11 +527,11 @@ func checkFits(s shape, entries []*raft.Log) *GuardError {
 			n += stampSize
 		}
 		body += n
-		if n > maxRecord || body > math.MaxUint32 {
+		if n > maxRecord || body > maxBatch {
 			g := s.refusal(OpStore, ErrTooLarge)
 			g.Index, g.Term = e.Index, e.Term
 			g.Detail = fmt.Sprintf("record of %d bytes (at most %d), batch body of %d bytes so far (at most %d)",
-				n, maxRecord, body, uint64(math.MaxUint32))
+				n, maxRecord, body, uint64(maxBatch))
 			return g
 		}
 	}

@@ -30,9 +30,10 @@ func defaultOptions() options {
 func WithFS(fs FS) Option { return func(o *options) { o.fs = fs } }
 
 // WithSegmentSize sets the size after which the log starts a new segment
-// file (default 64 MiB). A batch is never split across segments.
+// file (default 64 MiB, at most 1 GiB). A batch is never split across
+// segments.
 func WithSegmentSize(n int64) Option {
-	return func(o *options) { o.segmentSize = max(n, segHeaderSize+1) }
+	return func(o *options) { o.segmentSize = min(max(n, segHeaderSize+1), maxSegmentSize) }
 }
 
 // WithCacheSize sets how many recently stored entries are kept in memory for
