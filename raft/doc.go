@@ -1,0 +1,41 @@
+// Package raft is a jobraft member: hashicorp/raft v1.7.3 over the guarded
+// log (wal.Log, both LogStore and StableStore), the sealed snapshot store
+// (snapshot.Store) and one multiplexed listener (transport.Mux), replicating
+// any fsm.StateMachine. docs/node.md is the long form of this contract.
+//
+// # The caller's duties
+//
+//  1. Give every member a stable, unique Config.ID and its own DataDir.
+//     Bootstrap a brand-new cluster on its initial members (the same
+//     InitialMembers on each); a member started without Bootstrap and without
+//     state waits to be added with AddMember.
+//  2. Propose commands only through Node.Propose (or ProposeOnLeader): it
+//     seals the leader's clock into the command and stamps the payload CRC.
+//     Raw raft.Apply calls bypass the stamp and are refused by the log.
+//  3. Treat a Propose error by its class: ErrRejected means nothing
+//     happened (Propose already retried while ctx allowed); ErrIndeterminate
+//     means the command may have been committed — retry it only if the
+//     command is idempotent (carries its own key).
+//  4. Read through LinearizableRead (then query the state machine) when a
+//     read must see every write acknowledged before it began.
+//  5. Close the node on shutdown; a crash needs nothing: the log recovers
+//     on the next Open.
+//
+// # Guarantees
+//
+//   - A nil Propose error: committed exactly once, applied on the leader.
+//   - The log refuses, loudly and typed, anything that would break G1–G7
+//     (see package wal); refusals are events (EventGuardRefusal).
+//   - A follower whose cached last index went stale after a snapshot
+//     install (hashicorp/raft #697 shape) recovers: see stale.go.
+//   - Status (and StatusOf over the RPC) reports term, leader, first/last/
+//     commit/applied index, commit floor, digest and members; nothing in the
+//     project infers state from log text.
+//
+// # Caveats
+//
+//   - Certificates are not tied to member IDs: any certificate from the
+//     cluster CA is a member.
+//   - Membership changes use a simple catch-up rule (non-voter until its
+//     last index reaches the leader's commit index when it was added).
+package raft
