@@ -397,3 +397,22 @@ func (h *Harness) CheckAlive() {
 		}
 	}
 }
+
+// Pause SIGSTOPs the member's process: it keeps its sockets and state but
+// runs no code (a stalled VM, a long GC pause, a debugger) until Resume.
+// Control RPCs to it block until it resumes or their context ends. Kill
+// still works on a paused process; Stop does not (resume it first).
+func (m *Member) Pause() error { return m.signal(syscall.SIGSTOP) }
+
+// Resume SIGCONTs a process stopped by Pause.
+func (m *Member) Resume() error { return m.signal(syscall.SIGCONT) }
+
+func (m *Member) signal(sig syscall.Signal) error {
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("proctest: %s is not running", m.Cfg.ID)
+	}
+	return syscall.Kill(cmd.Process.Pid, sig)
+}
