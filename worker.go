@@ -157,6 +157,11 @@ func (c *Controller) runOne(ctx context.Context, wc *WorkerConfig, l *Lease) {
 		cancel(fmt.Errorf("%w: job %s %s at index %d", ErrLeaseLost, ev.JobID, ev.Kind, ev.Index))
 	}})
 	defer unfence()
+	// A cancel (or expiry) applied between the claim and the fence above
+	// is in the recorded history, not in the fence's future.
+	if kind, ok := c.rec.leaseEnd(l.Job.ID, l.Token); ok {
+		cancel(fmt.Errorf("%w: job %s %s before its handler started", ErrLeaseLost, l.Job.ID, kind))
+	}
 	// Extend every TTL/3 until the handler returns.
 	stop := make(chan struct{})
 	extended := make(chan struct{})
