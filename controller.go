@@ -178,7 +178,9 @@ func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id str
 					return r, fmt.Errorf("%w: %w: %w", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
 				}
 			}
-			if gerr != nil && !errors.Is(gerr, ErrNotFound) {
+			if gerr != nil {
+				// Not found after an unknown attempt: the attempt may have
+				// applied and retention swept the job since. Say so.
 				return r, fmt.Errorf("%w: %w (resolving: %v)", ErrOutcomeUnknown, raft.ErrIndeterminate, gerr)
 			}
 			return r, err
