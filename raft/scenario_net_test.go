@@ -1,0 +1,464 @@
+package raft_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport"
+)
+
+// SCENARIOS.md 5–8: network faults over in-process clusters (real TCP on
+// loopback, real data dirs, fsync) through a transport.FaultNetwork, each
+// under proposal load recorded in a ledger, each ending with the checkers of
+// checkers_test.go. Every test prints its seed; -raft.netseed=N replays the
+// FaultNetwork's decisions (the interleaving stays up to the scheduler).
+// -raft.long runs heavier variants (longer faults, more rounds).
+
+var netSeedFlag = flag.Int64("raft.netseed", 0, "seed of the network scenario tests' FaultNetwork (0: from the clock)")
+
+// longFlag is -raft.long. Other scenario files may define the same flag;
+// the first definition (files initialize in name order) wins and the
+// others reuse it.
+var longFlag = func() flag.Value {
+	if f := flag.Lookup("raft.long"); f != nil {
+		return f.Value
+	}
+	flag.Bool("raft.long", false, "run the heavier variants of the scenario tests")
+	return flag.Lookup("raft.long").Value
+}()
+
+func netLong() bool {
+	g, ok := longFlag.(flag.Getter)
+	if !ok {
+		return longFlag.String() == "true"
+	}
+	b, _ := g.Get().(bool)
+	return b
+}
+
+// netSeed returns the scenario's seed and logs how to replay it.
+func netSeed(t *testing.T) int64 {
+	seed := *netSeedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay: go test -race -run '^%s$' ./raft/ -raft.netseed=%d)", seed, t.Name(), seed)
+	return seed
+}
+
+// Bounds shared by the scenarios (members run 150 ms heartbeat and election
+// timeouts; -race on two shared cores stretches an election to a second or
+// two, rarely more).
+const (
+	electBound    = 10 * time.Second // fault → a leader committed an entry of its term
+	convergeBound = 15 * time.Second // faults stop → every member converged
+)
+
+// loadRun is a proposal load (loadNodes or loadLeader) that can be stopped
+// once, idempotently.
+type loadRun struct {
+	stop chan struct{}
+	wg   *sync.WaitGroup
+	once sync.Once
+}
+
+func startLoad(c *nodetest.Cluster, prefix string, workers int, l *ledger) *loadRun {
+	stop := make(chan struct{})
+	return &loadRun{stop: stop, wg: loadNodes(c, prefix, workers, l, stop)}
+}
+
+func (r *loadRun) Stop() {
+	r.once.Do(func() {
+		close(r.stop)
+		r.wg.Wait()
+	})
+}
+
+// startLeaderLoad proposes unique keys only on the member that is leader,
+// so that no proposal is forwarded (see TestScenarioDelayDropDuplicate for
+// why). A worker whose member lost leadership finds the new leader.
+func startLeaderLoad(c *nodetest.Cluster, prefix string, workers int, l *ledger) *loadRun {
+	r := &loadRun{stop: make(chan struct{}), wg: &sync.WaitGroup{}}
+	for g := 0; g < workers; g++ {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			cur := -1
+			for k := 0; ; {
+				select {
+				case <-r.stop:
+					return
+				default:
+				}
+				if cur < 0 || c.Nodes[cur].Raft().State() != hraft.Leader {
+					if cur = c.Leader(); cur < 0 {
+						select {
+						case <-r.stop:
+							return
+						case <-time.After(5 * time.Millisecond): // load pacing while there is no leader
+						}
+						continue
+					}
+				}
+				key := fmt.Sprintf("%s%d-%d", prefix, g, k)
+				k++
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				_, err := c.Nodes[cur].Propose(ctx, []byte(key+"=v"))
+				cancel()
+				l.record(key, err)
+			}
+		}()
+	}
+	return r
+}
+
+// committedLeader returns the member that is leader in a term above
+// minTerm and has committed an entry of that term (its no-op barrier at
+// least), or -1. Members in skip are not considered.
+func committedLeader(c *nodetest.Cluster, minTerm uint64, skip ...int) int {
+	ld := c.Leader()
+	if ld < 0 {
+		return -1
+	}
+	for _, s := range skip {
+		if ld == s {
+			return -1
+		}
+	}
+	s := c.Nodes[ld].Status()
+	if s.Role != "Leader" || s.Term <= minTerm || s.CommitIndex == 0 {
+		return -1
+	}
+	var e hraft.Log
+	if c.Nodes[ld].Log().GetLog(s.CommitIndex, &e) != nil || e.Term != s.Term {
+		return -1
+	}
+	return ld
+}
+
+// maxTerm is the highest current term over the members.
+func maxTerm(c *nodetest.Cluster) uint64 {
+	var m uint64
+	for _, i := range c.Running() {
+		m = max(m, c.Nodes[i].Status().Term)
+	}
+	return m
+}
+
+// leaderWatch records the leader changes every member reports through its
+// events (EventLeaderChange with a leader).
+type leaderWatch struct {
+	mu      sync.Mutex
+	seen    map[string]bool // "term/leader"
+	cancels []func()
+	wg      sync.WaitGroup
+}
+
+func watchLeaders(c *nodetest.Cluster) *leaderWatch {
+	w := &leaderWatch{seen: map[string]bool{}}
+	for _, n := range c.Nodes {
+		ch, cancel := n.Events(4096)
+		w.cancels = append(w.cancels, cancel)
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for e := range ch {
+				if e.Kind == raft.EventLeaderChange && e.Leader != "" {
+					w.mu.Lock()
+					w.seen[fmt.Sprintf("%d/%s", e.Term, e.Leader)] = true
+					w.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return w
+}
+
+// leaders returns the distinct (term, leader) pairs reported so far.
+func (w *leaderWatch) leaders() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.seen))
+	for k := range w.seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (w *leaderWatch) close() {
+	for _, c := range w.cancels {
+		c()
+	}
+	w.wg.Wait()
+}
+
+// votesFrom returns the RequestVote and RequestPreVote requests member a
+// has sent so far.
+func votesFrom(f *transport.FaultNetwork, a hraft.ServerAddress) (votes, preVotes uint64) {
+	s := f.StatsFrom(a)
+	return s[transport.KindRequestVote].Sent, s[transport.KindRequestPreVote].Sent
+}
+
+// hold keeps a fault in place for d while checking every few milliseconds
+// that inv holds (nil: nothing to check); it returns inv's first failure.
+func hold(d time.Duration, inv func() error) error {
+	end := time.NewTimer(d)
+	defer end.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-end.C:
+			return nil
+		case <-tick.C:
+			if inv != nil {
+				if err := inv(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// waitProgress waits until at least n more proposals were acknowledged.
+func waitProgress(t *testing.T, l *ledger, n int, what string) {
+	t.Helper()
+	base := l.successes()
+	nodetest.WaitFor(t, wait, fmt.Sprintf("%d acknowledged proposals %s", n, what), func() bool { return l.successes() >= base+n })
+}
+
+// converge stops the load, waits for every member to converge and reports
+// the time as a liveness figure.
+func converge(t *testing.T, c *nodetest.Cluster, load *loadRun, what string) uint64 {
+	t.Helper()
+	load.Stop()
+	start := time.Now()
+	idx := c.WaitConverged(convergeBound)
+	t.Logf("liveness: converged at index %d %v after %s (bound %v)", idx, time.Since(start).Round(time.Millisecond), what, convergeBound)
+	return idx
+}
+
+// finalChecks runs every checker of SCENARIOS.md that applies to an
+// in-process cluster, after the faults stopped: state digest (converge),
+// acked-set (ledger), committed prefix (walcompare), election safety (the
+// network's view of append-entries senders).
+func finalChecks(t *testing.T, c *nodetest.Cluster, faults *transport.FaultNetwork, l *ledger, load *loadRun) {
+	t.Helper()
+	faults.Heal()
+	converge(t, c, load, "the faults stopped")
+	counts := l.check(t, dumpAll(c))
+	t.Logf("acked-set: %v", counts)
+	if counts.OK == 0 {
+		t.Errorf("no proposal was acknowledged")
+	}
+	rep := checkCommittedPrefix(t, c)
+	t.Logf("committed prefix: %d members, compared [%d, %d], committed %d (%s), held %d, 0 committed divergences, 0 payload lost",
+		len(rep.Members), rep.From, rep.To, rep.Committed, rep.CommittedBasis, rep.Held)
+	checkElectionSafety(t, faults)
+	terms := map[uint64]bool{}
+	for _, s := range faults.AppendEntriesSenders() {
+		terms[s.Term] = true
+	}
+	t.Logf("election safety: %d terms with append-entries, one sender each", len(terms))
+	st := faults.Stats()
+	kinds := make([]string, 0, len(st))
+	for k := range st {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		s := st[k]
+		t.Logf("fault stats %-15s sent %6d refused %5d lost %5d duplicated %5d", k, s.Sent, s.Refused, s.Lost, s.Duplicated)
+	}
+}
+
+// SCENARIOS.md 5 (LESSONS.md §4, the failover storm). The leader is
+// isolated under load; proposals on it are appended to its log (durable:
+// read back from its wal) but cannot commit, and come back indeterminate.
+// The majority elects a leader of a higher term and commits past that
+// range. Then the former leader rejoins:
+//   - its divergent tail is cut through the reconcile seam: at every index
+//     of the range its log holds the live leader's entry (same term), and
+//     the guard refused nothing;
+//   - it follows the live leader within a bound;
+//   - it starts no election: while isolated its term stayed put (pre-vote
+//     does not bump it), after the heal it sends no RequestVote, its term
+//     equals the leader's for the whole observation window and the leader
+//     keeps its term; its pre-votes between the heal and following are
+//     bounded by one round per election timeout, and none after it follows.
+func TestScenarioDivergentFormerLeaderRejoins(t *testing.T) {
+	seed := netSeed(t)
+	faults := transport.NewFaultNetwork(seed)
+	c := nodetest.Start(t, 3, faults, nil)
+	old := c.WaitLeader(wait)
+	oldAddr := addr(c.Nodes[old])
+	events, cancelEvents := c.Nodes[old].Events(4096)
+	defer cancelEvents()
+	watch := watchLeaders(c)
+	defer watch.close()
+	l := newLedger()
+	load := startLoad(c, "d", 6, l)
+	defer load.Stop()
+	waitProgress(t, l, 30, "before the isolation")
+
+	// The divergent tail.
+	oldTerm := c.Nodes[old].Status().Term
+	votes0, pre0 := votesFrom(faults, oldAddr)
+	faults.Isolate(oldAddr)
+	isolated := time.Now()
+	var wg sync.WaitGroup
+	for k := 0; k < 30; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("tail%d", k)
+			_, err := c.Propose(old, key+"=v", 1500*time.Millisecond)
+			l.record(key, err)
+			if err == nil {
+				t.Errorf("the isolated leader acknowledged %s", key)
+			}
+		}()
+	}
+	wg.Wait()
+	nodetest.WaitFor(t, wait, "the isolated leader to step down", func() bool { return c.Nodes[old].Status().Role != "Leader" })
+	so := c.Nodes[old].Status()
+	from, tailLast := so.CommitIndex+1, so.LastIndex
+	if tailLast < from {
+		t.Fatalf("the isolated leader holds no uncommitted tail (commit %d, last %d)", so.CommitIndex, so.LastIndex)
+	}
+	oldEntries := map[uint64]hraft.Log{}
+	for i := from; i <= tailLast; i++ {
+		var e hraft.Log
+		if err := c.Nodes[old].Log().GetLog(i, &e); err != nil {
+			t.Fatalf("the isolated leader's tail entry %d is not in its log: %v", i, err)
+		}
+		oldEntries[i] = e
+	}
+
+	// The majority moves on, past the tail.
+	var nl int
+	liveness(t, "a leader of a higher term committed an entry after the leader's isolation", electBound, func() bool {
+		nl = committedLeader(c, oldTerm, old)
+		return nl >= 0
+	})
+	newTerm := c.Nodes[nl].Status().Term
+	for k := 0; c.Nodes[nl].Status().CommitIndex <= tailLast; k++ {
+		key := fmt.Sprintf("past%d", k)
+		_, err := c.Propose(nl, key+"=v", wait)
+		l.record(key, err)
+		if err != nil {
+			t.Fatalf("proposal on the new leader m%d: %v", nl, err)
+		}
+	}
+	var divergent []uint64
+	for i := from; i <= tailLast; i++ {
+		var e hraft.Log
+		if err := c.Nodes[nl].Log().GetLog(i, &e); err != nil {
+			t.Fatalf("new leader's entry %d: %v", i, err)
+		}
+		if e.Term != oldEntries[i].Term {
+			divergent = append(divergent, i)
+		}
+	}
+	if len(divergent) == 0 {
+		t.Fatalf("not the scenario: the former leader's tail [%d, %d] equals the new leader's log", from, tailLast)
+	}
+	// Keep it isolated a while longer: it campaigns (pre-votes) round
+	// after round, and the leader's replication to it backs off.
+	isoHold := 1500 * time.Millisecond
+	if netLong() {
+		isoHold = 8 * time.Second
+	}
+	_ = hold(isoHold-time.Since(isolated), nil)
+	so = c.Nodes[old].Status()
+	if so.Term != oldTerm {
+		t.Errorf("the isolated former leader moved from term %d to %d: pre-vote should keep an isolated member's term", oldTerm, so.Term)
+	}
+	if v, _ := votesFrom(faults, oldAddr); v != votes0 {
+		t.Errorf("the isolated former leader sent %d RequestVote while isolated", v-votes0)
+	}
+	t.Logf("former leader m%d (term %d) holds [%d, %d] uncommitted, %d indexes divergent from new leader m%d (term %d, commit %d), isolated for %v",
+		old, oldTerm, from, tailLast, len(divergent), nl, newTerm, c.Nodes[nl].Status().CommitIndex, time.Since(isolated).Round(time.Millisecond))
+
+	// The rejoin.
+	votesHeal, preHeal := votesFrom(faults, oldAddr)
+	faults.Heal()
+	nlID := c.Cfgs[nl].ID
+	// A bound of electBound: the new leader backs off its replication to
+	// the unreachable member exponentially (hashicorp/raft: 10 ms doubling
+	// per failure, uncapped up to 10 s), so the first append after the heal
+	// can take a few seconds after an isolation of about two.
+	follow := liveness(t, "the former leader follows the live leader, its tail replaced", electBound, func() bool {
+		s := c.Nodes[old].Status()
+		if s.Role != "Follower" || s.LeaderID != nlID || s.Term != c.Nodes[nl].Status().Term || s.LastIndex < tailLast {
+			return false
+		}
+		for i := from; i <= tailLast; i++ {
+			var a, b hraft.Log
+			if c.Nodes[old].Log().GetLog(i, &a) != nil || c.Nodes[nl].Log().GetLog(i, &b) != nil || a.Term != b.Term {
+				return false
+			}
+		}
+		return true
+	})
+	votesFollow, preFollow := votesFrom(faults, oldAddr)
+	window := 2 * time.Second
+	if netLong() {
+		window = 10 * time.Second
+	}
+	err := hold(window, func() error {
+		sl, so := c.Nodes[nl].Status(), c.Nodes[old].Status()
+		switch {
+		case sl.Role != "Leader" || sl.Term != newTerm:
+			return fmt.Errorf("the live leader m%d changed: role %s term %d (was term %d)", nl, sl.Role, sl.Term, newTerm)
+		case so.Term != sl.Term:
+			return fmt.Errorf("the former leader's term %d differs from the leader's %d", so.Term, sl.Term)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("observation window after the rejoin: %v", err)
+	}
+	votesEnd, preEnd := votesFrom(faults, oldAddr)
+	t.Logf("former leader's vote requests: before isolation %d/%d pre-votes; isolated %d/%d; heal → follow (%v) %d/%d; following %v: %d/%d",
+		votes0, pre0, votesHeal-votes0, preHeal-pre0, follow.Round(time.Millisecond), votesFollow-votesHeal, preFollow-preHeal,
+		window, votesEnd-votesFollow, preEnd-preFollow)
+	if n := votesEnd - votesHeal; n != 0 {
+		t.Errorf("the former leader sent %d RequestVote after the heal: it started an election against a reachable leader", n)
+	}
+	// One pre-vote round (2 peers) per election timeout (150 ms, the
+	// smallest randomized wait) while it had not heard from the leader,
+	// plus one round in flight at each end.
+	if n, bound := preFollow-preHeal, 2*(uint64(follow/(150*time.Millisecond))+2); n > bound {
+		t.Errorf("the former leader sent %d pre-votes between the heal and following within %v (bound %d): a pre-vote storm", n, follow, bound)
+	}
+	// Following a live leader it has no reason to campaign; one round is
+	// allowed for a heartbeat delayed past the timeout by a starved
+	// scheduler (-race on two shared cores).
+	if n := preEnd - preFollow; n > 2 {
+		t.Errorf("the former leader sent %d pre-votes while following a reachable leader", n)
+	}
+	t.Logf("leaders reported: %v", watch.leaders())
+
+	finalChecks(t, c, faults, l, load)
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == raft.EventGuardRefusal {
+				t.Errorf("guard refusal on the former leader: %v", e.Err)
+			}
+			continue
+		default:
+		}
+		break
+	}
+}
