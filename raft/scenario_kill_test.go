@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/walcompare"
 )
 
@@ -436,4 +438,264 @@ func TestScenarioOverlappingFailover(t *testing.T) {
 	killCheckDirs(t, ms, cs.CommitIndex)
 	t.Logf("figures: %d rounds (%d with the previous victim behind at the kill); worst kill→commit %v (bound %v); final term %d; converged at index %d in %v; %d terms with an observed leader; outcomes: %v",
 		rounds, lagged, worstCommit.Round(time.Millisecond), killProcBound, st.Term, cs.AppliedIndex, conv.Round(time.Millisecond), terms, counts)
+}
+
+// ---- in-process members ----
+
+// killNodeLoad proposes unique keys (prefix g-k) from workers goroutines,
+// round-robin over the members it targets. The test tells it when a member
+// stops or starts (set) and which members to target; pause waits out the
+// proposals in flight and holds the workers until resume.
+type killNodeLoad struct {
+	mu     sync.Mutex
+	nodes  []*raft.Node
+	target []bool
+	gate   sync.RWMutex
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	done   func()
+}
+
+func killStartNodeLoad(c *nodetest.Cluster, prefix string, workers int, l *ledger) *killNodeLoad {
+	ld := &killNodeLoad{nodes: append([]*raft.Node(nil), c.Nodes...), target: make([]bool, len(c.Nodes)), stop: make(chan struct{})}
+	for i := range ld.target {
+		ld.target[i] = true
+	}
+	for g := 0; g < workers; g++ {
+		ld.wg.Add(1)
+		go func() {
+			defer ld.wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-ld.stop:
+					return
+				default:
+				}
+				ld.gate.RLock()
+				n := ld.pick(g + k)
+				if n == nil {
+					ld.gate.RUnlock()
+					select { // nothing to target: back off
+					case <-ld.stop:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+					continue
+				}
+				key := fmt.Sprintf("%s%d-%d", prefix, g, k)
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				_, err := n.Propose(ctx, []byte(key+"=v"))
+				cancel()
+				l.record(key, err)
+				ld.gate.RUnlock()
+			}
+		}()
+	}
+	ld.done = sync.OnceFunc(func() { close(ld.stop); ld.wg.Wait() })
+	return ld
+}
+
+func (ld *killNodeLoad) pick(from int) *raft.Node {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	for i := range ld.nodes {
+		j := (from + i) % len(ld.nodes)
+		if ld.target[j] && ld.nodes[j] != nil {
+			return ld.nodes[j]
+		}
+	}
+	return nil
+}
+
+// set records member i's current node (nil: stopped).
+func (ld *killNodeLoad) set(i int, n *raft.Node) {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	ld.nodes[i] = n
+}
+
+// only makes the load target exactly the given members.
+func (ld *killNodeLoad) only(members ...int) {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	for i := range ld.target {
+		ld.target[i] = false
+	}
+	for _, i := range members {
+		ld.target[i] = true
+	}
+}
+
+func (ld *killNodeLoad) pause()  { ld.gate.Lock() }
+func (ld *killNodeLoad) resume() { ld.gate.Unlock() }
+func (ld *killNodeLoad) close()  { ld.done() }
+
+// killStop stops member i of c, telling the load first.
+func killStop(c *nodetest.Cluster, ld *killNodeLoad, i int) {
+	ld.set(i, nil)
+	c.StopMember(i)
+}
+
+// killStart (re)starts member i of c and tells the load.
+func killStart(c *nodetest.Cluster, ld *killNodeLoad, i int) {
+	c.StartMember(i)
+	ld.set(i, c.Nodes[i])
+}
+
+// killTransfer hands leadership from member from to member to, retrying
+// while a transfer is refused, and returns the new leader's term.
+func killTransfer(t *testing.T, c *nodetest.Cluster, from, to int) uint64 {
+	t.Helper()
+	term := c.Nodes[from].Status().Term
+	deadline := time.Now().Add(wait)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err := c.Nodes[from].TransferLeadership(ctx, c.Cfgs[to].ID)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transfer leadership %s → %s: %v", c.Cfgs[from].ID, c.Cfgs[to].ID, err)
+		}
+		if c.Leader() == to && c.Nodes[to].Status().Term > term {
+			break
+		}
+	}
+	var nt uint64
+	nodetest.WaitFor(t, wait, fmt.Sprintf("%s leader in a term above %d", c.Cfgs[to].ID, term), func() bool {
+		if c.Leader() != to {
+			return false
+		}
+		nt = c.Nodes[to].Status().Term
+		return nt > term
+	})
+	return nt
+}
+
+// others returns the members of c other than the given ones.
+func killOthers(c *nodetest.Cluster, not ...int) []int {
+	var out []int
+next:
+	for i := range c.Nodes {
+		for _, j := range not {
+			if i == j {
+				continue next
+			}
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// SCENARIOS 3, the decisive historic bug (LESSONS §1): a member stops while
+// it is behind, two leader changes follow, and on restart it pulls entries
+// written by leaders of two earlier terms — one of them no longer leading —
+// from the newest leader. The test makes that shape and asserts it: the
+// range the member fetched holds entries of at least two distinct terms,
+// none of them the member's own last term. Then every committed index
+// matches by (term, payload CRC) on every member (walcompare: no committed
+// divergence, no payload lost), and the restarted member holds, for every
+// command entry it fetched, the very body the leader holds (never empty).
+func TestScenarioCrossTermCatchUp(t *testing.T) {
+	rng, seed := killSeed(t)
+	reps := 2
+	if killLong() {
+		reps = 8
+	}
+	faults := transport.NewFaultNetwork(seed)
+	c := nodetest.Start(t, 3, faults, nil)
+	c.WaitLeader(wait)
+	l := newLedger()
+	ld := killStartNodeLoad(c, "x", 4, l)
+	defer ld.close()
+	for rep := 0; rep < reps; rep++ {
+		a := c.WaitLeader(wait)
+		fs := killOthers(c, a)
+		x := fs[rng.Intn(2)] // the member that falls behind
+		b := killOthers(c, a, x)[0]
+		base := l.successes()
+		nodetest.WaitFor(t, wait, "30 acknowledged proposals", func() bool { return l.successes() >= base+30 })
+
+		// x holds everything of the current term, then hears nothing more.
+		ld.pause()
+		c.WaitConverged(wait)
+		xs := c.Nodes[x].Status()
+		faults.Isolate(addr(c.Nodes[x]))
+		ld.only(a, b)
+		ld.resume()
+
+		// Leader change 1, a → b: entries of b's term that x lacks.
+		t1 := killTransfer(t, c, a, b)
+		base = l.successes()
+		nodetest.WaitFor(t, wait, "30 acknowledged proposals in the first new term", func() bool { return l.successes() >= base+30 })
+		// x stops while behind.
+		if s := c.Nodes[x].Status(); s.LastIndex != xs.LastIndex || c.Nodes[b].Status().CommitIndex <= s.LastIndex {
+			t.Fatalf("%s is not behind at its stop: last %d (was %d), leader's commit %d", c.Cfgs[x].ID, s.LastIndex, xs.LastIndex, c.Nodes[b].Status().CommitIndex)
+		}
+		killStop(c, ld, x)
+		// Leader change 2, b → a: b's entries now come from a leader that
+		// is no longer leading; a writes entries of a third term.
+		t2 := killTransfer(t, c, b, a)
+		base = l.successes()
+		nodetest.WaitFor(t, wait, "30 acknowledged proposals in the second new term", func() bool { return l.successes() >= base+30 })
+
+		// x restarts and pulls the prior-term entries from a.
+		faults.Heal()
+		target := c.Nodes[a].Status().LastIndex
+		killStart(c, ld, x)
+		ld.only(a, b, x)
+		catchUp := liveness(t, fmt.Sprintf("rep %d: restarted %s applied index %d", rep, c.Cfgs[x].ID, target), wait, func() bool {
+			return c.Nodes[x].AppliedIndex() >= target
+		})
+		base = l.successes()
+		nodetest.WaitFor(t, wait, "10 acknowledged proposals after the catch-up", func() bool { return l.successes() >= base+10 })
+
+		// The shape: what x fetched, (xs.LastIndex, target], is of ≥ 2
+		// distinct terms, none of them x's own last term.
+		terms := map[uint64]int{}
+		for i := xs.LastIndex + 1; i <= target; i++ {
+			var e hraft.Log
+			if err := c.Nodes[x].Log().GetLog(i, &e); err != nil {
+				t.Fatalf("%s entry %d: %v", c.Cfgs[x].ID, i, err)
+			}
+			terms[e.Term]++
+		}
+		if len(terms) < 2 || terms[xs.LastTerm] != 0 || terms[t1] == 0 || terms[t2] == 0 {
+			t.Fatalf("not the cross-term shape: %s (last term %d) fetched (%d, %d] with entries per term %v; leader terms %d then %d",
+				c.Cfgs[x].ID, xs.LastTerm, xs.LastIndex, target, terms, t1, t2)
+		}
+		// Bodies: every command entry x fetched is the leader's, byte for byte.
+		cmds := 0
+		last := c.Nodes[x].Status().LastIndex
+		for i := xs.LastIndex + 1; i <= last; i++ {
+			var ex, ea hraft.Log
+			errX := c.Nodes[x].Log().GetLog(i, &ex)
+			errA := c.Nodes[a].Log().GetLog(i, &ea)
+			if errA != nil {
+				continue // past the leader's log (it moved on) or compacted
+			}
+			if errX != nil {
+				t.Errorf("%s entry %d (term %d on %s): %v", c.Cfgs[x].ID, i, ea.Term, c.Cfgs[a].ID, errX)
+				continue
+			}
+			if ea.Type != hraft.LogCommand {
+				continue
+			}
+			cmds++
+			if len(ex.Data) == 0 || ex.Term != ea.Term || !bytes.Equal(ex.Data, ea.Data) {
+				t.Errorf("%s entry %d: term %d, %d-byte body; %s holds term %d, %d-byte body", c.Cfgs[x].ID, i, ex.Term, len(ex.Data), c.Cfgs[a].ID, ea.Term, len(ea.Data))
+			}
+		}
+		t.Logf("rep %d: %s stopped at index %d (term %d) behind; leaders %s (term %d) then %s (term %d); it fetched (%d, %d], entries per term %v, in %v; %d command bodies verified against the leader",
+			rep, c.Cfgs[x].ID, xs.LastIndex, xs.LastTerm, c.Cfgs[b].ID, t1, c.Cfgs[a].ID, t2, xs.LastIndex, target, terms, catchUp.Round(time.Millisecond), cmds)
+	}
+	ld.close()
+	start := time.Now()
+	idx := c.WaitConverged(killConvergeBound)
+	t.Logf("liveness: faults stopped → every member converged in %v (bound %v)", time.Since(start).Round(time.Millisecond), killConvergeBound)
+	counts := l.check(t, dumpAll(c))
+	rep := checkCommittedPrefix(t, c)
+	checkElectionSafety(t, faults)
+	t.Logf("figures: converged at index %d; walcompare committed %d (%s), summary %v; outcomes: %v", idx, rep.Committed, rep.CommittedBasis, rep.Summary, counts)
 }
