@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,7 +51,8 @@ func netSeed(t *testing.T) int64 {
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
-	t.Logf("seed %d (replay: go test -race -run '^%s$' ./raft/ -raft.netseed=%d)", seed, t.Name(), seed)
+	run := strings.Join(strings.Split(t.Name(), "/"), "$/^")
+	t.Logf("seed %d (replay: go test -race -run '^%s$' ./raft/ -raft.netseed=%d)", seed, run, seed)
 	return seed
 }
 
@@ -62,7 +64,7 @@ const (
 	convergeBound = 15 * time.Second // faults stop → every member converged
 )
 
-// loadRun is a proposal load (loadNodes or loadLeader) that can be stopped
+// loadRun is a proposal load (startLoad or startLeaderLoad) that can be stopped
 // once, idempotently.
 type loadRun struct {
 	stop chan struct{}
@@ -70,9 +72,32 @@ type loadRun struct {
 	once sync.Once
 }
 
+// startLoad proposes unique keys (prefix-g-k) from workers goroutines,
+// round-robin over every member (followers forward), like loadNodes but
+// with a 1 s timeout per proposal: a worker stuck on a cut-off member comes
+// back soon, and stopping the load does not wait long for it.
 func startLoad(c *nodetest.Cluster, prefix string, workers int, l *ledger) *loadRun {
-	stop := make(chan struct{})
-	return &loadRun{stop: stop, wg: loadNodes(c, prefix, workers, l, stop)}
+	r := &loadRun{stop: make(chan struct{}), wg: &sync.WaitGroup{}}
+	nodes := append([]*raft.Node(nil), c.Nodes...)
+	for g := 0; g < workers; g++ {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-r.stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("%s%d-%d", prefix, g, k)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_, err := nodes[(g+k)%len(nodes)].Propose(ctx, []byte(key+"=v"))
+				cancel()
+				l.record(key, err)
+			}
+		}()
+	}
+	return r
 }
 
 func (r *loadRun) Stop() {
@@ -528,5 +553,171 @@ func TestScenarioFlappingLink(t *testing.T) {
 		return c.Nodes[f].Status().AppliedIndex >= target
 	})
 	t.Logf("settled %v ago; leaders reported: %v", time.Since(settled).Round(time.Millisecond), watch.leaders())
+	finalChecks(t, c, faults, l, load)
+}
+
+// SCENARIOS.md 7. Rounds of partitions under load, each healed and
+// converged before the next:
+//   - the leader isolated: the others elect a leader of a higher term that
+//     commits, the load goes on there; the old leader rejoins as follower;
+//   - a minority isolated (one follower of 3; two of 5, still connected to
+//     each other): the majority keeps committing under its leader, and the
+//     minority, held back by pre-vote, sends no RequestVote;
+//   - asymmetric: one member can send but not receive (every link into it
+//     cut). A follower so cut campaigns with pre-votes that reach the others
+//     but whose answers never reach it: no RequestVote, the leader stays. A
+//     leader so cut is still heard by the followers, whose answers never
+//     reach it; it loses its lease and steps down, the others elect a
+//     leader of a higher term; it sends no RequestVote either. The rounds
+//     alternate between a follower and the leader.
+//
+// After each heal every member converges (same log, commit index and
+// digest) within the bound; at the end all checkers run.
+func TestScenarioPartitions(t *testing.T) {
+	rounds := 2
+	if netLong() {
+		rounds = 5
+	}
+	t.Run("3", func(t *testing.T) { partitionRounds(t, 3, rounds) })
+	t.Run("5", func(t *testing.T) {
+		n := 1
+		if netLong() {
+			n = rounds
+		}
+		partitionRounds(t, 5, n)
+	})
+}
+
+func partitionRounds(t *testing.T, size, rounds int) {
+	seed := netSeed(t)
+	faults := transport.NewFaultNetwork(seed)
+	c := nodetest.Start(t, size, faults, nil)
+	c.WaitLeader(wait)
+	watch := watchLeaders(c)
+	defer watch.close()
+	l := newLedger()
+	holdFor := time.Second
+	if netLong() {
+		holdFor = 3 * time.Second
+	}
+	phase := 0
+	load := startLoad(c, "p0-", 6, l)
+	defer func() { load.Stop() }()
+	// heal ends a phase: heal, converge, check terms, restart the load.
+	heal := func(what string) {
+		t.Helper()
+		faults.Heal()
+		converge(t, c, load, "healing "+what)
+		ld := c.WaitLeader(wait)
+		lt := c.Nodes[ld].Status().Term
+		for _, i := range c.Running() {
+			if s := c.Nodes[i].Status(); s.Term != lt {
+				t.Errorf("after healing %s: m%d in term %d, leader m%d in term %d", what, i, s.Term, ld, lt)
+			}
+		}
+		phase++
+		load = startLoad(c, fmt.Sprintf("p%d-", phase), 6, l)
+	}
+	votes := func(members []int) uint64 {
+		var n uint64
+		for _, i := range members {
+			v, _ := votesFrom(faults, addr(c.Nodes[i]))
+			n += v
+		}
+		return n
+	}
+	for round := 0; round < rounds; round++ {
+		// The leader isolated.
+		waitProgress(t, l, 10, "before isolating the leader")
+		ld := c.WaitLeader(wait)
+		term := c.Nodes[ld].Status().Term
+		faults.Isolate(addr(c.Nodes[ld]))
+		var nl int
+		liveness(t, fmt.Sprintf("round %d: a new leader committed after isolating leader m%d (term %d)", round, ld, term), electBound, func() bool {
+			nl = committedLeader(c, term, ld)
+			return nl >= 0
+		})
+		waitProgress(t, l, 10, "with the leader isolated")
+		t.Logf("round %d: leader m%d isolated: m%d leads in term %d", round, ld, nl, c.Nodes[nl].Status().Term)
+		heal("the leader's isolation")
+
+		// A minority isolated, in touch with itself.
+		ld = c.WaitLeader(wait)
+		term = c.Nodes[ld].Status().Term
+		var minority []int
+		for k := 1; len(minority) < (size-1)/2; k++ {
+			minority = append(minority, (ld+k)%size)
+		}
+		in := map[int]bool{}
+		for _, i := range minority {
+			in[i] = true
+		}
+		for _, i := range minority {
+			for j := range c.Nodes {
+				if !in[j] {
+					faults.Partition(addr(c.Nodes[i]), addr(c.Nodes[j]))
+				}
+			}
+		}
+		v0, acked := votes(minority), l.successes()
+		err := hold(holdFor, func() error {
+			if s := c.Nodes[ld].Status(); s.Role != "Leader" || s.Term != term {
+				return fmt.Errorf("leader m%d lost its leadership (role %s, term %d, was %d)", ld, s.Role, s.Term, term)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("round %d, minority %v isolated: %v", round, minority, err)
+		}
+		if n := votes(minority) - v0; n != 0 {
+			t.Errorf("round %d: the isolated minority %v sent %d RequestVote", round, minority, n)
+		}
+		if l.successes() == acked {
+			t.Errorf("round %d: nothing acknowledged with the minority %v isolated", round, minority)
+		}
+		t.Logf("round %d: minority %v isolated for %v: %d acknowledged meanwhile, leader m%d kept term %d", round, minority, holdFor, l.successes()-acked, ld, term)
+		heal("the minority's isolation")
+
+		// Asymmetric: x sends, receives nothing.
+		ld = c.WaitLeader(wait)
+		term = c.Nodes[ld].Status().Term
+		x, who := (ld+1)%size, "follower"
+		if round%2 == 1 {
+			x, who = ld, "leader"
+		}
+		for i := range c.Nodes {
+			if i != x {
+				faults.Cut(addr(c.Nodes[i]), addr(c.Nodes[x]))
+			}
+		}
+		v0, acked = votes([]int{x}), l.successes()
+		if x == ld {
+			liveness(t, fmt.Sprintf("round %d: a new leader committed after cutting every link into leader m%d (term %d)", round, ld, term), electBound, func() bool {
+				nl = committedLeader(c, term, ld)
+				return nl >= 0
+			})
+			waitProgress(t, l, 10, "with the old leader unable to receive")
+			_ = hold(holdFor/2, nil)
+		} else {
+			err := hold(holdFor, func() error {
+				if s := c.Nodes[ld].Status(); s.Role != "Leader" || s.Term != term {
+					return fmt.Errorf("leader m%d lost its leadership (role %s, term %d, was %d)", ld, s.Role, s.Term, term)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("round %d, follower m%d unable to receive: %v", round, x, err)
+			}
+		}
+		if n := votes([]int{x}) - v0; n != 0 {
+			t.Errorf("round %d: %s m%d, unable to receive, sent %d RequestVote", round, who, x, n)
+		}
+		if l.successes() == acked {
+			t.Errorf("round %d: nothing acknowledged with %s m%d unable to receive", round, who, x)
+		}
+		t.Logf("round %d: %s m%d unable to receive: %d acknowledged meanwhile, max term %d (was %d)", round, who, x, l.successes()-acked, maxTerm(c), term)
+		heal("the asymmetric cut")
+	}
+	t.Logf("leaders reported: %v", watch.leaders())
 	finalChecks(t, c, faults, l, load)
 }
