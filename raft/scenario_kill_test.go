@@ -722,3 +722,125 @@ func TestScenarioCrossTermCatchUp(t *testing.T) {
 	checkElectionSafety(t, faults)
 	t.Logf("figures: converged at index %d; walcompare committed %d (%s), summary %v; outcomes: %v", idx, rep.Committed, rep.CommittedBasis, rep.Summary, counts)
 }
+
+// SCENARIOS 4 (LESSONS §4, the election stall): the only fully current
+// member dies and leaves two lagging survivors. Under load, s2 is isolated
+// and falls behind on committed entries (committed by the leader c with
+// s1); then c's links to s1 are cut one way, so c appends a tail of its
+// term that no one else holds (it never commits) until c steps down. The
+// shape is asserted: tips c > s1 > s2, s1 holding everything c committed,
+// s2 not. Then c stops and the network heals: s1 and s2 are up and
+// connected, and a leader — s1, the only one a majority can elect — must
+// commit an entry within 10× the election timeout, in a term above c's. It
+// holds every acknowledged proposal (ledger over the survivors), the
+// survivors and c's data dir show no committed divergence (c's tail is an
+// uncommitted one), and after c restarts all three converge.
+func TestScenarioOnlyCurrentMemberDies(t *testing.T) {
+	rng, seed := killSeed(t)
+	reps := 3
+	if killLong() {
+		reps = 10
+	}
+	faults := transport.NewFaultNetwork(seed)
+	cl := nodetest.Start(t, 3, faults, nil)
+	cl.WaitLeader(wait)
+	l := newLedger()
+	ld := killStartNodeLoad(cl, "o", 4, l)
+	defer ld.close()
+	name := func(i int) string { return cl.Cfgs[i].ID }
+	var worst time.Duration
+	for rep := 0; rep < reps; rep++ {
+		c := cl.WaitLeader(wait)
+		fs := killOthers(cl, c)
+		s2 := fs[rng.Intn(2)]
+		s1 := killOthers(cl, c, s2)[0]
+		base := l.successes()
+		nodetest.WaitFor(t, wait, "30 acknowledged proposals", func() bool { return l.successes() >= base+30 })
+
+		// s2 falls behind: committed entries it lacks.
+		faults.Isolate(addr(cl.Nodes[s2]))
+		ld.only(c, s1)
+		base = l.successes()
+		nodetest.WaitFor(t, wait, "30 acknowledged proposals without s2", func() bool { return l.successes() >= base+30 })
+
+		// c's uncommitted tail: its appends stop reaching s1.
+		ld.only(c)
+		cTerm := cl.Nodes[c].Status().Term
+		faults.Cut(addr(cl.Nodes[c]), addr(cl.Nodes[s1]))
+		var wg sync.WaitGroup
+		for k := 0; k < 8; k++ { // proposals straight into c's log
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				key := fmt.Sprintf("tail%d-%d", rep, k)
+				_, err := cl.Propose(c, key+"=v", time.Second)
+				l.record(key, err)
+			}()
+		}
+		wg.Wait()
+		ld.only()
+		nodetest.WaitFor(t, wait, name(c)+" to step down", func() bool { return cl.Nodes[c].Status().Role != "Leader" })
+		cs, s1s, s2s := cl.Nodes[c].Status(), cl.Nodes[s1].Status(), cl.Nodes[s2].Status()
+		committed := max(cs.CommitIndex, s1s.CommitIndex, s2s.CommitIndex)
+		if !(cs.LastIndex > s1s.LastIndex && s1s.LastIndex >= committed && s2s.LastIndex < committed) {
+			t.Fatalf("not the shape: tips %s %d, %s %d, %s %d; committed %d", name(c), cs.LastIndex, name(s1), s1s.LastIndex, name(s2), s2s.LastIndex, committed)
+		}
+		t.Logf("rep %d: tips %s %d (term %d), %s %d, %s %d; committed %d: %s holds the committed prefix, %s is %d behind it",
+			rep, name(c), cs.LastIndex, cTerm, name(s1), s1s.LastIndex, name(s2), s2s.LastIndex, committed, name(s1), name(s2), committed-s2s.LastIndex)
+
+		// The only fully current member dies; the survivors are connected.
+		killStop(cl, ld, c)
+		faults.Heal()
+		ld.only(s1, s2)
+		var nl int
+		d := liveness(t, fmt.Sprintf("rep %d: survivors up and connected → a leader committed an entry", rep), killElectBound, func() bool {
+			nl = cl.Leader()
+			if nl < 0 {
+				return false
+			}
+			s := cl.Nodes[nl].Status()
+			var e hraft.Log
+			// An entry of the leader's term at or below its commit index.
+			return s.Term > cTerm && s.CommitIndex > committed && cl.Nodes[nl].Log().GetLog(s.CommitIndex, &e) == nil && e.Term == s.Term
+		})
+		worst = max(worst, d)
+		if nl != s1 {
+			t.Fatalf("%s was elected; only %s holds the whole committed prefix", name(nl), name(s1))
+		}
+		base = l.successes()
+		nodetest.WaitFor(t, wait, "20 acknowledged proposals on the survivors", func() bool { return l.successes() >= base+20 })
+		ld.pause()
+		cl.WaitConverged(wait)
+		counts := l.check(t, dumpAll(cl))
+		checkCommittedPrefix(t, cl)
+		// With c's data dir, offline: its tail is no committed divergence.
+		dir, err := walcompare.OpenDir(name(c), cl.Cfgs[c].DataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := killCompare(t, []walcompare.Member{
+			walcompare.FromLogStore(name(s1), cl.Nodes[s1].Log()),
+			walcompare.FromLogStore(name(s2), cl.Nodes[s2].Log()),
+			dir,
+		}, 0)
+		dir.Close()
+		t.Logf("rep %d: leader %s (term %d) elected and committing %v after the heal; survivors hold every acked proposal (%v); with %s's dir: %d divergences, none committed",
+			rep, name(nl), cl.Nodes[nl].Status().Term, d.Round(time.Millisecond), counts, name(c), len(rp.Divergences))
+
+		// c comes back: its tail is cut, all three converge.
+		killStart(cl, ld, c)
+		ld.only(c, s1, s2)
+		ld.resume()
+		base = l.successes()
+		nodetest.WaitFor(t, wait, "10 acknowledged proposals with all three", func() bool { return l.successes() >= base+10 })
+	}
+	ld.close()
+	start := time.Now()
+	idx := cl.WaitConverged(killConvergeBound)
+	t.Logf("liveness: faults stopped → every member converged in %v (bound %v)", time.Since(start).Round(time.Millisecond), killConvergeBound)
+	counts := l.check(t, dumpAll(cl))
+	rep := checkCommittedPrefix(t, cl)
+	checkElectionSafety(t, faults)
+	t.Logf("figures: %d reps; worst survivors-connected → leader committed %v (bound %v); converged at index %d; walcompare committed %d, summary %v; outcomes: %v",
+		reps, worst.Round(time.Millisecond), killElectBound, idx, rep.Committed, rep.Summary, counts)
+}
