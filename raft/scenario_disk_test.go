@@ -548,8 +548,38 @@ func TestScenarioPausedLeader(t *testing.T) {
 	h := proctest.New(t)
 	ms := h.StartCluster(3, nil)
 	l := newLedger()
+	var pausedMu sync.Mutex
+	var paused *proctest.Member // the load skips it: its control RPC blocks
 	stop := make(chan struct{})
-	wg := loadProcs(ms, 4, l, stop)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m := ms[(g+k)%len(ms)]
+				pausedMu.Lock()
+				skip := m == paused
+				pausedMu.Unlock()
+				if skip {
+					continue
+				}
+				key := fmt.Sprintf("p%d-%d", g, k)
+				// A call that reached the leader before the pause waits
+				// for the SIGCONT: no client timeout on the paused
+				// member's connection before it resumes.
+				ctx, cancel := context.WithTimeout(context.Background(), hold+10*time.Second)
+				_, err := m.Propose(ctx, []byte(key+"=v"))
+				cancel()
+				l.record(key, err)
+			}
+		}()
+	}
 	defer func() {
 		select {
 		case <-stop:
@@ -569,18 +599,22 @@ func TestScenarioPausedLeader(t *testing.T) {
 			key := fmt.Sprintf("inflight%d-%d", round, i)
 			go func() {
 				defer inflight.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				// Outlives the pause: the reply races the SIGCONT.
+				ctx, cancel := context.WithTimeout(context.Background(), hold+10*time.Second)
 				defer cancel()
 				_, err := old.Propose(ctx, []byte(key+"=v"))
 				l.record(key, err)
 				t.Logf("%s (sent to %s before the pause): %v", key, old.Cfg.ID, err)
 			}()
 		}
+		pausedMu.Lock()
+		paused = old
+		pausedMu.Unlock()
 		time.Sleep(time.Duration(rng.Intn(3)) * time.Millisecond) // the race point: the fault, not a wait
 		if err := old.Pause(); err != nil {
 			t.Fatal(err)
 		}
-		paused := time.Now()
+		pausedAt := time.Now()
 		var rest []*proctest.Member
 		for _, m := range ms {
 			if m != old {
@@ -609,14 +643,27 @@ func TestScenarioPausedLeader(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: write on the new leader %s: %v", round, nl.Cfg.ID, err)
 		}
-		waitAcks(t, l, 10, "under the new leader")
-		if d := hold - time.Since(paused); d > 0 {
+		// More writes under the new leader while the old one is paused.
+		for i := 0; i < 10; i++ {
+			k := fmt.Sprintf("new%d-%d", round, i)
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			_, err := nl.Propose(ctx, []byte(k+"=v"))
+			cancel()
+			l.record(k, err)
+			if err != nil {
+				t.Fatalf("round %d: write %s on the new leader %s: %v", round, k, nl.Cfg.ID, err)
+			}
+		}
+		if d := hold - time.Since(pausedAt); d > 0 {
 			time.Sleep(d) // holding the pause is the scenario
 		}
-		held := time.Since(paused)
+		held := time.Since(pausedAt)
 		if err := old.Resume(); err != nil {
 			t.Fatal(err)
 		}
+		pausedMu.Lock()
+		paused = nil
+		pausedMu.Unlock()
 		// Right after the SIGCONT, on the old leader: a read and a write.
 		var wg2 sync.WaitGroup
 		wg2.Add(2)
