@@ -28,6 +28,7 @@ import (
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/wal"
 )
 
 // EnvMember names the environment variable that makes the test binary a
@@ -52,6 +53,9 @@ type ChildConfig struct {
 	TrailingLogs       uint64        `json:"trailing_logs"`
 	SnapshotThreshold  uint64        `json:"snapshot_threshold"`
 	SnapshotInterval   time.Duration `json:"snapshot_interval"`
+	// WALSegmentSize, when set, is the member's wal.WithSegmentSize (small
+	// segments let compaction remove whole segments in tests).
+	WALSegmentSize int64 `json:"wal_segment_size,omitempty"`
 }
 
 // raftConfig is the member's raft.Config.
@@ -63,8 +67,16 @@ func (c ChildConfig) raftConfig(logger hclog.Logger) raft.Config {
 		LeaderLeaseTimeout: c.LeaderLeaseTimeout, CommitTimeout: c.CommitTimeout,
 		ApplyTimeout: c.ApplyTimeout, TrailingLogs: c.TrailingLogs,
 		SnapshotThreshold: c.SnapshotThreshold, SnapshotInterval: c.SnapshotInterval,
-		Logger: logger,
+		Logger:     logger,
+		WALOptions: c.walOptions(),
 	}
+}
+
+func (c ChildConfig) walOptions() []wal.Option {
+	if c.WALSegmentSize <= 0 {
+		return nil
+	}
+	return []wal.Option{wal.WithSegmentSize(c.WALSegmentSize)}
 }
 
 // Control RPC methods served by a child on CtlAddr.
