@@ -253,6 +253,98 @@ func TestScenarioBitFlipMinorityLog(t *testing.T) {
 	t.Run("log/stopped", func(t *testing.T) { bitFlipLog(t, false) })
 	t.Run("log/running", func(t *testing.T) { bitFlipLog(t, true) })
 	t.Run("snapshot", bitFlipSnapshot)
+	t.Run("snapshot/compacted", bitFlipSnapshotCompacted)
+}
+
+// bitFlipSnapshotCompacted: as bitFlipSnapshot, but the member's log was
+// compacted past its older snapshot (small segments, few trailing logs),
+// the normal state of a long-running member. Child processes: the member
+// may crash.
+//
+// BUG (found here, not fixed): the gate refuses the flipped newest
+// snapshot, hashicorp/raft v1.7.3 falls back to the older one, and
+// NewRaft then reads the log from older+1 to rebuild the configuration:
+// that entry was compacted away, and NewRaft panics ("log not found",
+// api.go) inside raft.Open, so the host process crashes instead of Open
+// returning an error, and crashes again on every restart. Never serves
+// the flipped snapshot (fail-stop), but not a clear refusal. The fix
+// belongs in raft.Open: before NewRaft, refuse with a typed error when the
+// snapshot raft would restore does not reach the log's first index (or
+// discard the log so the leader installs a snapshot). Reproduced with
+// a seed-independent setup: go test -run 'TestScenarioBitFlipMinorityLog/snapshot/compacted' ./raft/ -raft.long
+func bitFlipSnapshotCompacted(t *testing.T) {
+	if !diskLong() {
+		t.Skip("BUG: a flipped newest snapshot over a log compacted past the older snapshot makes raft.Open panic (hashicorp/raft NewRaft: log not found); run with -raft.long to reproduce")
+	}
+	diskSeed(t)
+	h := proctest.New(t)
+	ms := h.StartCluster(3, func(cc *proctest.ChildConfig) {
+		cc.TrailingLogs, cc.SnapshotThreshold, cc.SnapshotInterval, cc.WALSegmentSize = 16, 64, 100*time.Millisecond, 8<<10
+	})
+	leader, _ := h.Leader(wait, 0)
+	victim := ms[0]
+	if victim == leader {
+		victim = ms[1]
+	}
+	l := newLedger()
+	stop := make(chan struct{})
+	wg := loadProcs([]*proctest.Member{leader}, 4, l, stop)
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	}()
+	// Two snapshots, and the log compacted past the older one.
+	nodetest.WaitFor(t, wait, "two snapshots and a log compacted past the older", func() bool {
+		mans, _ := filepath.Glob(filepath.Join(victim.Cfg.DataDir, "snapshots", "*", "manifest.bin"))
+		if len(mans) < 2 {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		s, err := victim.Status(ctx)
+		if err != nil {
+			return false
+		}
+		lo := uint64(1 << 62)
+		for _, m := range mans {
+			var term, idx, ts uint64
+			fmt.Sscanf(filepath.Base(filepath.Dir(m)), "%d-%d-%d", &term, &idx, &ts)
+			lo = min(lo, idx)
+		}
+		return s.FirstIndex > lo+1
+	})
+	victim.Stop()
+	dir := filepath.Join(victim.Cfg.DataDir, "snapshots")
+	store, err := snapshot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas, err := store.List()
+	if err != nil || len(metas) < 2 {
+		t.Fatalf("snapshots %v: %v", metas, err)
+	}
+	art := filepath.Join(dir, metas[0].ID, "state.bin")
+	buf, err := os.ReadFile(art)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf[len(buf)/2] ^= 0x10
+	if err := os.WriteFile(art, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Wanted: the member either refuses to start with a clear error or
+	// starts and converges. Today the child panics in raft.Open and
+	// Restart fails the test ("exited during start", exit status 2).
+	victim.Restart()
+	waitAcks(t, l, 30, "after the restart")
+	close(stop)
+	wg.Wait()
+	h.WaitConverged(wait)
+	h.CheckAlive()
 }
 
 // bitFlipLog: a follower's committed record in a sealed segment is flipped
@@ -547,6 +639,21 @@ func TestScenarioPausedLeader(t *testing.T) {
 	}
 	h := proctest.New(t)
 	ms := h.StartCluster(3, nil)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		// Keep the member logs of a failed run for a human (the temp dir
+		// goes away).
+		for _, m := range ms {
+			if b, err := os.ReadFile(m.Cfg.LogFile); err == nil {
+				out := filepath.Join(os.TempDir(), fmt.Sprintf("paused-leader-%d-%s.log", os.Getpid(), m.Cfg.ID))
+				if os.WriteFile(out, b, 0o644) == nil {
+					t.Logf("%s log kept at %s", m.Cfg.ID, out)
+				}
+			}
+		}
+	})
 	l := newLedger()
 	var pausedMu sync.Mutex
 	var paused *proctest.Member // the load skips it: its control RPC blocks
