@@ -33,6 +33,13 @@ var (
 	ErrInvalidConfig = errors.New("raft: invalid config")
 	// ErrTooLarge: the command exceeds Config.MaxCommandSize.
 	ErrTooLarge = errors.New("raft: command too large")
+	// ErrUnrestorable: Open found no snapshot it could restore that reaches
+	// the first entry of the log (the newest snapshot failed verification
+	// and the log was compacted past the older one). Starting would leave a
+	// hole between state and log, so the member refuses to start; replace
+	// it (remove its data dir and add it again) to have the leader send a
+	// snapshot.
+	ErrUnrestorable = errors.New("raft: no verified snapshot reaches the log's first index")
 )
 
 // ProposeError is the diagnostic of a failed proposal.

@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -25,12 +26,15 @@ type Node struct {
 	log    *wal.Log
 	snaps  *snapshot.Store
 	mux    *transport.Mux
+	nt     *hraft.NetworkTransport
 	caller transport.Caller
 	r      *hraft.Raft
 	events *eventHub
 
 	readyTerm atomic.Uint64 // term whose first barrier this leader committed
 	closed    chan struct{}
+	life      context.Context // canceled when Close begins
+	kill      context.CancelFunc
 	closeOnce sync.Once
 	closeErr  error
 	wg        sync.WaitGroup
@@ -52,9 +56,11 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm), events: newEventHub(), closed: make(chan struct{})}
+	n.life, n.kill = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
 		if !ok {
+			n.kill()
 			n.closeParts()
 		}
 	}()
@@ -84,6 +90,7 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.nt = nt
 	var trans hraft.Transport = nt
 	n.caller = n.mux
 	if cfg.Faults != nil {
@@ -113,6 +120,9 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	}
 	hasState, err := hraft.HasExistingState(n.log, n.log, n.snaps)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkRestorable(n.log, n.snaps); err != nil {
 		return nil, err
 	}
 	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, n.snaps, trans); err != nil {
@@ -186,6 +196,7 @@ func (n *Node) Log() *wal.Log { return n.log }
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.closed)
+		n.kill()
 		n.closeErr = n.closeParts()
 		n.wg.Wait()
 	})
@@ -195,7 +206,9 @@ func (n *Node) Close() error {
 func (n *Node) closeParts() error {
 	var errs []error
 	if n.r != nil {
-		errs = append(errs, n.r.Shutdown().Error())
+		errs = append(errs, n.r.Shutdown().Error()) // closes the raft transport too
+	} else if n.nt != nil {
+		errs = append(errs, n.nt.Close()) // Open failed before raft owned it
 	}
 	if n.mux != nil {
 		errs = append(errs, n.mux.Close())
@@ -208,6 +221,9 @@ func (n *Node) closeParts() error {
 	n.events.close()
 	return errors.Join(errs...)
 }
+
+// closedCtx returns a context canceled when Close begins.
+func (n *Node) closedCtx() context.Context { return n.life }
 
 func (n *Node) isClosed() bool {
 	select {

@@ -42,7 +42,10 @@ func (n *Node) observed(o hraft.Observation) {
 			n.wg.Add(1)
 			go func() {
 				defer n.wg.Done()
-				if n.r.Barrier(n.cfg.ApplyTimeout).Error() == nil && n.r.CurrentTerm() == term {
+				// Never a bare Error(): hashicorp/raft does not answer a
+				// future still queued when it shuts down, and Close waits
+				// for this goroutine.
+				if waitFuture(n.closedCtx(), n.r.Barrier(n.cfg.ApplyTimeout)) == nil && n.r.CurrentTerm() == term {
 					n.readyTerm.Store(term)
 				}
 			}()

@@ -257,68 +257,54 @@ func TestScenarioBitFlipMinorityLog(t *testing.T) {
 }
 
 // bitFlipSnapshotCompacted: as bitFlipSnapshot, but the member's log was
-// compacted past its older snapshot (small segments, few trailing logs),
-// the normal state of a long-running member. Child processes: the member
-// may crash.
-//
-// BUG (found here, not fixed): the gate refuses the flipped newest
-// snapshot, hashicorp/raft v1.7.3 falls back to the older one, and
-// NewRaft then reads the log from older+1 to rebuild the configuration:
-// that entry was compacted away, and NewRaft panics ("log not found",
-// api.go) inside raft.Open, so the host process crashes instead of Open
-// returning an error, and crashes again on every restart. Never serves
-// the flipped snapshot (fail-stop), but not a clear refusal. The fix
-// belongs in raft.Open: before NewRaft, refuse with a typed error when the
-// snapshot raft would restore does not reach the log's first index (or
-// discard the log so the leader installs a snapshot). Reproduced with
-// a seed-independent setup: go test -run 'TestScenarioBitFlipMinorityLog/snapshot/compacted' ./raft/ -raft.long
+// compacted past its older snapshot (few trailing logs), the normal state
+// of a long-running member. hashicorp/raft would fall back to the older
+// snapshot and then read the log from older+1, which was compacted away:
+// NewRaft panics ("log not found"). raft.Open checks this first and refuses
+// with ErrUnrestorable, naming the refused snapshot; the member stays out
+// (the majority keeps serving) until it is replaced: started again from an
+// empty data dir, it receives a snapshot from the leader and converges.
 func bitFlipSnapshotCompacted(t *testing.T) {
-	if !diskLong() {
-		t.Skip("BUG: a flipped newest snapshot over a log compacted past the older snapshot makes raft.Open panic (hashicorp/raft NewRaft: log not found); run with -raft.long to reproduce")
-	}
-	diskSeed(t)
-	h := proctest.New(t)
-	ms := h.StartCluster(3, func(cc *proctest.ChildConfig) {
-		cc.TrailingLogs, cc.SnapshotThreshold, cc.SnapshotInterval, cc.WALSegmentSize = 16, 64, 100*time.Millisecond, 8<<10
+	seed, _ := diskSeed(t)
+	faults := transport.NewFaultNetwork(seed)
+	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
+		// Small segments: compaction removes whole files, so the log on
+		// disk really starts past the older snapshot.
+		cfg.TrailingLogs = 8
+		cfg.WALOptions = append(cfg.WALOptions, wal.WithSegmentSize(4<<10))
 	})
-	leader, _ := h.Leader(wait, 0)
-	victim := ms[0]
-	if victim == leader {
-		victim = ms[1]
-	}
+	lead := c.WaitLeader(wait)
+	victim := (lead + 1) % 3
 	l := newLedger()
 	stop := make(chan struct{})
-	wg := loadProcs([]*proctest.Member{leader}, 4, l, stop)
-	defer func() {
+	wg := loadNodes(c, "sc", 3, l, stop)
+	stopLoad := func() {
 		select {
 		case <-stop:
 		default:
 			close(stop)
 		}
 		wg.Wait()
-	}()
-	// Two snapshots, and the log compacted past the older one.
-	nodetest.WaitFor(t, wait, "two snapshots and a log compacted past the older", func() bool {
-		mans, _ := filepath.Glob(filepath.Join(victim.Cfg.DataDir, "snapshots", "*", "manifest.bin"))
-		if len(mans) < 2 {
-			return false
+	}
+	defer stopLoad()
+	// Two snapshots on the victim, and its log compacted past the older.
+	var older uint64
+	for k := 0; k < 2; k++ {
+		before := c.Nodes[victim].Status().LastIndex
+		nodetest.WaitFor(t, wait, "entries to snapshot", func() bool { return c.Nodes[victim].Status().LastIndex > before+20 })
+		if err := c.Nodes[victim].Raft().Snapshot().Error(); err != nil {
+			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		s, err := victim.Status(ctx)
-		if err != nil {
-			return false
+		if k == 0 {
+			older = c.Nodes[victim].Status().AppliedIndex
 		}
-		lo := uint64(1 << 62)
-		for _, m := range mans {
-			var term, idx, ts uint64
-			fmt.Sscanf(filepath.Base(filepath.Dir(m)), "%d-%d-%d", &term, &idx, &ts)
-			lo = min(lo, idx)
-		}
-		return s.FirstIndex > lo+1
-	})
-	victim.Stop()
-	dir := filepath.Join(victim.Cfg.DataDir, "snapshots")
+	}
+	if first := c.Nodes[victim].Status().FirstIndex; first <= older+1 {
+		t.Fatalf("log starts at %d, not past the older snapshot at ~%d", first, older)
+	}
+	cfg := c.Cfgs[victim]
+	c.StopMember(victim)
+	dir := filepath.Join(cfg.DataDir, "snapshots")
 	store, err := snapshot.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -336,15 +322,27 @@ func bitFlipSnapshotCompacted(t *testing.T) {
 	if err := os.WriteFile(art, buf, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Wanted: the member either refuses to start with a clear error or
-	// starts and converges. Today the child panics in raft.Open and
-	// Restart fails the test ("exited during start", exit status 2).
-	victim.Restart()
-	waitAcks(t, l, 30, "after the restart")
-	close(stop)
-	wg.Wait()
-	h.WaitConverged(wait)
-	h.CheckAlive()
+	// Refused with a typed error, never a panic, never the flipped state.
+	if n, err := raft.Open(cfg, nodetest.NewKV()); !errors.Is(err, raft.ErrUnrestorable) {
+		if n != nil {
+			n.Close()
+		}
+		t.Fatalf("Open over a flipped newest snapshot and a compacted log: %v, want ErrUnrestorable", err)
+	} else {
+		t.Logf("member refused to start: %v", err)
+	}
+	waitAcks(t, l, 30, "with the member refused")
+	// Replaced: an empty data dir, no bootstrap; the leader sends a snapshot.
+	if err := os.RemoveAll(cfg.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	c.Cfgs[victim].Bootstrap = false
+	c.StartMember(victim)
+	stopLoad()
+	c.WaitConverged(wait)
+	l.check(t, dumpAll(c))
+	checkCommittedPrefix(t, c)
+	checkElectionSafety(t, faults)
 }
 
 // bitFlipLog: a follower's committed record in a sealed segment is flipped
