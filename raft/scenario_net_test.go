@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -51,7 +52,11 @@ func netSeed(t *testing.T) int64 {
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
-	run := strings.Join(strings.Split(t.Name(), "/"), "$/^")
+	parts := strings.Split(t.Name(), "/")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	run := strings.Join(parts, "$/^")
 	t.Logf("seed %d (replay: go test -race -run '^%s$' ./raft/ -raft.netseed=%d)", seed, run, seed)
 	return seed
 }
@@ -720,4 +725,117 @@ func partitionRounds(t *testing.T, size, rounds int) {
 	}
 	t.Logf("leaders reported: %v", watch.leaders())
 	finalChecks(t, c, faults, l, load)
+}
+
+// SCENARIOS.md 8. Message delay, drop and duplication during load, one
+// cluster per fault mix: delay + duplication, delay + drop, all three. The
+// FaultNetwork cannot aim these at a subset of links (its rates apply to
+// every link, requests and responses alike), so they apply to all links at
+// moderate rates: 2 ms + [0, 8 ms) of delay, 5% (3% combined) drops, 10%
+// duplicates.
+//
+// Under duplication the load goes to the leader only. The FaultNetwork
+// also duplicates the member RPCs (Call), and a duplicated jr.propose
+// runs the forwarded proposal twice: the forward path is at-most-once only
+// because the real transport is (one frame per call, no retry after the
+// write), and a network that re-delivers a request is not one jobraft
+// runs on. Raft's own messages (append-entries with heartbeats and
+// pipelining, votes, pre-votes) are duplicated and must be harmless.
+// Under drops alone the load goes to every member, forwarding included.
+//
+// Each mix must keep committing: the acknowledged count grows in each half
+// of the window. At the end all checkers run.
+//
+// The mixes with drops are skipped: they wedge the leader's replication
+// (hashicorp/raft #612, the pipeline deadlock; -raft.netpipeline runs them).
+// A dropped response to a pipelined append reaches raft as a failed
+// response (Success false) on a healthy connection: pipelineDecode returns,
+// nothing reads the pipeline's responses any more, and the next pipelined
+// send blocks for good on the unbuffered in-progress channel
+// (MaxRPCsInFlight 2) — so the replication goroutine never returns, the
+// pipeline is never closed, heartbeats go on, and no election comes to
+// repair it: commit stops for good (seed 1796042051446064366: leader m2
+// term 2 last 1481 commit 1459, followers at 1346 and 1465, 0 acknowledged
+// in 3 s, Close then hangs). Outside tests the same Success=false comes
+// from a follower whose log store refuses an append (the wal guard, a
+// write or fsync error, SCENARIOS.md 11 and 12).
+var netPipeline = flag.Bool("raft.netpipeline", false, "run the delay/drop scenario mixes that wedge on hashicorp/raft #612")
+
+func TestScenarioDelayDropDuplicate(t *testing.T) {
+	mixes := []struct {
+		name       string
+		drop, dup  float64
+		leaderOnly bool
+	}{
+		{"delay+duplicate", 0, 0.10, true},
+		{"delay+drop", 0.05, 0, false},
+		{"delay+drop+duplicate", 0.03, 0.10, true},
+	}
+	for _, mx := range mixes {
+		t.Run(mx.name, func(t *testing.T) {
+			if mx.drop > 0 && !*netPipeline {
+				t.Skip("dropped pipelined append responses wedge the leader's replication: hashicorp/raft #612 pipeline deadlock (see the comment; -raft.netpipeline runs it)")
+			}
+			delayDropDuplicate(t, mx.drop, mx.dup, mx.leaderOnly)
+		})
+	}
+}
+
+func delayDropDuplicate(t *testing.T, drop, dup float64, leaderOnly bool) {
+	seed := netSeed(t)
+	faults := transport.NewFaultNetwork(seed)
+	size, window := 3, 4*time.Second
+	if netLong() {
+		size, window = 5, 15*time.Second
+	}
+	c := nodetest.Start(t, size, faults, nil)
+	c.WaitLeader(wait)
+	watch := watchLeaders(c)
+	defer watch.close()
+	l := newLedger()
+	var load *loadRun
+	if leaderOnly {
+		load = startLeaderLoad(c, "x", 6, l)
+	} else {
+		load = startLoad(c, "x", 6, l)
+	}
+	defer load.Stop()
+	waitProgress(t, l, 30, "before the faults")
+
+	faults.SetDelay(2*time.Millisecond, 8*time.Millisecond)
+	faults.SetDrop(drop)
+	faults.SetDuplicate(dup)
+	before := faults.Stats()
+	term0, acked0 := maxTerm(c), l.successes()
+	_ = hold(window/2, nil)
+	acked1 := l.successes()
+	_ = hold(window-window/2, nil)
+	acked2, term1 := l.successes(), maxTerm(c)
+	after := faults.Stats()
+	d := func(kind string) FaultDelta { return faultDelta(before[kind], after[kind]) }
+	t.Logf("drop %.2f, dup %.2f, delay 2ms+[0,8ms) for %v: acknowledged %d + %d, term %d → %d; AppendEntries %v; pre-votes %v; votes %v; calls %v",
+		drop, dup, window, acked1-acked0, acked2-acked1, term0, term1,
+		d(transport.KindAppendEntries), d(transport.KindRequestPreVote), d(transport.KindRequestVote), d(transport.KindCall))
+	if acked1 == acked0 || acked2 == acked1 {
+		t.Errorf("no progress in a half of the fault window (acknowledged %d, then %d)", acked1-acked0, acked2-acked1)
+	}
+	if dup > 0 && d(transport.KindAppendEntries).Duplicated == 0 {
+		t.Errorf("no append-entries was duplicated")
+	}
+	if drop > 0 && d(transport.KindAppendEntries).Refused+d(transport.KindAppendEntries).Lost == 0 {
+		t.Errorf("no append-entries was dropped")
+	}
+	t.Logf("leaders reported: %v", watch.leaders())
+	finalChecks(t, c, faults, l, load)
+}
+
+// FaultDelta is the change of one kind's FaultCounts over a window.
+type FaultDelta transport.FaultCounts
+
+func faultDelta(a, b transport.FaultCounts) FaultDelta {
+	return FaultDelta{Sent: b.Sent - a.Sent, Refused: b.Refused - a.Refused, Lost: b.Lost - a.Lost, Duplicated: b.Duplicated - a.Duplicated}
+}
+
+func (d FaultDelta) String() string {
+	return fmt.Sprintf("sent %d refused %d lost %d dup %d", d.Sent, d.Refused, d.Lost, d.Duplicated)
 }
