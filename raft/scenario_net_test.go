@@ -756,7 +756,8 @@ func partitionRounds(t *testing.T, size, rounds int) {
 // pipeline is never closed, heartbeats go on, and no election comes to
 // repair it: commit stops for good (seed 1796042051446064366: leader m2
 // term 2 last 1481 commit 1459, followers at 1346 and 1465, 0 acknowledged
-// in 3 s, Close then hangs). Outside tests the same Success=false comes
+// in 3 s, Close then hangs; seed 1796042276522019093: follower m0 stuck at
+// 317 for good while m1 and m2 went on to 847). Outside tests the same Success=false comes
 // from a follower whose log store refuses an append (the wal guard, a
 // write or fsync error, SCENARIOS.md 11 and 12).
 var netPipeline = flag.Bool("raft.netpipeline", false, "run the delay/drop scenario mixes that wedge on hashicorp/raft #612")
