@@ -91,10 +91,12 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 		return nil, err
 	}
 	n.nt = nt
-	var trans hraft.Transport = nt
+	// Pipelines drained so a refused append cannot wedge replication
+	// (hashicorp/raft #612); pre-vote and Close stay the transport's own.
+	var trans hraft.Transport = transport.DrainPipelines(nt)
 	n.caller = n.mux
 	if cfg.Faults != nil {
-		trans = cfg.Faults.Wrap(hraft.ServerAddress(n.mux.Addr()), nt)
+		trans = cfg.Faults.Wrap(hraft.ServerAddress(n.mux.Addr()), trans)
 		n.caller = cfg.Faults.WrapCaller(n.mux.Addr(), n.mux)
 	}
 

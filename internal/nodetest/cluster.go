@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,16 +28,33 @@ type Cluster struct {
 	base   string
 }
 
-// FreeAddr returns a loopback address with a port that was free a moment ago.
+// FreeAddr returns a loopback address with a port that was free a moment
+// ago, never one it returned before in this process: the kernel may hand a
+// just-closed ephemeral port out again, and two members of one cluster on
+// the same address fail to bootstrap.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		handedMu.Lock()
+		seen := handed[addr]
+		handed[addr] = true
+		handedMu.Unlock()
+		if !seen {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+var (
+	handedMu sync.Mutex
+	handed   = map[string]bool{}
+)
 
 // FastConfig returns a member config with test timeouts.
 func FastConfig(t testing.TB, id, dir, addr string) raft.Config {
