@@ -746,22 +746,19 @@ func partitionRounds(t *testing.T, size, rounds int) {
 // Each mix must keep committing: the acknowledged count grows in each half
 // of the window. At the end all checkers run.
 //
-// The mixes with drops are skipped: they wedge the leader's replication
-// (hashicorp/raft #612, the pipeline deadlock; -raft.netpipeline runs them).
-// A dropped response to a pipelined append reaches raft as a failed
-// response (Success false) on a healthy connection: pipelineDecode returns,
-// nothing reads the pipeline's responses any more, and the next pipelined
-// send blocks for good on the unbuffered in-progress channel
-// (MaxRPCsInFlight 2) — so the replication goroutine never returns, the
-// pipeline is never closed, heartbeats go on, and no election comes to
-// repair it: commit stops for good (seed 1796042051446064366: leader m2
-// term 2 last 1481 commit 1459, followers at 1346 and 1465, 0 acknowledged
-// in 3 s, Close then hangs; seed 1796042276522019093: follower m0 stuck at
-// 317 for good while m1 and m2 went on to 847). Outside tests the same Success=false comes
-// from a follower whose log store refuses an append (the wal guard, a
-// write or fsync error, SCENARIOS.md 11 and 12).
-var netPipeline = flag.Bool("raft.netpipeline", false, "run the delay/drop scenario mixes that wedge on hashicorp/raft #612")
-
+// The mixes with drops reproduce hashicorp/raft #612, the pipeline
+// deadlock, without transport.DrainPipelines: a dropped response to a
+// pipelined append reaches raft as a failed response (Success false) on a
+// healthy connection; pipelineDecode returns, nothing reads the pipeline's
+// responses any more, and the next pipelined send blocks for good on the
+// unbuffered in-progress channel (MaxRPCsInFlight 2): replication to that
+// follower stops for good and Close hangs (seed 1796042051446064366: leader
+// m2 term 2 last 1481 commit 1459, followers at 1346 and 1465, 0
+// acknowledged in 3 s; seed 1796042276522019093: follower m0 stuck at 317
+// while the others went on to 847). Outside tests the same Success=false
+// comes from a follower whose log store refuses an append (the wal guard, a
+// write or fsync error, SCENARIOS.md 11 and 12). The node drains its
+// pipelines, and these mixes run by default.
 func TestScenarioDelayDropDuplicate(t *testing.T) {
 	mixes := []struct {
 		name       string
@@ -774,9 +771,6 @@ func TestScenarioDelayDropDuplicate(t *testing.T) {
 	}
 	for _, mx := range mixes {
 		t.Run(mx.name, func(t *testing.T) {
-			if mx.drop > 0 && !*netPipeline {
-				t.Skip("dropped pipelined append responses wedge the leader's replication: hashicorp/raft #612 pipeline deadlock (see the comment; -raft.netpipeline runs it)")
-			}
 			delayDropDuplicate(t, mx.drop, mx.dup, mx.leaderOnly)
 		})
 	}
