@@ -814,7 +814,7 @@ func TestScenarioPausedLeader(t *testing.T) {
 			t.Fatalf("round %d: read on %s after it followed: %q found=%v index %d err %v; want %s at >= %d", round, old.Cfg.ID, rv, found, ridx, err, val, widx)
 		}
 		t.Logf("round %d: %s paused %v (term %d); new leader %s in term %d", round, old.Cfg.ID, held.Round(time.Millisecond), st.Term, nl.Cfg.ID, nst.Term)
-		minTerm = nst.Term
+		minTerm = nst.Term - 1 // the next round pauses the leader of term nst.Term or later
 	}
 	inflight.Wait()
 	close(stop)
@@ -835,17 +835,11 @@ func TestScenarioPausedLeader(t *testing.T) {
 	// Committed prefix over the stopped members' data dirs.
 	var wms []walcompare.Member
 	for _, m := range ms {
-		// KNOWN ISSUE (found here, not diagnosed): a graceful Stop of the
-		// resumed old leader sometimes hangs in node.Close past the
-		// harness's 30 s (about 1 run in 4: the child closed its control
-		// listener, then nothing), after it stepped down and truncated
-		// its uncommitted tail. -raft.long stops gracefully to reproduce;
-		// the default run kills (a crash is a legal way to stop here).
-		if diskLong() {
-			m.Stop()
-		} else {
-			m.Kill()
-		}
+		// A graceful stop: it used to hang now and then in node.Close
+		// (raft never answered the barrier a member queues on becoming
+		// leader, and a refused pipelined append wedged replication,
+		// hashicorp/raft #612); both are fixed, so a hang fails the test.
+		m.Stop()
 		wm, err := walcompare.OpenDir(m.Cfg.ID, m.Cfg.DataDir)
 		if err != nil {
 			t.Fatal(err)
