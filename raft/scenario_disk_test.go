@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand"
 	"os"
@@ -48,40 +47,13 @@ import (
 //     member restarted over a healthy disk converges.
 //   - 13: the resumed old leader serves no stale read and acks no stale write.
 
-// The heavier variants run with -raft.long. The flag may be defined by
-// another scenario file of this package too; whichever defines it first
-// wins, the others read it.
-func init() {
-	if flag.Lookup("raft.long") == nil {
-		flag.Bool("raft.long", false, "run the long variants of the scenario tests")
-	}
-}
-
-func diskLong() bool {
-	f := flag.Lookup("raft.long")
-	if f == nil {
-		return false
-	}
-	g, ok := f.Value.(flag.Getter)
-	if !ok {
-		return false
-	}
-	b, _ := g.Get().(bool)
-	return b
-}
+// The heavier variants run with -raft.long; -raft.seed replays a seed
+// (scenario_test.go).
+func diskLong() bool { return scenarioLong() }
 
 func diskSeed(t *testing.T) (int64, *rand.Rand) {
 	t.Helper()
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("JOBRAFT_SEED"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("JOBRAFT_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay with JOBRAFT_SEED=%d)", seed, seed)
-	return seed, rand.New(rand.NewSource(seed))
+	return scenarioRand(t)
 }
 
 // diskLoad proposes unique keys (prefix + worker + counter) on the given

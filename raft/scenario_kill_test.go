@@ -3,11 +3,9 @@ package raft_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"math/rand"
 	"sort"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -29,37 +27,15 @@ import (
 // one is in use; leader claims polled over the control RPC for processes)
 // and liveness figures with asserted bounds.
 //
-// Flags: -raft.long runs more rounds; -raft.seed replays a seed. They are
-// defined in init (after every file's package variables), only when no
-// other file of the package defined them already.
-func init() {
-	if flag.Lookup("raft.long") == nil {
-		flag.Bool("raft.long", false, "run the long variants of the scenario tests")
-	}
-	if flag.Lookup("raft.seed") == nil {
-		flag.Int64("raft.seed", 0, "replay a scenario test's random choices from this seed (0: a new seed)")
-	}
-}
+// Flags: -raft.long runs more rounds; -raft.seed replays a seed
+// (scenario_test.go).
+func killLong() bool { return scenarioLong() }
 
-// killLong reports -raft.long.
-func killLong() bool {
-	f := flag.Lookup("raft.long")
-	return f != nil && f.Value.String() == "true"
-}
-
-// killSeed returns the test's seed (-raft.seed, or a new one), logged with
-// the command that replays it.
+// killSeed returns the test's generator and seed.
 func killSeed(t *testing.T) (*rand.Rand, int64) {
 	t.Helper()
-	var seed int64
-	if f := flag.Lookup("raft.seed"); f != nil {
-		seed, _ = strconv.ParseInt(f.Value.String(), 10, 64)
-	}
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay: go test -race -run '^%s$' ./raft/ -raft.seed=%d)", seed, t.Name(), seed)
-	return rand.New(rand.NewSource(seed)), seed
+	seed, rng := scenarioRand(t)
+	return rng, seed
 }
 
 // The election timeout of nodetest.FastConfig and proctest.FastChild.

@@ -2,11 +2,8 @@ package raft_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,45 +17,16 @@ import (
 // SCENARIOS.md 5–8: network faults over in-process clusters (real TCP on
 // loopback, real data dirs, fsync) through a transport.FaultNetwork, each
 // under proposal load recorded in a ledger, each ending with the checkers of
-// checkers_test.go. Every test prints its seed; -raft.netseed=N replays the
+// checkers_test.go. Every test prints its seed; -raft.seed=N replays the
 // FaultNetwork's decisions (the interleaving stays up to the scheduler).
 // -raft.long runs heavier variants (longer faults, more rounds).
 
-var netSeedFlag = flag.Int64("raft.netseed", 0, "seed of the network scenario tests' FaultNetwork (0: from the clock)")
-
-// longFlag is -raft.long. Other scenario files may define the same flag;
-// the first definition (files initialize in name order) wins and the
-// others reuse it.
-var longFlag = func() flag.Value {
-	if f := flag.Lookup("raft.long"); f != nil {
-		return f.Value
-	}
-	flag.Bool("raft.long", false, "run the heavier variants of the scenario tests")
-	return flag.Lookup("raft.long").Value
-}()
-
-func netLong() bool {
-	g, ok := longFlag.(flag.Getter)
-	if !ok {
-		return longFlag.String() == "true"
-	}
-	b, _ := g.Get().(bool)
-	return b
-}
+func netLong() bool { return scenarioLong() }
 
 // netSeed returns the scenario's seed and logs how to replay it.
 func netSeed(t *testing.T) int64 {
-	seed := *netSeedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	parts := strings.Split(t.Name(), "/")
-	for i, p := range parts {
-		parts[i] = regexp.QuoteMeta(p)
-	}
-	run := strings.Join(parts, "$/^")
-	t.Logf("seed %d (replay: go test -race -run '^%s$' ./raft/ -raft.netseed=%d)", seed, run, seed)
-	return seed
+	t.Helper()
+	return scenarioSeed(t)
 }
 
 // Bounds shared by the scenarios (members run 150 ms heartbeat and election
