@@ -52,9 +52,12 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./raft/ .
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -benchtime 200000x -timeout 60m ./fsm/
 
-## soak: long randomized runs (crash rounds, model checks).
+## soak: long randomized runs: thousands of crash rounds and model checks,
+## the fault scenarios' long variants, the Controller's long kill rounds.
 soak:
 	$(GO) test -count=1 -timeout 120m -run 'TestCrash|TestGuardModel' ./wal/ -crash.rounds=2000 -rapid.checks=20000
+	$(GO) test -race -count=1 -timeout 60m -run 'TestScenario' ./raft/ -raft.long
+	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' . -jobraft.long
 
 clean:
 	rm -rf bin .demo
