@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/walcompare"
 )
@@ -20,27 +21,72 @@ import (
 //	state digest     nodetest.Cluster.WaitConverged: equal digest at equal index
 //	liveness         measured by the scenario and reported with t.Logf
 
-// checkCommittedPrefix compares the logs of every running member with
-// walcompare, online (by range digests over the members' RPC channel,
-// while they run): no committed divergence, no payload lost anywhere.
+// checkCommittedPrefix compares the logs of every running in-process
+// member with walcompare while they run: no committed divergence, no
+// payload lost anywhere.
 func checkCommittedPrefix(t testing.TB, c *nodetest.Cluster) *walcompare.Report {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	var members []walcompare.Member
 	for _, i := range c.Running() {
 		members = append(members, walcompare.FromLogStore(c.Cfgs[i].ID, c.Nodes[i].Log()))
 	}
+	return checkReport(t, members, 0)
+}
+
+// checkProcDirs stops the member processes gracefully and compares their
+// data dirs offline with walcompare (see checkReport).
+func checkProcDirs(t testing.TB, ms []*proctest.Member, commit uint64) *walcompare.Report {
+	t.Helper()
+	var members []walcompare.Member
+	for _, m := range ms {
+		m.Stop()
+		wm, err := walcompare.OpenDir(m.Cfg.ID, m.Cfg.DataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wm.Close()
+		members = append(members, wm)
+	}
+	return checkReport(t, members, commit)
+}
+
+// checkReport compares members with walcompare: no committed divergence,
+// no payload lost, and (commit > 0) a committed boundary proven at least up
+// to commit.
+func checkReport(t testing.TB, members []walcompare.Member, commit uint64) *walcompare.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	rep, err := walcompare.Compare(ctx, members, walcompare.Options{})
 	if err != nil {
 		t.Fatalf("walcompare: %v", err)
 	}
+	var b bytes.Buffer
+	rep.WriteTable(&b)
 	if n := len(rep.CommittedDivergences()); n != 0 || rep.Summary[walcompare.PayloadLost] != 0 {
-		var b bytes.Buffer
-		rep.WriteTable(&b)
 		t.Fatalf("walcompare: %d committed divergences, %d payload lost\n%s", n, rep.Summary[walcompare.PayloadLost], b.String())
 	}
+	if rep.Committed < commit {
+		t.Errorf("walcompare proved committed only up to %d (%s), below the commit index %d the members reported\n%s", rep.Committed, rep.Proof, commit, b.String())
+	}
+	t.Logf("walcompare: %d members, committed boundary %d (%s), held %d, summary %v", len(members), rep.Committed, rep.CommittedBasis, rep.Held, rep.Summary)
 	return rep
+}
+
+// dumpProcs returns every member process's KV (through its control RPC).
+func dumpProcs(t testing.TB, ms []*proctest.Member) map[string]map[string]nodetest.Entry {
+	t.Helper()
+	dumps := map[string]map[string]nodetest.Entry{}
+	for _, m := range ms {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		d, err := m.Dump(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("dump %s: %v", m.Cfg.ID, err)
+		}
+		dumps[m.Cfg.ID] = d
+	}
+	return dumps
 }
 
 // checkElectionSafety fails if two members sent append-entries for the same

@@ -89,16 +89,7 @@ func TestCrashLeaderProcess(t *testing.T) {
 	wg.Wait()
 	conv := h.WaitConverged(wait)
 	h.CheckAlive()
-	dumps := map[string]map[string]nodetest.Entry{}
-	for _, m := range ms {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		d, err := m.Dump(ctx)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dumps[m.Cfg.ID] = d
-	}
+	dumps := dumpProcs(t, ms)
 	c := l.check(t, dumps)
 	t.Logf("converged at applied index %d, %d keys; outcomes: %v", conv.AppliedIndex, len(dumps["m0"]), c)
 }

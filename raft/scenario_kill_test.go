@@ -184,60 +184,6 @@ func (w *killLeaderWatch) halt() {
 	<-w.done
 }
 
-// killProcDumps returns every running member's KV.
-func killProcDumps(t *testing.T, ms []*proctest.Member) map[string]map[string]nodetest.Entry {
-	t.Helper()
-	dumps := map[string]map[string]nodetest.Entry{}
-	for _, m := range ms {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		d, err := m.Dump(ctx)
-		cancel()
-		if err != nil {
-			t.Fatalf("dump %s: %v", m.Cfg.ID, err)
-		}
-		dumps[m.Cfg.ID] = d
-	}
-	return dumps
-}
-
-// killCheckDirs stops the members gracefully and compares their data dirs
-// offline with walcompare: no committed divergence, no payload lost, and a
-// committed boundary proven at least up to commit.
-func killCheckDirs(t *testing.T, ms []*proctest.Member, commit uint64) *walcompare.Report {
-	t.Helper()
-	var members []walcompare.Member
-	for _, m := range ms {
-		m.Stop()
-		wm, err := walcompare.OpenDir(m.Cfg.ID, m.Cfg.DataDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer wm.Close()
-		members = append(members, wm)
-	}
-	return killCompare(t, members, commit)
-}
-
-func killCompare(t *testing.T, members []walcompare.Member, commit uint64) *walcompare.Report {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rep, err := walcompare.Compare(ctx, members, walcompare.Options{})
-	if err != nil {
-		t.Fatalf("walcompare: %v", err)
-	}
-	var b bytes.Buffer
-	rep.WriteTable(&b)
-	if n := len(rep.CommittedDivergences()); n != 0 || rep.Summary[walcompare.PayloadLost] != 0 {
-		t.Fatalf("walcompare: %d committed divergences, %d payload lost\n%s", n, rep.Summary[walcompare.PayloadLost], b.String())
-	}
-	if rep.Committed < commit {
-		t.Errorf("walcompare proved committed only up to %d (%s), below the commit index %d the members reported\n%s", rep.Committed, rep.Proof, commit, b.String())
-	}
-	t.Logf("walcompare: %d members, committed boundary %d (%s), held %d, summary %v", len(members), rep.Committed, rep.CommittedBasis, rep.Held, rep.Summary)
-	return rep
-}
-
 // SCENARIOS 1: kill -9 the leader (a child process) under load and restart
 // it; then, each round, a random member, leader or follower. Per round: a
 // leader (in a strictly higher term when the leader died) commits an entry
@@ -301,9 +247,9 @@ func TestScenarioKillRandomMemberRounds(t *testing.T) {
 	conv := time.Since(start)
 	t.Logf("liveness: faults stopped → every member converged in %v (bound %v)", conv.Round(time.Millisecond), killConvergeBound)
 	h.CheckAlive()
-	counts := l.check(t, killProcDumps(t, ms))
+	counts := l.check(t, dumpProcs(t, ms))
 	terms := watch.check(t)
-	killCheckDirs(t, ms, cs.CommitIndex)
+	checkProcDirs(t, ms, cs.CommitIndex)
 	t.Logf("figures: %d rounds; worst kill→commit %v (bound %v); worst restart→caught up %v (bound %v); converged at index %d in %v; %d terms with an observed leader; outcomes: %v",
 		rounds, worstCommit.Round(time.Millisecond), killCommitBound, worstCatchUp.Round(time.Millisecond), killProcBound, cs.AppliedIndex, conv.Round(time.Millisecond), terms, counts)
 }
@@ -409,9 +355,9 @@ func TestScenarioOverlappingFailover(t *testing.T) {
 	conv := time.Since(start)
 	t.Logf("liveness: faults stopped → every member converged in %v (bound %v)", conv.Round(time.Millisecond), killConvergeBound)
 	h.CheckAlive()
-	counts := l.check(t, killProcDumps(t, ms))
+	counts := l.check(t, dumpProcs(t, ms))
 	terms := watch.check(t)
-	killCheckDirs(t, ms, cs.CommitIndex)
+	checkProcDirs(t, ms, cs.CommitIndex)
 	t.Logf("figures: %d rounds (%d with the previous victim behind at the kill); worst kill→commit %v (bound %v); final term %d; converged at index %d in %v; %d terms with an observed leader; outcomes: %v",
 		rounds, lagged, worstCommit.Round(time.Millisecond), killProcBound, st.Term, cs.AppliedIndex, conv.Round(time.Millisecond), terms, counts)
 }
@@ -794,7 +740,7 @@ func TestScenarioOnlyCurrentMemberDies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rp := killCompare(t, []walcompare.Member{
+		rp := checkReport(t, []walcompare.Member{
 			walcompare.FromLogStore(name(s1), cl.Nodes[s1].Log()),
 			walcompare.FromLogStore(name(s2), cl.Nodes[s2].Log()),
 			dir,
