@@ -218,6 +218,9 @@ type readScan struct {
 	dReason string
 }
 
+// maxGapRecords bounds the Corrupt records one gap may produce.
+const maxGapRecords = 1 << 20
+
 func (sc *readScan) damage(seg string, off int64, reason string) {
 	sc.dSeg, sc.dOff, sc.dReason = seg, off, reason
 }
@@ -239,6 +242,16 @@ func (sc *readScan) emit(rec *Record) bool {
 func (sc *readScan) gap(hi uint64) bool {
 	if sc.last == 0 {
 		return true // unattributable: where the log starts is unknown
+	}
+	if end := hi; hi-sc.last > maxGapRecords {
+		// More indexes than damage could ever have swallowed (a crafted
+		// or wildly damaged index): report the first ones, note the rest.
+		hi = sc.last + maxGapRecords
+		defer func() {
+			sc.r.notes = append(sc.r.notes, fmt.Sprintf("%s@%d: a jump to index %d after %d cannot all be damage (%s); indexes past %d not reported",
+				sc.dSeg, sc.dOff, end+1, hi-maxGapRecords, sc.dReason, hi))
+			sc.last = end
+		}()
 	}
 	for ix := sc.last + 1; ix <= hi; ix++ {
 		if ix > sc.to {
