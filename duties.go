@@ -50,7 +50,7 @@ func (c *Controller) duties() {
 			c.log.Debug("leader duties start", "term", term)
 		}
 		if c.leaseDue() {
-			c.leaderCmd(term, &fsm.ExpireCmd{LeaderSince: since})
+			c.leaderCmd(term, &fsm.ExpireCmd{LeaderSince: since, Term: term})
 		}
 		if (c.cfg.RetainFor > 0 || c.cfg.RetainPerQueue > 0) && c.cfg.Clock().Sub(lastSweep) >= c.cfg.SweepInterval && c.anyTerminal() {
 			lastSweep = c.cfg.Clock()

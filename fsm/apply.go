@@ -54,7 +54,11 @@ func (s *state) apply(e Entry, c Command, derr error) *result {
 	case *RetryCmd:
 		rf = s.retry(now, c, r)
 	case *ExpireCmd:
-		s.expire(e, now, c, r)
+		if c.Term != 0 && c.Term != e.Term {
+			rf = refuse(CodeInvalidState, "expire proposed for term %d, appended in term %d", c.Term, e.Term)
+		} else {
+			s.expire(e, now, c, r)
+		}
 	case *PauseCmd:
 		q := s.queueOrCreate(c.Queue)
 		r.changed = !q.paused

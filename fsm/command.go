@@ -103,8 +103,14 @@ type RetryCmd struct{ ID string }
 // passed. LeaderSince is the proposing leader's own clock when it took
 // office; with the entry's term it keeps a new leader from expiring leases
 // granted under a previous leader's clock before a full TTL has elapsed on
-// its own clock (see docs/jobs.md).
-type ExpireCmd struct{ LeaderSince time.Time }
+// its own clock (see docs/jobs.md). Term, when set, is the term the leader
+// proposed it in: an entry appended in another term (leadership lost and
+// regained between the proposer's check and the append) is refused, so a
+// LeaderSince is never paired with another term's entry.
+type ExpireCmd struct {
+	LeaderSince time.Time
+	Term        uint64
+}
 
 // PauseCmd pauses a queue: claims skip it. Pausing an unknown queue creates
 // it paused.

@@ -130,6 +130,7 @@ func appendCommand(b []byte, c Command) []byte {
 		b = appendStr(b, c.ID)
 	case *ExpireCmd:
 		b = binary.AppendVarint(b, toNanos(c.LeaderSince))
+		b = binary.AppendUvarint(b, c.Term)
 	case *PauseCmd:
 		b = appendStr(b, c.Queue)
 	case *ResumeCmd:
@@ -195,7 +196,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	case CmdRetry:
 		c = &RetryCmd{ID: d.str()}
 	case CmdExpire:
-		c = &ExpireCmd{LeaderSince: fromNanos(d.varint())}
+		c = &ExpireCmd{LeaderSince: fromNanos(d.varint()), Term: d.uvarint()}
 	case CmdPause:
 		c = &PauseCmd{Queue: d.str()}
 	case CmdResume:

@@ -103,7 +103,10 @@ func (w *world) genCommand(t *rapid.T) Command {
 		if rapid.IntRange(0, 9).Draw(t, "zerosince") == 0 {
 			since = time.Time{}
 		}
-		return &ExpireCmd{LeaderSince: since}
+		// Mostly proposed for the current term; sometimes unchecked (0) or
+		// for a term the entry is not appended in (refused).
+		term := rapid.SampledFrom([]uint64{w.term, w.term, w.term, 0, w.term + 1, w.term - 1}).Draw(t, "expireterm")
+		return &ExpireCmd{LeaderSince: since, Term: term}
 	case 12:
 		q := queuesGen.Draw(t, "pq")
 		if rapid.Bool().Draw(t, "pause") {

@@ -237,6 +237,16 @@ func TestExpiryAfterElection(t *testing.T) {
 	if !expirable(&lease{deadline: 0, term: 3, ttl: 1}, 100, 3, 0) || expirable(&lease{term: 4, ttl: 1}, 100, 3, 0) {
 		t.Fatal("expirable term rule")
 	}
+	// An expire proposed for one term but appended in another (leadership
+	// lost and regained in between) is refused: its LeaderSince belongs to
+	// the other term's office. Nothing changes.
+	h.submit(NewJob{ID: "d", Queue: "q", Kind: "k"})
+	h.claim1("q", time.Second)
+	h.now = h.now.Add(time.Hour)
+	h.refused(ExpireCmd{LeaderSince: since, Term: h.term - 1}, ErrInvalidState) // state unchanged: checked by refused
+	if r := h.ok(ExpireCmd{LeaderSince: since, Term: h.term}); len(r.Expired) == 0 {
+		t.Fatal("expire for the current term refused or expired nothing")
+	}
 }
 
 func TestRetention(t *testing.T) {

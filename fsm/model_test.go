@@ -311,6 +311,10 @@ func (m *model) apply(e Entry) Result {
 		j.State, j.Attempts, j.RunAt, j.Updated, j.Finished, j.Result = StatePending, 0, now, now, time.Time{}, nil
 		r.Jobs = []Job{noPayload(j)}
 	case *ExpireCmd:
+		if c.Term != 0 && c.Term != e.Term {
+			r.Code = CodeInvalidState // proposed for another term
+			return r
+		}
 		m.promote(now)
 		since := toNanos(c.LeaderSince)
 		var due []*Job

@@ -17,7 +17,9 @@ import (
 // ErrRejected and ErrNotLeader without proposing. Otherwise the outcome
 // classes are Propose's. A leadership change between the check and the
 // append is refused by hashicorp/raft (ErrNotLeader, rejected); losing and
-// regaining leadership inside that window is not detected.
+// regaining leadership inside that window is not detected here — a command
+// for which that matters carries its term and the state machine compares it
+// with the entry's (fsm.ExpireCmd.Term does).
 func (n *Node) ProposeOnLeader(ctx context.Context, term uint64, cmd []byte) (Result, error) {
 	if n.isClosed() {
 		return Result{}, rejected("", ErrClosed)
