@@ -61,7 +61,9 @@ type SubmitResult struct {
 	Job Job
 	// Duplicate: the ID or idempotency key named a job that existed before
 	// this call, and Job is that job. (A job this call itself created on
-	// an attempt whose answer was lost is not a duplicate.)
+	// an attempt whose answer was lost is not a duplicate; after such an
+	// attempt a job found under this call's own ID is reported new, one
+	// found by the idempotency key under another ID a duplicate.)
 	Duplicate bool
 	// Err is nil on success, else a *SubmitError matching ErrNotSubmitted
 	// or ErrMayExist.
@@ -210,7 +212,11 @@ func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int
 				s := &o.subs[k]
 				switch s.Outcome {
 				case fsm.OutcomeCreated, fsm.OutcomeDuplicate:
-					out[i] = SubmitResult{Job: s.Job, Duplicate: s.Outcome == fsm.OutcomeDuplicate && !unknown}
+					// After an unknown attempt a duplicate of this call's own
+					// ID may be that attempt's job; one found by the key under
+					// another ID existed before the call.
+					dup := s.Outcome == fsm.OutcomeDuplicate && (!unknown || s.Job.ID != jobs[k].ID)
+					out[i] = SubmitResult{Job: s.Job, Duplicate: dup}
 				default:
 					// Validation is deterministic: an earlier attempt was
 					// refused the same way.
