@@ -8,6 +8,7 @@ import (
 
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/proctest"
+	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/walcompare"
 )
@@ -106,4 +107,23 @@ func liveness(t testing.TB, what string, bound time.Duration, cond func() bool) 
 	d := time.Since(start)
 	t.Logf("liveness: %s in %v (bound %v)", what, d.Round(time.Millisecond), bound)
 	return d
+}
+
+// checkNoGuardRefusals fails for every guard refusal queued on a member's
+// event subscription (drained without waiting).
+func checkNoGuardRefusals(t testing.TB, who string, events <-chan raft.Event) {
+	t.Helper()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if e.Kind == raft.EventGuardRefusal {
+				t.Errorf("guard refusal on %s: %v", who, e.Err)
+			}
+		default:
+			return
+		}
+	}
 }

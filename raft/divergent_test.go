@@ -138,17 +138,7 @@ func TestDivergentFollowerInstallsSnapshot(t *testing.T) {
 			t.Errorf("entry %d of the old term %d survived", i, e.Term)
 		}
 	}
-	for {
-		select {
-		case e := <-events:
-			if e.Kind == raft.EventGuardRefusal {
-				t.Errorf("guard refusal on the former leader: %v", e.Err)
-			}
-			continue
-		default:
-		}
-		break
-	}
+	checkNoGuardRefusals(t, "the former leader", events)
 	if err := faults.CheckElectionSafety(); err != nil {
 		t.Fatal(err)
 	}

@@ -448,17 +448,7 @@ func TestScenarioDivergentFormerLeaderRejoins(t *testing.T) {
 	t.Logf("leaders reported: %v", watch.leaders())
 
 	finalChecks(t, c, faults, l, load)
-	for {
-		select {
-		case e := <-events:
-			if e.Kind == raft.EventGuardRefusal {
-				t.Errorf("guard refusal on the former leader: %v", e.Err)
-			}
-			continue
-		default:
-		}
-		break
-	}
+	checkNoGuardRefusals(t, "the former leader", events)
 }
 
 // SCENARIOS.md 6. The link between the leader and one follower flaps (up
