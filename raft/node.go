@@ -32,6 +32,7 @@ type Node struct {
 	events *eventHub
 
 	readyTerm atomic.Uint64 // term whose first barrier this leader committed
+	clamps    atomic.Uint64 // appends whose commit index the seam clamped
 	closed    chan struct{}
 	life      context.Context // canceled when Close begins
 	kill      context.CancelFunc
@@ -99,6 +100,11 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 		trans = cfg.Faults.Wrap(hraft.ServerAddress(n.mux.Addr()), trans)
 		n.caller = cfg.Faults.WrapCaller(n.mux.Addr(), n.mux)
 	}
+	// The reconcile seam: every incoming append has its commit index
+	// clamped to the last entry it verified before raft sees it
+	// (docs/upstream.md U1). Outermost, so whatever the layers below
+	// deliver (duplicates included) passes it.
+	trans = transport.Seam(trans, n.commitClamped)
 
 	rc := hraft.DefaultConfig()
 	rc.LocalID = hraft.ServerID(cfg.ID)

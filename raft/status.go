@@ -26,6 +26,10 @@ type Status struct {
 	PersistedFloor uint64     `json:"persisted_floor"`
 	Digest         fsm.Digest `json:"digest"`
 	Members        []Member   `json:"members"`
+	// CommitClamps counts the appends whose leader commit index the
+	// reconcile seam lowered to the last entry the append verified
+	// (docs/upstream.md U1) since the member started.
+	CommitClamps uint64 `json:"commit_clamps"`
 }
 
 // Status returns this member's status.
@@ -48,7 +52,7 @@ func (n *Node) Status() Status {
 		FirstIndex: first, LastIndex: last, LastTerm: lastTerm,
 		CommitIndex: n.r.CommitIndex(), AppliedIndex: n.AppliedIndex(),
 		Floor: n.log.Floor(), PersistedFloor: n.log.PersistedFloor(),
-		Digest: n.sm.Digest(),
+		Digest: n.sm.Digest(), CommitClamps: n.clamps.Load(),
 	}
 	if f := n.r.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {

@@ -1,0 +1,169 @@
+package transport
+
+import (
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// Seam wraps the raft transport a member hands to hashicorp/raft so that
+// every incoming AppendEntries passes one place before raft sees it. There
+// it corrects a rule hashicorp/raft v1.7.3 bends (docs/upstream.md, U1):
+//
+// The Raft paper's Figure 2 lets a follower advance its commit index to
+// min(leaderCommit, index of the last new entry) — the last entry this very
+// append verified against the leader's log. hashicorp/raft uses
+// min(leaderCommit, its own last index) instead, and its leader reads the
+// commit index separately from the range it replicates, so an append with
+// PrevLogEntry N, no entries and LeaderCommitIndex ≥ N+1 is real. A deposed
+// leader still holding an uncommitted entry N+1 of its old term passes the
+// prev check, "commits" N+1 and applies an entry the cluster never
+// committed. Seam clamps LeaderCommitIndex to PrevLogEntry + len(Entries)
+// (a log is contiguous, so that is the index of the last verified entry),
+// on the RPC consumer and on the heartbeat fast path alike.
+//
+// The clamp never costs progress: the leader's next append (or heartbeat
+// round's append) carries the newer entries and the commit index with them.
+// onClamp, if not nil, is called (from the receiving goroutine) each time a
+// request is clamped, with the leader's commit index and the clamped one.
+//
+// Everything else — sending, pipelines, pre-vote, Close — is the inner
+// transport's own; Seam keeps raft.WithPreVote when inner has it (raft
+// enables pre-vote only then) and raft.WithClose.
+func Seam(inner raft.Transport, onClamp func(leaderCommit, clamped uint64)) raft.Transport {
+	s := &seam{inner: inner, onClamp: onClamp, out: make(chan raft.RPC), stop: make(chan struct{})}
+	go s.forward()
+	if _, ok := inner.(raft.WithPreVote); ok {
+		return seamPreVote{s}
+	}
+	return s
+}
+
+// ClampCommit applies the seam's rule to one request: it lowers
+// LeaderCommitIndex to PrevLogEntry + len(Entries) when it is higher, and
+// reports whether it did. It is what Seam does to every incoming append.
+func ClampCommit(a *raft.AppendEntriesRequest) (leaderCommit uint64, clamped bool) {
+	leaderCommit = a.LeaderCommitIndex
+	verified := a.PrevLogEntry + uint64(len(a.Entries))
+	if leaderCommit > verified {
+		a.LeaderCommitIndex = verified
+		return leaderCommit, true
+	}
+	return leaderCommit, false
+}
+
+type seam struct {
+	inner   raft.Transport
+	onClamp func(leaderCommit, clamped uint64)
+	out     chan raft.RPC
+	stop    chan struct{}
+	once    sync.Once
+}
+
+type seamPreVote struct{ *seam }
+
+var (
+	_ raft.Transport   = (*seam)(nil)
+	_ raft.WithClose   = (*seam)(nil)
+	_ raft.WithPreVote = seamPreVote{}
+)
+
+func (s *seam) clamp(rpc raft.RPC) {
+	a, ok := rpc.Command.(*raft.AppendEntriesRequest)
+	if !ok {
+		return
+	}
+	if lc, clamped := ClampCommit(a); clamped && s.onClamp != nil {
+		s.onClamp(lc, a.LeaderCommitIndex)
+	}
+}
+
+// forward hands the inner transport's RPCs to raft, clamped, until Close.
+func (s *seam) forward() {
+	in := s.inner.Consumer()
+	for {
+		select {
+		case rpc := <-in:
+			s.clamp(rpc)
+			select {
+			case s.out <- rpc:
+			case <-s.stop:
+				rpc.Respond(nil, raft.ErrTransportShutdown)
+				return
+			}
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// Consumer implements raft.Transport: the inner transport's RPCs, with
+// every AppendEntries clamped.
+func (s *seam) Consumer() <-chan raft.RPC { return s.out }
+
+// SetHeartbeatHandler implements raft.Transport: the fast path is clamped
+// too (a heartbeat carries no commit index today, but the rule must not
+// depend on which path a request takes).
+func (s *seam) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
+	if cb == nil {
+		s.inner.SetHeartbeatHandler(nil)
+		return
+	}
+	s.inner.SetHeartbeatHandler(func(rpc raft.RPC) {
+		s.clamp(rpc)
+		cb(rpc)
+	})
+}
+
+// Close implements raft.WithClose: it closes the inner transport (when it
+// can be closed) and stops forwarding.
+func (s *seam) Close() error {
+	var err error
+	if c, ok := s.inner.(raft.WithClose); ok {
+		err = c.Close()
+	}
+	s.once.Do(func() { close(s.stop) })
+	return err
+}
+
+// LocalAddr implements raft.Transport.
+func (s *seam) LocalAddr() raft.ServerAddress { return s.inner.LocalAddr() }
+
+// AppendEntriesPipeline implements raft.Transport.
+func (s *seam) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	return s.inner.AppendEntriesPipeline(id, target)
+}
+
+// AppendEntries implements raft.Transport.
+func (s *seam) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	return s.inner.AppendEntries(id, target, args, resp)
+}
+
+// RequestVote implements raft.Transport.
+func (s *seam) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	return s.inner.RequestVote(id, target, args, resp)
+}
+
+// InstallSnapshot implements raft.Transport.
+func (s *seam) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	return s.inner.InstallSnapshot(id, target, args, resp, data)
+}
+
+// EncodePeer implements raft.Transport.
+func (s *seam) EncodePeer(id raft.ServerID, addr raft.ServerAddress) []byte {
+	return s.inner.EncodePeer(id, addr)
+}
+
+// DecodePeer implements raft.Transport.
+func (s *seam) DecodePeer(b []byte) raft.ServerAddress { return s.inner.DecodePeer(b) }
+
+// TimeoutNow implements raft.Transport.
+func (s *seam) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+	return s.inner.TimeoutNow(id, target, args, resp)
+}
+
+// RequestPreVote implements raft.WithPreVote.
+func (s seamPreVote) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	return s.inner.(raft.WithPreVote).RequestPreVote(id, target, args, resp)
+}
