@@ -4,7 +4,7 @@ GO        ?= go
 PKGS      := ./...
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all test unit fuzz lint bench soak demo build clean
+.PHONY: all test unit fuzz lint tidy-check bench soak demo build clean
 
 all: lint test
 
@@ -45,6 +45,17 @@ lint:
 	$(GO) vet $(PKGS)
 	$(STATICCHECK) $(PKGS)
 	cd examples && $(GO) vet ./... && $(STATICCHECK) ./...
+	@$(MAKE) --no-print-directory tidy-check
+
+## tidy-check: both modules' go.mod and go.sum are tidy (the examples
+## module needs `go mod tidy` whenever the root gains a dependency).
+tidy-check:
+	@for d in . examples; do \
+		(cd $$d && cp go.mod /tmp/jobraft-tidy.mod && cp go.sum /tmp/jobraft-tidy.sum && \
+		$(GO) mod tidy && if ! cmp -s go.mod /tmp/jobraft-tidy.mod || ! cmp -s go.sum /tmp/jobraft-tidy.sum; then \
+			echo "go.mod/go.sum of $$d not tidy: run 'cd $$d && go mod tidy'"; \
+			cp /tmp/jobraft-tidy.mod go.mod; cp /tmp/jobraft-tidy.sum go.sum; exit 1; fi) || exit 1; \
+	done
 
 ## bench: comparative benchmarks, side by side in one run.
 bench:
