@@ -1,4 +1,80 @@
-// Package wal is jobraft's log: a segment-file raft.LogStore with a bbolt
-// stable store, and the persist guard (G1–G7 of DESIGN.md), built in and
-// available as middleware over any raft.LogStore.
+// Package wal is jobraft's log: a segment-file raft.LogStore (also a
+// raft.MonotonicLogStore and, through bbolt, a raft.StableStore) with the
+// persist guard built in, and the same guard as middleware over any other
+// raft.LogStore (NewGuard). The byte layout, crash safety per operation and
+// the assumptions are in docs/wal.md.
+//
+// # What the log guarantees (the guard, G1–G7)
+//
+// Every StoreLogs, DeleteRange and GetLog passes the guard, whatever store
+// is underneath:
+//
+//   - G1: no entry with index 0 or term 0 is stored.
+//   - G2: appends are contiguous and terms never decrease along the log; the
+//     first entry of an empty log lies above the commit floor.
+//   - G3: an existing index is never overwritten, not even with identical
+//     bytes: replacing an entry takes a suffix truncation first.
+//   - G4: a suffix truncation never reaches the commit floor, prefix
+//     compaction never passes it, and no hole is punched; removing the whole
+//     log (what hashicorp/raft does after a snapshot install on a monotonic
+//     store) is a reset, and the floor survives it.
+//   - G5: a stamped command payload (Stamp, carried in Log.Extensions) is
+//     verified against its stamp before it becomes durable and again on every
+//     read; an empty or altered body is never persisted and never returned.
+//   - G6: a refusal is typed, counted in metrics, reported to OnRefusal, and
+//     leaves the log unchanged.
+//   - G7: a returned StoreLogs is on disk (one write and one fdatasync per
+//     batch); Open cuts a torn tail (an unacknowledged last batch) and
+//     refuses to open over damage anywhere else.
+//
+// # What the caller must do
+//
+//  1. Be the log's only writer: one raft instance, one process. The log
+//     assumes nobody else writes its directory.
+//  2. Bind the commit floor as early as it can: SetCommitFloor(fn), with fn
+//     returning the highest index known committed (jobraft's node binds
+//     max(raft commit index, index the state machine has applied)). Until it
+//     is bound, the floor is the highest one made durable before; a log that
+//     never had one refuses every compaction rather than risk one.
+//  3. Stamp command entries at proposal (Stamp) so that every member can
+//     verify their payloads; open with RequireStamp to refuse unstamped
+//     command entries.
+//  4. Treat ErrFailed as fatal for this open log: after a write or fsync
+//     error nothing more is written; close and reopen it (an fsync is never
+//     retried).
+//  5. Close it after raft has shut down; Close persists the floor.
+//
+// # What each error means
+//
+// Refusals (the log is unchanged; errors.As gives a *GuardError with op,
+// index, term, the log's shape, the floor, lengths, CRCs and equality flags,
+// never payload bytes): ErrZeroTerm (G1), ErrNotContiguous and
+// ErrTermRegression (G2), ErrOverwrite (G3), ErrCommittedTruncate and
+// ErrInvalidRange (G4), ErrPayloadMismatch and ErrUnstamped (G5),
+// ErrTooLarge (an entry or batch the format cannot hold). RefusalKind names
+// the refusal for metrics.
+//
+// Damage: ErrCorrupt (IsCorrupt) — a record or header fails its checksum or
+// its stamp on read, or Open found damage before the tail; the diagnostic
+// names the segment, offset and first index affected. Opening with Repair
+// cuts the log at the first damage instead and reports what it cut
+// (Log.Repaired); the member then fetches those entries again from its
+// peers — only safe for entries above the cluster's commit index or held by
+// a majority.
+//
+// State: ErrFailed (a write or sync failed; reopen), ErrClosed (used after
+// Close). Absent entries are raft.ErrLogNotFound itself, as hashicorp/raft
+// compares it by identity.
+//
+// # Caveats
+//
+//   - Prefix compaction removes whole segments; entries of a partly
+//     compacted segment may remain readable and the first index reflects
+//     what is really on disk.
+//   - A reset keeps the floor: the first entry stored after it must lie
+//     above the floor (G2), which is what a snapshot install provides.
+//   - The guard protects the log's shape and bodies; it cannot tell a stale
+//     leader from a current one. That is raft's job, and jobraft corrects
+//     hashicorp/raft where it bends the Raft paper at the transport seam
+//     (docs/upstream.md).
 package wal
