@@ -3,14 +3,14 @@ package raft
 import (
 	"context"
 
-	"github.com/jobraft/jobraft/walcompare"
+	"github.com/jobraft/jobraft/logdigest"
 )
 
-// methodRangeDigest serves walcompare's online comparison: range digests
-// and per-entry views of this member's log (see walcompare.ServeDigest).
-// It only reads the log.
-const methodRangeDigest = walcompare.DigestMethod
+// methodRangeDigest serves the digest protocol walcompare's online
+// comparison reads: range digests and per-entry views of this member's log
+// (see package logdigest). It only reads the log.
+const methodRangeDigest = logdigest.Method
 
 func (n *Node) handleRangeDigest(ctx context.Context, req []byte) ([]byte, error) {
-	return walcompare.ServeDigest(ctx, n.log, n.log.PersistedFloor, req)
+	return logdigest.Serve(ctx, n.log, n.log.PersistedFloor, req)
 }

@@ -55,6 +55,8 @@ func (c Class) severity() int {
 func (c Class) lag() bool { return c == Missing || c == Compacted }
 
 // View is one member's entry at one index: what is stored, never the payload.
+// It is logdigest.View, the protocol's view of a stored entry, with the
+// member's Class added.
 type View struct {
 	// Class is this member's class at the index (set by Classify).
 	Class Class `json:"class"`
@@ -77,9 +79,11 @@ type View struct {
 	Detail  string `json:"detail,omitempty"`
 }
 
-// lost reports an empty body under a non-empty stamp.
+// lost reports an empty body under a non-empty stamp (logdigest.View.Lost,
+// which the digests count as bad).
 func (v *View) lost() bool {
-	return v.Present && !v.Corrupt && v.Len == 0 && v.Stamped && v.StampLen > 0
+	d := v.digestView()
+	return d.Lost()
 }
 
 type key struct {

@@ -2,11 +2,10 @@ package walcompare
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/logdigest"
 )
 
 // Member is one log to compare. Implementations: FromLogStore, OpenDir,
@@ -36,7 +35,8 @@ type FloorReporter interface {
 // FromLogStore makes a member of any raft.LogStore, read with GetLog from
 // its first to its last index. A GetLog error other than
 // raft.ErrLogNotFound makes that index Corrupt (a *wal.GuardError for an
-// empty body under a stamp makes it a lost payload). Close does not close s.
+// empty body under a stamp makes it a lost payload): the view is
+// logdigest.ReadView's, as a live member serves it. Close does not close s.
 func FromLogStore(name string, s raft.LogStore) Member {
 	return &storeMember{name: name, s: s, info: MemberInfo{Name: name, Source: "logstore"}}
 }
@@ -77,59 +77,20 @@ func (m *storeMember) Scan(ctx context.Context, from, to uint64, fn func(uint64,
 		hi = min(hi, to)
 	}
 	var l raft.Log
-	var v View
+	var d logdigest.View
 	for ix := lo; ix <= hi && ix >= lo; ix++ {
 		if ix&4095 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if !viewOf(m.s, ix, &l, &v) {
+		if !logdigest.ReadView(m.s, ix, &l, &d) {
 			continue
 		}
+		v := viewOf(&d)
 		if !fn(ix, &v) {
 			return nil
 		}
 	}
 	return nil
-}
-
-// viewOf reads index ix of s into v; false when s does not hold it.
-func viewOf(s raft.LogStore, ix uint64, l *raft.Log, v *View) bool {
-	*l = raft.Log{}
-	err := s.GetLog(ix, l)
-	if errors.Is(err, raft.ErrLogNotFound) {
-		return false
-	}
-	*v = View{Present: true}
-	if err != nil {
-		var g *wal.GuardError
-		if errors.As(err, &g) && errors.Is(err, wal.ErrPayloadMismatch) && g.StoredLen == 0 && g.ExpectedLen > 0 {
-			// wal refuses to return a lost payload; its diagnostic says
-			// what is stored.
-			v.Term, v.Stamped, v.StampLen, v.StampCRC = g.Term, true, g.ExpectedLen, g.ExpectedCRC
-			v.CRC = wal.Checksum(nil)
-			return true
-		}
-		v.Corrupt, v.Detail = true, err.Error()
-		if g != nil {
-			v.Term = g.Term
-		}
-		return true
-	}
-	fillView(v, l)
-	return true
-}
-
-// fillView sets v from an entry read whole.
-func fillView(v *View, l *raft.Log) {
-	v.Term, v.Type = l.Term, l.Type
-	v.Len, v.CRC = uint32(len(l.Data)), wal.Checksum(l.Data)
-	if st, ok := wal.ParseStamp(l.Extensions); ok {
-		v.Stamped, v.StampLen, v.StampCRC = true, st.Len, st.CRC
-		if v.Len != 0 && (v.Len != st.Len || v.CRC != st.CRC) {
-			v.Corrupt = true
-			v.Detail = fmt.Sprintf("payload (len %d crc %08x) does not match its stamp (len %d crc %08x)", v.Len, v.CRC, st.Len, st.CRC)
-		}
-	}
 }

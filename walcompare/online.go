@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/jobraft/jobraft/logdigest"
 	"github.com/jobraft/jobraft/transport"
 )
 
@@ -21,7 +22,7 @@ func Dial(ctx context.Context, name, addr string, tlsConfig *tls.Config) (Member
 		return nil, fmt.Errorf("walcompare: %s: %w", name, err)
 	}
 	m := &liveMember{name: name, addr: addr, c: c, info: MemberInfo{Name: name, Source: "live", Where: addr}}
-	if _, err := m.call(ctx, digestRequest{Op: "info"}); err != nil {
+	if _, err := m.call(ctx, logdigest.Request{Op: logdigest.OpInfo}); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func (m *liveMember) Close() error {
 	return nil
 }
 
-func (m *liveMember) call(ctx context.Context, q digestRequest) (*digestReply, error) {
+func (m *liveMember) call(ctx context.Context, q logdigest.Request) (*logdigest.Reply, error) {
 	req, err := json.Marshal(q)
 	if err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func (m *liveMember) call(ctx context.Context, q digestRequest) (*digestReply, e
 	if err != nil {
 		return nil, fmt.Errorf("walcompare: %s (%s): %s: %w", m.name, m.addr, q.Op, err)
 	}
-	var rep digestReply
+	var rep logdigest.Reply
 	if err := json.Unmarshal(out, &rep); err != nil {
 		return nil, fmt.Errorf("walcompare: %s (%s): bad reply: %w", m.name, m.addr, err)
 	}
@@ -72,9 +73,9 @@ func (m *liveMember) call(ctx context.Context, q digestRequest) (*digestReply, e
 	return &rep, nil
 }
 
-// Scan reads the member's entries in chunks of maxEntries.
+// Scan reads the member's entries in chunks of logdigest.MaxEntries.
 func (m *liveMember) Scan(ctx context.Context, from, to uint64, fn func(uint64, *View) bool) error {
-	rep, err := m.call(ctx, digestRequest{Op: "info"})
+	rep, err := m.call(ctx, logdigest.Request{Op: logdigest.OpInfo})
 	if err != nil {
 		return err
 	}
@@ -85,14 +86,15 @@ func (m *liveMember) Scan(ctx context.Context, from, to uint64, fn func(uint64, 
 	if to != 0 {
 		hi = min(hi, to)
 	}
-	for a := lo; a <= hi && a >= lo; a += maxEntries {
-		b := min(hi, a+maxEntries-1)
-		rep, err := m.call(ctx, digestRequest{Op: "entries", From: a, To: b})
+	for a := lo; a <= hi && a >= lo; a += logdigest.MaxEntries {
+		b := min(hi, a+logdigest.MaxEntries-1)
+		rep, err := m.call(ctx, logdigest.Request{Op: logdigest.OpEntries, From: a, To: b})
 		if err != nil {
 			return err
 		}
 		for i := range rep.Entries {
-			if !fn(rep.Entries[i].Index, &rep.Entries[i].View) {
+			v := viewOf(&rep.Entries[i].View)
+			if !fn(rep.Entries[i].Index, &v) {
 				return nil
 			}
 		}
@@ -109,14 +111,14 @@ func compareDigests(ctx context.Context, ms []*liveMember, names []string, opts 
 	if leaf < 1 {
 		leaf = 64
 	}
-	fanout, leaf = min(fanout, maxParts), min(leaf, maxEntries)
+	fanout, leaf = min(fanout, logdigest.MaxParts), min(leaf, logdigest.MaxEntries)
 	var calls0 int64
 	for _, m := range ms {
 		calls0 += m.calls.Load()
 	}
-	infos := make([]*digestReply, len(ms))
+	infos := make([]*logdigest.Reply, len(ms))
 	if err := each(ctx, ms, func(ctx context.Context, i int, m *liveMember) (err error) {
-		infos[i], err = m.call(ctx, digestRequest{Op: "info"})
+		infos[i], err = m.call(ctx, logdigest.Request{Op: logdigest.OpInfo})
 		return err
 	}); err != nil {
 		return nil, err
@@ -186,7 +188,7 @@ func compareDigests(ctx context.Context, ms []*liveMember, names []string, opts 
 
 type digestSearch struct {
 	ms     []*liveMember
-	infos  []*digestReply
+	infos  []*logdigest.Reply
 	b      *builder
 	fanout int
 	leaf   uint64
@@ -207,7 +209,7 @@ func (d *digestSearch) search(ctx context.Context, a, z uint64, held []int) erro
 		if !contains(held, i) {
 			return nil
 		}
-		rep, err := m.call(ctx, digestRequest{Op: "digests", From: a, To: z, Parts: d.fanout})
+		rep, err := m.call(ctx, logdigest.Request{Op: logdigest.OpDigests, From: a, To: z, Parts: d.fanout})
 		if err == nil && len(rep.Digests) != len(SplitRange(a, z, d.fanout)) {
 			err = fmt.Errorf("walcompare: %s: %d digests for [%d, %d] in %d parts", m.name, len(rep.Digests), a, z, d.fanout)
 		}
@@ -237,12 +239,12 @@ func (d *digestSearch) search(ctx context.Context, a, z uint64, held []int) erro
 // leafRange fetches the entries of [a, z] from the members holding them and
 // classifies every index.
 func (d *digestSearch) leafRange(ctx context.Context, a, z uint64, held []int) error {
-	ents := make([][]wireEntry, len(d.ms))
+	ents := make([][]logdigest.Entry, len(d.ms))
 	err := each(ctx, d.ms, func(ctx context.Context, i int, m *liveMember) error {
 		if !contains(held, i) {
 			return nil
 		}
-		rep, err := m.call(ctx, digestRequest{Op: "entries", From: a, To: z})
+		rep, err := m.call(ctx, logdigest.Request{Op: logdigest.OpEntries, From: a, To: z})
 		if err == nil {
 			ents[i] = rep.Entries
 		}
@@ -260,7 +262,7 @@ func (d *digestSearch) leafRange(ctx context.Context, a, z uint64, held []int) e
 			in := d.infos[i]
 			switch {
 			case contains(held, i) && pos[i] < len(ents[i]) && ents[i][pos[i]].Index == ix:
-				d.views[i] = ents[i][pos[i]].View
+				d.views[i] = viewOf(&ents[i][pos[i]].View)
 				pos[i]++
 			case in.Last != 0 && in.First > ix:
 				d.views[i] = View{Class: Compacted}
