@@ -14,7 +14,10 @@ type Options struct {
 	// (Report.OverClaimed). Zero: the boundary is the highest commit floor
 	// any member persisted.
 	Committed uint64
-	// From and To restrict the compared indexes (inclusive; 0: unbounded).
+	// From and To are the first and last index to compare, both included:
+	// [From, To]. 0 leaves that side unbounded. These are request bounds
+	// (like the CLI's --from and --to); the report's ranges are half-open
+	// (Report.From, Report.End).
 	From, To uint64
 	// Stream forces side-by-side reading even when every member is live.
 	Stream bool

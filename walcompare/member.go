@@ -13,8 +13,8 @@ import (
 type Member interface {
 	// Name labels the member in reports.
 	Name() string
-	// Scan calls fn with the member's entries with index in [from, to]
-	// (to 0: no bound) in ascending index order. Indexes the member does
+	// Scan calls fn with the member's entries with index in [from, to],
+	// both included (to 0: no bound), in ascending index order. Indexes the member does
 	// not hold are skipped; a record that exists but fails its checks is
 	// passed with Present and Corrupt set. fn must not keep v. Scan stops
 	// early, returning nil, when fn returns false.

@@ -37,8 +37,8 @@ func sameDivergences(t *testing.T, what string, a, b *walcompare.Report) {
 			t.Fatalf("%s: summary %v vs %v", what, a.Summary, b.Summary)
 		}
 	}
-	if a.From != b.From || a.To != b.To || a.Held != b.Held {
-		t.Fatalf("%s: range [%d,%d] held %d vs [%d,%d] held %d", what, a.From, a.To, a.Held, b.From, b.To, b.Held)
+	if a.From != b.From || a.End != b.End || a.To != b.To || a.Held != b.Held {
+		t.Fatalf("%s: range [%d,%d) held %d vs [%d,%d) held %d", what, a.From, a.End, a.Held, b.From, b.End, b.Held)
 	}
 }
 

@@ -182,6 +182,13 @@ func (w *world) check(t *rapid.T, r *Report, boundary uint64, supplied, floors b
 	if r.Committed != boundary || r.Held != held || r.OverClaimed != (supplied && boundary > held) {
 		t.Fatalf("committed %d (want %d) held %d (want %d) over %v: %s", r.Committed, boundary, r.Held, held, r.OverClaimed, r.Proof)
 	}
+	lo, hi := w.first[0], w.tip[0]
+	for m := range w.tip {
+		lo, hi = min(lo, w.first[m]), max(hi, w.tip[m])
+	}
+	if r.From != lo || r.End != hi+1 || r.To != hi || r.Summary[Same] != hi+1-lo-uint64(len(per)) {
+		t.Fatalf("compared [%d, %d) (to %d) same %d, want [%d, %d) same %d", r.From, r.End, r.To, r.Summary[Same], lo, hi+1, hi+1-lo-uint64(len(per)))
+	}
 	got := perIndex(r)
 	if len(got) != len(per) {
 		t.Fatalf("%d per-index divergences, want %d: %+v want %v", len(got), len(per), r.Divergences, per)

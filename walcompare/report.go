@@ -55,16 +55,20 @@ type MemberInfo struct {
 // Report is the result of Compare.
 type Report struct {
 	Members []MemberInfo `json:"members"`
-	// From and To bound the compared indexes (inclusive); 0, 0 when no
-	// member holds anything in the requested range.
+	// [From, End) is the compared range, half-open like every range in a
+	// report; 0, 0 when no member holds anything in the requested range.
 	From uint64 `json:"from"`
-	To   uint64 `json:"to"`
+	End  uint64 `json:"end"`
+	// To is End-1, the last compared index (0 when nothing was compared):
+	// the inclusive form of the same range, kept for callers written
+	// before End. New code uses End.
+	To uint64 `json:"to"`
 	// Committed is the boundary used; Proof says how it was proven.
 	Committed      uint64 `json:"committed"`
 	CommittedBasis string `json:"committed_basis"` // "floors", "supplied" or "none"
 	Proof          string `json:"proof"`
 	// Held is the highest index N such that a majority of members hold
-	// [1, N] identically (a compacted index counts as held; indexes below
+	// [1, N+1) identically (a compacted index counts as held; indexes below
 	// From are not examined). OverClaimed: a supplied boundary above Held.
 	Held        uint64 `json:"held"`
 	OverClaimed bool   `json:"over_claimed"`
@@ -158,7 +162,10 @@ func (b *builder) finish(r *Report, lo, hi uint64, opts Options) {
 	if r.Divergences == nil {
 		r.Divergences = []Divergence{}
 	}
-	r.From, r.To = lo, hi
+	r.From, r.End, r.To = 0, 0, 0
+	if hi >= lo && hi != 0 {
+		r.From, r.End, r.To = lo, hi+1, hi
+	}
 	r.Summary = make(map[Class]uint64, len(Classes))
 	for _, c := range Classes {
 		r.Summary[c] = 0
@@ -187,9 +194,7 @@ func (b *builder) finish(r *Report, lo, hi uint64, opts Options) {
 			}
 		}
 	}
-	if hi >= lo && hi != 0 {
-		r.Summary[Same] = hi - lo + 1 - perIndex
-	}
+	r.Summary[Same] = r.End - r.From - perIndex
 	held := make([]uint64, b.n)
 	for m := range held {
 		held[m] = hi
@@ -254,15 +259,15 @@ func (b *builder) boundary(r *Report, opts Options) {
 		r.OverClaimed = opts.Committed > r.Held
 		r.Proof = fmt.Sprintf("supplied by the caller: %d (used as given, never raised; persisted floors: %s)", opts.Committed, fl)
 		if r.OverClaimed {
-			r.Proof += fmt.Sprintf("; OVER-CLAIMED: only [1, %d] is held identically by a majority (%d of %d)%s", r.Held, majority, b.n, scope)
+			r.Proof += fmt.Sprintf("; OVER-CLAIMED: only [1, %d) is held identically by a majority (%d of %d)%s", r.Held+1, majority, b.n, scope)
 		} else {
-			r.Proof += fmt.Sprintf("; a majority (%d of %d) holds [1, %d] identically%s", majority, b.n, r.Committed, scope)
+			r.Proof += fmt.Sprintf("; a majority (%d of %d) holds [1, %d) identically%s", majority, b.n, r.Committed+1, scope)
 		}
 	case anyFloor && maxFloor > 0:
 		r.Committed, r.CommittedBasis = maxFloor, "floors"
 		r.Proof = fmt.Sprintf("persisted commit floors: %s; boundary = the highest, %d from %s (a floor is only ever a committed index)", fl, maxFloor, from)
 		if r.Held < maxFloor {
-			r.Proof += fmt.Sprintf("; note: a majority holds only [1, %d] identically (members lag or diverge below the floor)%s", r.Held, scope)
+			r.Proof += fmt.Sprintf("; note: a majority holds only [1, %d) identically (members lag or diverge below the floor)%s", r.Held+1, scope)
 		}
 	default:
 		r.Committed, r.CommittedBasis = 0, "none"

@@ -31,13 +31,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(w, "%s: %s\n", m.Name, n)
 		}
 	}
-	fmt.Fprintf(w, "\ncompared [%d, %d] (%s mode", r.From, r.To, r.Mode)
+	fmt.Fprintf(w, "\ncompared [%d, %d) (%s mode", r.From, r.End, r.Mode)
 	if r.Calls > 0 {
 		fmt.Fprintf(w, ", %d calls", r.Calls)
 	}
 	fmt.Fprintf(w, ")\ncommitted boundary: %d (%s)\n  proof: %s\n", r.Committed, r.CommittedBasis, r.Proof)
 	if r.OverClaimed {
-		fmt.Fprintf(w, "  OVER-CLAIMED: a majority holds only [1, %d] identically\n", r.Held)
+		fmt.Fprintf(w, "  OVER-CLAIMED: a majority holds only [1, %d) identically\n", r.Held+1)
 	}
 	fmt.Fprintln(w)
 	if len(r.Divergences) == 0 {

@@ -105,7 +105,9 @@ func (s *server) clusterStatus(w http.ResponseWriter, r *http.Request) error {
 
 // GET /v1/cluster/walcompare[?from=&to=]: compares the members' logs online
 // (range digests over the members' RPC channel, never stopping them) and
-// returns the walcompare report; committed_divergences must be 0.
+// returns the walcompare report; committed_divergences must be 0. from and
+// to are the first and last index to compare, both included; the report's
+// ranges are half-open ([from, end), divergence runs [index, end)).
 func (s *server) walcompare(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var opts walcompare.Options

@@ -10,6 +10,11 @@
 // channel without stopping it. Members are named by the argument's base
 // name (or address).
 //
+// --from I and --to J are the first and last index to compare, both
+// included (0: unbounded). Every range the report prints is half-open,
+// [start,end): the compared range, the runs of missing or compacted indexes
+// and the ranges in the proof.
+//
 // Exit status: 0 when there is no committed divergence, 1 when there is at
 // least one, 2 on errors (bad arguments, an unreadable dir, an unreachable
 // member).
@@ -42,8 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	committed := fs.Uint64("committed", 0, "committed boundary to use as given (default: the highest persisted commit floor)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	from := fs.Uint64("from", 0, "first index to compare")
-	to := fs.Uint64("to", 0, "last index to compare (0: the end)")
+	from := fs.Uint64("from", 0, "first index to compare, included (0: the start)")
+	to := fs.Uint64("to", 0, "last index to compare, included (0: the end)")
 	stream := fs.Bool("stream", false, "read live members entry by entry instead of by digests")
 	ca := fs.String("tls-ca", "", "cluster CA (PEM) for live members")
 	cert := fs.String("tls-cert", "", "client certificate (PEM) for live members")

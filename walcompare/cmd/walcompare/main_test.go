@@ -67,7 +67,7 @@ func TestExitZeroWhenOnlyLag(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, errs)
 	}
-	for _, want := range []string{"committed boundary: 10 (floors)", "[10,13)", "missing", "committed divergences: 0", "summary: same=12"} {
+	for _, want := range []string{"compared [1, 13)", "committed boundary: 10 (floors)", "[10,13)", "missing", "committed divergences: 0", "summary: same=12"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
@@ -109,7 +109,7 @@ func TestJSONSchema(t *testing.T) {
 			Floor        uint64
 			HasFloor     bool `json:"has_floor"`
 		}
-		From, To       uint64
+		From, End, To  uint64
 		Committed      uint64
 		CommittedBasis string `json:"committed_basis"`
 		Proof          string
@@ -136,7 +136,7 @@ func TestJSONSchema(t *testing.T) {
 	if len(r.Members) != 3 || r.Members[2].Name != "c" || r.Members[2].Source != "wal" || !r.Members[2].HasFloor || r.Members[2].Last != 9 {
 		t.Fatalf("members %+v", r.Members)
 	}
-	if r.Committed != 13 || r.CommittedBasis != "supplied" || !r.OverClaimed || r.Held != 12 || r.Proof == "" || r.From != 1 || r.To != 12 {
+	if r.Committed != 13 || r.CommittedBasis != "supplied" || !r.OverClaimed || r.Held != 12 || r.Proof == "" || r.From != 1 || r.End != 13 || r.To != 12 {
 		t.Fatalf("boundary %+v", r)
 	}
 	if len(r.Divergences) != 2 || r.CommittedDivergences != 1 {
@@ -160,11 +160,31 @@ func TestJSONSchema(t *testing.T) {
 	}
 }
 
+// TestFromTo: --from and --to are both included; the report prints the
+// compared range half-open.
 func TestFromTo(t *testing.T) {
 	a, b, c := fixture(t, 5)
 	code, out, _ := runCLI(t, "--from", "6", "--to", "9", a, b, c)
-	if code != 0 || !strings.Contains(out, "compared [6, 9]") || !strings.Contains(out, "no divergences") {
+	if code != 0 || !strings.Contains(out, "compared [6, 10)") || !strings.Contains(out, "no divergences") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	// The bounds are included: index 5 (a committed payload mismatch) is
+	// compared with --from 5 and with --to 5.
+	for _, args := range [][]string{{"--from", "5", "--to", "9"}, {"--from", "1", "--to", "5"}, {"--from", "5", "--to", "5"}} {
+		code, out, _ := runCLI(t, append(args, a, b, c)...)
+		if code != 1 || !strings.Contains(out, "committed divergences: 1") {
+			t.Fatalf("%v: exit %d:\n%s", args, code, out)
+		}
+	}
+	// The proof and the over-claim print the held prefix half-open.
+	_, out, _ = runCLI(t, "--committed", "4", a, b, c)
+	if !strings.Contains(out, "a majority (2 of 3) holds [1, 5) identically") {
+		t.Fatalf("output:\n%s", out)
+	}
+	_, out, _ = runCLI(t, "--committed", "13", a, b, c)
+	if !strings.Contains(out, "OVER-CLAIMED: only [1, 13) is held identically by a majority") ||
+		!strings.Contains(out, "OVER-CLAIMED: a majority holds only [1, 13) identically") {
+		t.Fatalf("output:\n%s", out)
 	}
 }
 
