@@ -15,17 +15,23 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
 
 // Harness starts, kills and restarts member processes and talks to them
-// through their control RPC.
+// through their control RPC. Every member records its applied history to
+// a file in its data dir (HistoryPath); the convergence wait checks it
+// while it polls and fails the test at once on a violation (CheckApplied).
 type Harness struct {
 	t       testing.TB
 	client  *transport.Mux // only dials
 	Members []*Member
+
+	applied   *history.Checker
+	appliedAt time.Time // last applied-history check of a convergence wait
 }
 
 // Member is one child member process.
@@ -70,7 +76,7 @@ func New(t testing.TB) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Harness{t: t, client: client}
+	h := &Harness{t: t, client: client, applied: history.NewChecker()}
 	t.Cleanup(func() {
 		for _, m := range h.Members {
 			m.Kill()
@@ -355,6 +361,7 @@ func (h *Harness) WaitConverged(d time.Duration, members ...*Member) raft.Status
 	var first raft.Status
 	deadline := time.Now().Add(d)
 	for {
+		h.failOnApplied()
 		last = last[:0]
 		ok := true
 		for _, m := range members {
@@ -374,6 +381,8 @@ func (h *Harness) WaitConverged(d time.Duration, members ...*Member) raft.Status
 				}
 			}
 			if ok && first.Digest.Index > 0 {
+				h.appliedAt = time.Time{} // check once more at convergence
+				h.failOnApplied()
 				return first
 			}
 		}
