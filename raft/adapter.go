@@ -63,7 +63,7 @@ func (a *adapter) ApplyBatch(logs []*hraft.Log) []interface{} {
 		}
 		out[i] = applyResult{data: a.sm.Apply(fsm.Entry{Index: l.Index, Term: l.Term, Time: at, Cmd: cmd})}
 	}
-	if a.rec != nil {
+	if a.rec != nil && len(logs) > 0 {
 		a.record(logs)
 	}
 	if last != 0 {

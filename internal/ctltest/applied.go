@@ -81,9 +81,9 @@ func (p *Procs) checkApplied(final bool) ([]history.Violation, error) {
 // WaitConverged calls it (throttled) while it polls.
 func (p *Procs) failOnApplied() {
 	p.t.Helper()
-	if time.Since(p.appliedAt) < appliedCheckEvery {
+	now := time.Now().UnixNano()
+	if last := p.appliedAt.Load(); now-last < int64(appliedCheckEvery) || !p.appliedAt.CompareAndSwap(last, now) {
 		return
 	}
-	p.appliedAt = time.Now()
 	p.CheckApplied(false)
 }

@@ -68,7 +68,11 @@ func runMember(mc MemberConfig) error {
 	if mc.ClockOffset != 0 {
 		cfg.Clock = func() time.Time { return time.Now().Add(mc.ClockOffset) }
 	}
-	applied, err := history.OpenFile(mc.ID, historyPath(mc.DataDir))
+	applied, err := history.OpenFile(mc.ID, historyPath(mc.DataDir), func(err error) {
+		// A hole in the history would be checked wrongly: die loudly.
+		fmt.Fprintln(os.Stderr, "ctltest member:", err)
+		os.Exit(4)
+	})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ type Procs struct {
 	client *http.Client
 
 	applied   *history.Checker
-	appliedAt time.Time // last applied-history check of WaitConverged
+	appliedAt atomic.Int64 // unix ns of the last applied-history check of WaitConverged
 }
 
 // StartProcs starts an n-member child-process cluster; tweak may adjust

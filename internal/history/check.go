@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/walcompare"
@@ -55,9 +56,10 @@ func (s Stats) String() string {
 }
 
 // Checker checks applied histories incrementally: each Check reads what the
-// sources recorded since the last one. Reuse one Checker per cluster. A
-// Checker is not safe for concurrent use.
+// sources recorded since the last one. Reuse one Checker per cluster. It is
+// safe for concurrent use (Checks run one at a time).
 type Checker struct {
+	mu      sync.Mutex
 	members map[string]*cursor
 	seen    map[uint64]seenEntry
 	stats   Stats
@@ -82,7 +84,11 @@ func NewChecker() *Checker {
 }
 
 // Stats returns the counts so far.
-func (c *Checker) Stats() Stats { return c.stats }
+func (c *Checker) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
 
 // Check reads the sources' new records, then the reference log, and returns
 // the violations among them (each reported once). A record above
@@ -90,6 +96,8 @@ func (c *Checker) Stats() Stats { return c.stats }
 // ref.Log holds the final log and every record must be in it. err is a
 // failure to read a source or the reference, never a violation.
 func (c *Checker) Check(ctx context.Context, ref Reference, final bool, sources ...Source) ([]Violation, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	news := make([][]Record, len(sources))
 	lo, hi := uint64(0), uint64(0)
 	for i, s := range sources {

@@ -31,7 +31,9 @@
 // Memory keeps a member's records in memory across restarts of an
 // in-process member; File appends them to a file in the member's data dir
 // (FileName), one write per batch, so they survive a SIGKILL: a torn last
-// record is ignored when read, and cut when the next run opens the file.
+// record is ignored when read, and cut when the next run opens the file. A
+// write error ends a File's recording and is handed to OpenFile's onErr
+// (the test harnesses' member processes exit on it).
 //
 // # Checking
 //

@@ -141,10 +141,11 @@ func ReadFile(path string, n int) ([]Record, error) {
 }
 
 // File is a Sink appending to a history file, and a Source reading it. A
-// write error is kept (Err) and ends the recording: a history with a hole
-// would be checked wrongly.
+// write error ends the recording (a history with a hole would be checked
+// wrongly): it is kept (Err) and handed to the onErr of OpenFile.
 type File struct {
 	name, path string
+	onErr      func(error)
 	mu         sync.Mutex
 	f          *os.File
 	buf        []byte
@@ -158,8 +159,10 @@ var (
 
 // OpenFile opens (creating it and its directory) the history file at path
 // for appending, cutting a torn last record left by a killed writer.
-// name labels the member.
-func OpenFile(name, path string) (*File, error) {
+// name labels the member. onErr, when not nil, is called (on the writing
+// goroutine) with the first write error: a member process should die
+// loudly rather than run on with an incomplete history.
+func OpenFile(name, path string, onErr func(error)) (*File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -171,7 +174,7 @@ func OpenFile(name, path string) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &File{name: name, path: path, f: f}, nil
+	return &File{name: name, path: path, f: f, onErr: onErr}, nil
 }
 
 // repair leaves f holding a header and whole valid records only, its
@@ -221,6 +224,9 @@ func (h *File) Append(recs []Record) {
 	}
 	if _, err := h.f.Write(h.buf); err != nil {
 		h.err = fmt.Errorf("history: %s: %w", h.path, err)
+		if h.onErr != nil {
+			h.onErr(h.err)
+		}
 	}
 }
 

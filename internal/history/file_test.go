@@ -25,7 +25,7 @@ func sampleRecords() []Record {
 func writeSample(t *testing.T) (string, []Record) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "m0", FileName)
-	f, err := OpenFile("m0", path)
+	f, err := OpenFile("m0", path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestFileTornTailAndCorruption(t *testing.T) {
 	if got, err := read(); err != nil || !reflect.DeepEqual(got, want[:len(want)-1]) {
 		t.Fatalf("damaged last record: %v %v", got, err)
 	}
-	f, err := OpenFile("m0", path) // cuts the torn record
+	f, err := OpenFile("m0", path, nil) // cuts the torn record
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestFileTornTailAndCorruption(t *testing.T) {
 	if _, err := read(); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("damaged middle record: %v, want ErrCorrupt", err)
 	}
-	if _, err := OpenFile("m0", path); !errors.Is(err, ErrCorrupt) {
+	if _, err := OpenFile("m0", path, nil); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("OpenFile over a damaged middle record: %v, want ErrCorrupt", err)
 	}
 	badHeader := append([]byte(nil), good...)

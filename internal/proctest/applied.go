@@ -86,10 +86,10 @@ func (h *Harness) checkApplied(final bool) ([]history.Violation, error) {
 // the convergence wait calls it (throttled) while it polls.
 func (h *Harness) failOnApplied() {
 	h.t.Helper()
-	if time.Since(h.appliedAt) < appliedCheckEvery {
+	now := time.Now().UnixNano()
+	if last := h.appliedAt.Load(); now-last < int64(appliedCheckEvery) || !h.appliedAt.CompareAndSwap(last, now) {
 		return
 	}
-	h.appliedAt = time.Now()
 	if vs := h.CheckApplied(false); len(vs) > 0 {
 		h.t.Fatal(nodetest.ViolationReport(vs))
 	}

@@ -138,7 +138,7 @@ func runChild(spec string) error {
 		out = f // unbuffered: one write per line
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: cc.ID, Level: hclog.Info, Output: out})
-	applied, err := history.OpenFile(cc.ID, HistoryPath(cc.DataDir))
+	applied, err := history.OpenFile(cc.ID, HistoryPath(cc.DataDir), exitOnHistoryError)
 	if err != nil {
 		return fmt.Errorf("applied history of %s: %w", cc.ID, err)
 	}
@@ -157,6 +157,14 @@ func runChild(spec string) error {
 	io.Copy(io.Discard, os.Stdin)
 	ctl.Close()
 	return node.Close()
+}
+
+// exitOnHistoryError ends a member process whose applied history cannot be
+// written: the harness names the death (CheckAlive), where a member running
+// on with a hole in its history would be checked wrongly.
+func exitOnHistoryError(err error) {
+	fmt.Fprintf(os.Stderr, "proctest child: %v\n", err)
+	os.Exit(4)
 }
 
 func serveControl(ctl *transport.Mux, node *raft.Node, kv *nodetest.KV) {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ type Harness struct {
 	Members []*Member
 
 	applied   *history.Checker
-	appliedAt time.Time // last applied-history check of a convergence wait
+	appliedAt atomic.Int64 // unix ns of the last applied-history check of a convergence wait
 }
 
 // Member is one child member process.
@@ -381,7 +382,7 @@ func (h *Harness) WaitConverged(d time.Duration, members ...*Member) raft.Status
 				}
 			}
 			if ok && first.Digest.Index > 0 {
-				h.appliedAt = time.Time{} // check once more at convergence
+				h.appliedAt.Store(0) // check once more at convergence
 				h.failOnApplied()
 				return first
 			}
