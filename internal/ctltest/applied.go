@@ -78,11 +78,12 @@ func (p *Procs) checkApplied(final bool) ([]history.Violation, error) {
 }
 
 // failOnApplied fails the test at once on an applied-history violation;
-// WaitConverged calls it (throttled) while it polls.
-func (p *Procs) failOnApplied() {
+// WaitConverged calls it while it polls, throttled unless force (near its
+// deadline: a violation is named, never reported as a timeout).
+func (p *Procs) failOnApplied(force bool) {
 	p.t.Helper()
 	now := time.Now().UnixNano()
-	if last := p.appliedAt.Load(); now-last < int64(appliedCheckEvery) || !p.appliedAt.CompareAndSwap(last, now) {
+	if last := p.appliedAt.Load(); !force && (now-last < int64(appliedCheckEvery) || !p.appliedAt.CompareAndSwap(last, now)) {
 		return
 	}
 	p.CheckApplied(false)

@@ -184,8 +184,9 @@ func (p *Procs) WaitLeader(d time.Duration) int {
 func (p *Procs) WaitConverged(d time.Duration) uint64 {
 	p.t.Helper()
 	var idx uint64
+	deadline := time.Now().Add(d)
 	WaitFor(p.t, d, "members to converge", func() bool {
-		p.failOnApplied()
+		p.failOnApplied(time.Until(deadline) < appliedCheckEvery)
 		idx = 0
 		for i := range p.cmds {
 			if p.cmds[i] == nil {

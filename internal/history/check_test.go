@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -204,5 +206,30 @@ func TestCheckerFinalBeyondTheLog(t *testing.T) {
 	r := history("m3", started, Record{Kind: KindRestored, Index: 9})
 	if vs := check(t, ck, ref, true, r); len(vs) != 1 || !strings.Contains(vs[0].String(), "restored a snapshot at index 9, beyond") {
 		t.Fatalf("restored beyond: %v", vs)
+	}
+}
+
+// A history file written by a killed process (torn last record) is checked
+// like a memory one: the stale entry is named, the torn record ignored.
+func TestCheckerReadsHistoryFiles(t *testing.T) {
+	ref := Reference{Name: "m1", Log: refLogOf(t, 1, committed...), Commit: 6}
+	path := filepath.Join(t.TempDir(), FileName)
+	f, err := OpenFile("m0", path, func(err error) { t.Errorf("write: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Append([]Record{started, config(1, 1, "conf"), applied(2, 1, "a")})
+	f.Append([]Record{applied(3, 1, "b"), applied(4, 1, "x")})
+	f.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, b[headerSize:headerSize+recordSize-1]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vs := check(t, NewChecker(), ref, true, FileSource("m0", path))
+	if len(vs) != 1 || vs[0].Member != "m0" || vs[0].Applied.Index != 4 || vs[0].Committed.Term != 2 {
+		t.Fatalf("violations %v, want m0's stale index 4", vs)
 	}
 }

@@ -83,11 +83,13 @@ func (h *Harness) checkApplied(final bool) ([]history.Violation, error) {
 }
 
 // failOnApplied fails the test at once on an applied-history violation;
-// the convergence wait calls it (throttled) while it polls.
-func (h *Harness) failOnApplied() {
+// the convergence wait calls it while it polls, throttled unless force (at
+// convergence, and before a timeout: a violation is named, never reported
+// as a timeout).
+func (h *Harness) failOnApplied(force bool) {
 	h.t.Helper()
 	now := time.Now().UnixNano()
-	if last := h.appliedAt.Load(); now-last < int64(appliedCheckEvery) || !h.appliedAt.CompareAndSwap(last, now) {
+	if last := h.appliedAt.Load(); !force && (now-last < int64(appliedCheckEvery) || !h.appliedAt.CompareAndSwap(last, now)) {
 		return
 	}
 	if vs := h.CheckApplied(false); len(vs) > 0 {

@@ -362,7 +362,7 @@ func (h *Harness) WaitConverged(d time.Duration, members ...*Member) raft.Status
 	var first raft.Status
 	deadline := time.Now().Add(d)
 	for {
-		h.failOnApplied()
+		h.failOnApplied(false)
 		last = last[:0]
 		ok := true
 		for _, m := range members {
@@ -382,12 +382,12 @@ func (h *Harness) WaitConverged(d time.Duration, members ...*Member) raft.Status
 				}
 			}
 			if ok && first.Digest.Index > 0 {
-				h.appliedAt.Store(0) // check once more at convergence
-				h.failOnApplied()
+				h.failOnApplied(true)
 				return first
 			}
 		}
 		if time.Now().After(deadline) {
+			h.failOnApplied(true)
 			for _, s := range last {
 				h.t.Logf("%s: role %s term %d first %d last %d/%d commit %d applied %d floor %d digest %d/%x",
 					s.ID, s.Role, s.Term, s.FirstIndex, s.LastIndex, s.LastTerm, s.CommitIndex, s.AppliedIndex, s.Floor, s.Digest.Index, s.Digest.Sum[:4])
