@@ -49,11 +49,11 @@ func TestCraftedCommitAheadOfVerifiedAppendAppliesNothingStale(t *testing.T) {
 		}
 	}
 	c.WaitConverged(wait)
-	os := c.Nodes[old].Status()
-	n, oldTerm := os.CommitIndex, os.Term
+	before := c.Nodes[old].Status()
+	n, oldTerm := before.CommitIndex, before.Term
 	var last hraft.Log
-	if err := c.Nodes[old].Log().GetLog(n, &last); err != nil || last.Type != hraft.LogCommand || os.LastIndex != n {
-		t.Fatalf("setup: the old leader's last entry %d (of %d) is not the committed command %d: %v %v", os.LastIndex, n, n, last.Type, err)
+	if err := c.Nodes[old].Log().GetLog(n, &last); err != nil || last.Type != hraft.LogCommand || before.LastIndex != n {
+		t.Fatalf("setup: the old leader's last entry %d (of %d) is not the committed command %d: %v %v", before.LastIndex, n, n, last.Type, err)
 	}
 
 	// The stale entry: appended by the isolated leader in its term.
