@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -34,8 +35,10 @@ type Controller struct {
 
 // Open starts this member's node and controller. It does not wait for a
 // leader: calls made before one is elected wait for it (within their
-// context). ctx bounds opening only.
-func Open(ctx context.Context, cfg Config) (*Controller, error) {
+// context). ctx bounds opening only. opts are this module's internal
+// options (internal/nodeopt, passed on to raft.Open); other callers pass
+// none.
+func Open(ctx context.Context, cfg Config, opts ...nodeopt.Option) (*Controller, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -45,7 +48,7 @@ func Open(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, rec: newRecorder(cfg.WatchRetainEntries, cfg.WatchRetainBytes), closed: make(chan struct{})}
 	c.life, c.kill = context.WithCancel(context.Background())
-	if c.node, err = raft.Open(cfg.Config, c.rec); err != nil {
+	if c.node, err = raft.Open(cfg.Config, c.rec, opts...); err != nil {
 		c.kill()
 		return nil, err
 	}

@@ -80,11 +80,13 @@ func TestFailoverSubmitsExactlyOnce(t *testing.T) {
 		mu.Lock()
 		alive[l] = true
 		mu.Unlock()
+		p.CheckApplied(false)
 	}
 	close(stop)
 	wg.Wait()
 	p.WaitLeader(wait)
 	p.WaitConverged(wait)
+	p.CheckApplied(true)
 
 	seen := map[string]int{}
 	for i := 0; i < 3; i++ {

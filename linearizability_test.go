@@ -138,9 +138,13 @@ func TestLinearizableUnderLeaderKills(t *testing.T) {
 		alive[l] = true
 		mu.Unlock()
 		t.Logf("round %d: killed leader p%d", r, l)
+		p.CheckApplied(false)
 	}
 	close(stop)
 	wg.Wait()
+	p.WaitLeader(wait)
+	p.WaitConverged(wait)
+	p.CheckApplied(true)
 	ops := rec.Ops()
 	tally := map[string]int{}
 	for _, op := range ops {

@@ -59,4 +59,6 @@ func TestPausedWorkerLateAckRefused(t *testing.T) {
 	if err != nil || rep.Job == nil || rep.Job.State != "succeeded" || rep.Job.Result != "second" {
 		t.Fatalf("job after both acks: %v %+v", err, rep.Job)
 	}
+	p.WaitConverged(wait)
+	p.CheckApplied(true)
 }

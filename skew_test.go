@@ -82,6 +82,8 @@ func TestClockSkewNeverExpiresLeaseEarly(t *testing.T) {
 			if err := ls[0].Ack(ctx, nil); err == nil {
 				t.Fatal("ack after expiry accepted")
 			}
+			c.WaitLeader(wait)
+			c.CheckApplied(true)
 		})
 	}
 }

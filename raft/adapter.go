@@ -9,15 +9,20 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/history"
+	"github.com/jobraft/jobraft/wal"
 )
 
 // adapter is the hashicorp/raft BatchingFSM over an fsm.StateMachine. It
 // records the index of the last entry the state machine has really applied
 // (hashicorp/raft's AppliedIndex moves when entries are handed to the FSM
-// goroutine, before they are applied).
+// goroutine, before they are applied). With a history sink it records
+// what it hands the state machine (internal/history).
 type adapter struct {
 	sm      fsm.StateMachine
 	applied atomic.Uint64
+	rec     history.Sink     // nil: no recording
+	recBuf  []history.Record // reused by the FSM goroutine
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever applied moves
@@ -27,8 +32,8 @@ var (
 	_ hraft.BatchingFSM = (*adapter)(nil)
 )
 
-func newAdapter(sm fsm.StateMachine) *adapter {
-	return &adapter{sm: sm, changed: make(chan struct{})}
+func newAdapter(sm fsm.StateMachine, rec history.Sink) *adapter {
+	return &adapter{sm: sm, rec: rec, changed: make(chan struct{})}
 }
 
 // applyResult is what Apply returns through raft's future.
@@ -58,10 +63,24 @@ func (a *adapter) ApplyBatch(logs []*hraft.Log) []interface{} {
 		}
 		out[i] = applyResult{data: a.sm.Apply(fsm.Entry{Index: l.Index, Term: l.Term, Time: at, Cmd: cmd})}
 	}
+	if a.rec != nil && len(logs) > 0 {
+		a.record(logs)
+	}
 	if last != 0 {
 		a.setApplied(last)
 	}
 	return out
+}
+
+// record hands the history sink one Applied record per entry of the batch
+// (commands and configurations: what raft gives the FSM), with the CRC32C
+// of the entry's Data — the entry's payload stamp.
+func (a *adapter) record(logs []*hraft.Log) {
+	a.recBuf = a.recBuf[:0]
+	for _, l := range logs {
+		a.recBuf = append(a.recBuf, history.Record{Kind: history.KindApplied, Index: l.Index, Term: l.Term, Type: l.Type, CRC: wal.Checksum(l.Data)})
+	}
+	a.rec.Append(a.recBuf)
 }
 
 func (a *adapter) setApplied(i uint64) {
@@ -98,7 +117,11 @@ func (a *adapter) Restore(rc io.ReadCloser) error {
 	if err := a.sm.Restore(rc); err != nil {
 		return err
 	}
-	a.setApplied(binary.LittleEndian.Uint64(hdr[:]))
+	idx := binary.LittleEndian.Uint64(hdr[:])
+	if a.rec != nil {
+		a.rec.Append([]history.Record{{Kind: history.KindRestored, Index: idx}})
+	}
+	a.setApplied(idx)
 	return nil
 }
 

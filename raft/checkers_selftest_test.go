@@ -8,8 +8,11 @@ import (
 	"github.com/jobraft/jobraft/transport"
 )
 
-// The committed-prefix checker passes on a healthy cluster and sees every
-// member's log.
+// The committed-prefix and applied-history checkers pass on a healthy
+// cluster and see every member's log and history. (The applied-history
+// checker's own self-test, which feeds it stale and legal histories, is in
+// internal/history; seam_history_test.go runs it against a real stale
+// apply.)
 func TestCheckersOnHealthyCluster(t *testing.T) {
 	faults := transport.NewFaultNetwork(7)
 	c := nodetest.Start(t, 3, faults, nil)
@@ -25,6 +28,10 @@ func TestCheckersOnHealthyCluster(t *testing.T) {
 	rep := checkCommittedPrefix(t, c)
 	if rep.Committed == 0 || len(rep.Members) != 3 {
 		t.Fatalf("report: committed %d, %d members", rep.Committed, len(rep.Members))
+	}
+	st := checkAppliedHistory(t, c)
+	if want := 3 * 20; st.Verified < want {
+		t.Fatalf("applied history verified %d records, want at least %d (20 commands on 3 members): %v", st.Verified, want, st)
 	}
 	checkElectionSafety(t, faults)
 }

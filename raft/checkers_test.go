@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/raft"
@@ -20,6 +21,10 @@ import (
 //	committed prefix checkCommittedPrefix: walcompare over every running member
 //	election safety  checkElectionSafety: at most one append-entries sender per term
 //	state digest     nodetest.Cluster.WaitConverged: equal digest at equal index
+//	applied history  checkAppliedHistory, checkAppliedProcs: every entry a
+//	                 member's state machine applied is the committed entry at
+//	                 its index (internal/history); the convergence waits also
+//	                 check it on every poll and fail at once, naming it
 //	liveness         measured by the scenario and reported with t.Logf
 
 // checkCommittedPrefix compares the logs of every running in-process
@@ -126,4 +131,35 @@ func checkNoGuardRefusals(t testing.TB, who string, events <-chan raft.Event) {
 			return
 		}
 	}
+}
+
+// checkAppliedHistory runs the final applied-history check of an
+// in-process cluster (every member, running or stopped, against the
+// leader's log; after convergence): a violation is a safety failure.
+func checkAppliedHistory(t testing.TB, c *nodetest.Cluster) history.Stats {
+	t.Helper()
+	if vs := c.CheckApplied(true); len(vs) > 0 {
+		t.Fatal(nodetest.ViolationReport(vs))
+	}
+	return appliedStats(t, c.AppliedStats())
+}
+
+// checkAppliedProcs is checkAppliedHistory for member processes: their
+// history files against the running leader's log, read over RPC. Run it
+// before checkProcDirs stops them.
+func checkAppliedProcs(t testing.TB, h *proctest.Harness) history.Stats {
+	t.Helper()
+	if vs := h.CheckApplied(true); len(vs) > 0 {
+		t.Fatal(nodetest.ViolationReport(vs))
+	}
+	return appliedStats(t, h.AppliedStats())
+}
+
+func appliedStats(t testing.TB, st history.Stats) history.Stats {
+	t.Helper()
+	if st.Applied == 0 || st.Verified == 0 {
+		t.Fatalf("applied-history check verified nothing: %v", st)
+	}
+	t.Logf("applied history: %v", st)
+	return st
 }

@@ -91,5 +91,6 @@ func TestCrashLeaderProcess(t *testing.T) {
 	h.CheckAlive()
 	dumps := dumpProcs(t, ms)
 	c := l.check(t, dumps)
+	checkAppliedProcs(t, h)
 	t.Logf("converged at applied index %d, %d keys; outcomes: %v", conv.AppliedIndex, len(dumps["m0"]), c)
 }

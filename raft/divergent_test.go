@@ -139,6 +139,7 @@ func TestDivergentFollowerInstallsSnapshot(t *testing.T) {
 		}
 	}
 	checkNoGuardRefusals(t, "the former leader", events)
+	checkAppliedHistory(t, c)
 	if err := faults.CheckElectionSafety(); err != nil {
 		t.Fatal(err)
 	}

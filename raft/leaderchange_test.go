@@ -113,6 +113,7 @@ func TestProposalInFlightAcrossLeaderChange(t *testing.T) {
 	stopped = true
 	c.WaitConverged(wait)
 	counts := l.check(t, dumpAll(c))
+	checkAppliedHistory(t, c)
 	t.Logf("outcomes: %v", counts)
 	if counts.Indeterminate == 0 {
 		t.Errorf("no proposal was in flight across a leader change in 6 rounds (seed %d): the test did not provoke what it checks", seed)
@@ -190,6 +191,7 @@ func TestPartitionedLeaderProposalIndeterminate5(t *testing.T) {
 	faults.Heal()
 	c.WaitConverged(wait)
 	counts := l.check(t, dumpAll(c))
+	checkAppliedHistory(t, c)
 	t.Logf("outcomes: %v", counts)
 	if err := faults.CheckElectionSafety(); err != nil {
 		t.Fatal(err)

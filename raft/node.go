@@ -11,6 +11,8 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/history"
+	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/snapshot"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
@@ -50,13 +52,15 @@ const (
 	methodRemove    = "jr.member.remove"
 )
 
-// Open starts a member. See Config for bootstrap and join.
-func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
+// Open starts a member. See Config for bootstrap and join. opts are this
+// module's internal options (internal/nodeopt); other callers pass none.
+func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm), events: newEventHub(), closed: make(chan struct{})}
+	o := nodeopt.Collect(opts)
+	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm, o.Applied), events: newEventHub(), closed: make(chan struct{})}
 	n.life, n.kill = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -132,6 +136,10 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	}
 	if err := checkRestorable(n.log, n.snaps); err != nil {
 		return nil, err
+	}
+	if o.Applied != nil {
+		// Before NewRaft, which restores the latest snapshot.
+		o.Applied.Append([]history.Record{{Kind: history.KindStarted}})
 	}
 	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, n.snaps, trans); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)

@@ -141,13 +141,14 @@ func others(n, f int) []int {
 }
 
 // finishInProcess runs the checkers over every member of c: converged
-// (equal digest at equal index), acked-set, committed prefix, election
-// safety.
+// (equal digest at equal index), acked-set, committed prefix, applied
+// history, election safety.
 func finishInProcess(t *testing.T, c *nodetest.Cluster, faults *transport.FaultNetwork, l *ledger) {
 	t.Helper()
 	idx := c.WaitConverged(wait)
 	counts := l.check(t, dumpAll(c))
 	rep := checkCommittedPrefix(t, c)
+	checkAppliedHistory(t, c)
 	checkElectionSafety(t, faults)
 	t.Logf("checkers: converged at applied index %d on %d members; outcomes: %v; walcompare: %v", idx, len(c.Running()), counts, rep.Summary)
 }
@@ -304,6 +305,7 @@ func bitFlipSnapshotCompacted(t *testing.T) {
 	c.WaitConverged(wait)
 	l.check(t, dumpAll(c))
 	checkCommittedPrefix(t, c)
+	checkAppliedHistory(t, c)
 	checkElectionSafety(t, faults)
 }
 
@@ -789,6 +791,7 @@ func TestScenarioPausedLeader(t *testing.T) {
 	// barrier a member queues on becoming leader, and a refused pipelined
 	// append wedged replication, hashicorp/raft #612); both are fixed, so a
 	// hang fails the test.
+	checkAppliedProcs(t, h)
 	rep := checkProcDirs(t, ms, 0)
 	t.Logf("checkers: converged at applied index %d; outcomes: %v; walcompare: %v", conv.AppliedIndex, counts, rep.Summary)
 }

@@ -249,6 +249,7 @@ func TestScenarioKillRandomMemberRounds(t *testing.T) {
 	h.CheckAlive()
 	counts := l.check(t, dumpProcs(t, ms))
 	terms := watch.check(t)
+	checkAppliedProcs(t, h)
 	checkProcDirs(t, ms, cs.CommitIndex)
 	t.Logf("figures: %d rounds; worst kill→commit %v (bound %v); worst restart→caught up %v (bound %v); converged at index %d in %v; %d terms with an observed leader; outcomes: %v",
 		rounds, worstCommit.Round(time.Millisecond), killCommitBound, worstCatchUp.Round(time.Millisecond), killProcBound, cs.AppliedIndex, conv.Round(time.Millisecond), terms, counts)
@@ -357,6 +358,7 @@ func TestScenarioOverlappingFailover(t *testing.T) {
 	h.CheckAlive()
 	counts := l.check(t, dumpProcs(t, ms))
 	terms := watch.check(t)
+	checkAppliedProcs(t, h)
 	checkProcDirs(t, ms, cs.CommitIndex)
 	t.Logf("figures: %d rounds (%d with the previous victim behind at the kill); worst kill→commit %v (bound %v); final term %d; converged at index %d in %v; %d terms with an observed leader; outcomes: %v",
 		rounds, lagged, worstCommit.Round(time.Millisecond), killProcBound, st.Term, cs.AppliedIndex, conv.Round(time.Millisecond), terms, counts)
@@ -641,6 +643,7 @@ func TestScenarioCrossTermCatchUp(t *testing.T) {
 	t.Logf("liveness: faults stopped → every member converged in %v (bound %v)", time.Since(start).Round(time.Millisecond), killConvergeBound)
 	counts := l.check(t, dumpAll(c))
 	rep := checkCommittedPrefix(t, c)
+	checkAppliedHistory(t, c)
 	checkElectionSafety(t, faults)
 	t.Logf("figures: converged at index %d; walcompare committed %d (%s), summary %v; outcomes: %v", idx, rep.Committed, rep.CommittedBasis, rep.Summary, counts)
 }
@@ -762,6 +765,7 @@ func TestScenarioOnlyCurrentMemberDies(t *testing.T) {
 	t.Logf("liveness: faults stopped → every member converged in %v (bound %v)", time.Since(start).Round(time.Millisecond), killConvergeBound)
 	counts := l.check(t, dumpAll(cl))
 	rep := checkCommittedPrefix(t, cl)
+	checkAppliedHistory(t, cl)
 	checkElectionSafety(t, faults)
 	t.Logf("figures: %d reps; worst survivors-connected → leader committed %v (bound %v); converged at index %d; walcompare committed %d, summary %v; outcomes: %v",
 		reps, worst.Round(time.Millisecond), killElectBound, idx, rep.Committed, rep.Summary, counts)

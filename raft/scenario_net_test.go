@@ -247,8 +247,8 @@ func converge(t *testing.T, c *nodetest.Cluster, load *loadRun, what string) uin
 
 // finalChecks runs every checker of SCENARIOS.md that applies to an
 // in-process cluster, after the faults stopped: state digest (converge),
-// acked-set (ledger), committed prefix (walcompare), election safety (the
-// network's view of append-entries senders).
+// acked-set (ledger), committed prefix (walcompare), applied history,
+// election safety (the network's view of append-entries senders).
 func finalChecks(t *testing.T, c *nodetest.Cluster, faults *transport.FaultNetwork, l *ledger, load *loadRun) {
 	t.Helper()
 	faults.Heal()
@@ -261,6 +261,7 @@ func finalChecks(t *testing.T, c *nodetest.Cluster, faults *transport.FaultNetwo
 	rep := checkCommittedPrefix(t, c)
 	t.Logf("committed prefix: %d members, compared [%d, %d], committed %d (%s), held %d, 0 committed divergences, 0 payload lost",
 		len(rep.Members), rep.From, rep.To, rep.Committed, rep.CommittedBasis, rep.Held)
+	checkAppliedHistory(t, c)
 	checkElectionSafety(t, faults)
 	terms := map[uint64]bool{}
 	for _, s := range faults.AppendEntriesSenders() {

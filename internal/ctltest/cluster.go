@@ -13,16 +13,21 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/internal/history"
+	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
 )
 
 // Cluster is an in-process cluster of controllers over real TCP on
-// loopback, real data dirs and fsync.
+// loopback, real data dirs and fsync. Every member records its applied
+// history (Applied, across restarts; see CheckApplied).
 type Cluster struct {
-	t    testing.TB
-	Ctls []*jobraft.Controller // nil while a member is stopped
-	Cfgs []jobraft.Config
+	t       testing.TB
+	Ctls    []*jobraft.Controller // nil while a member is stopped
+	Cfgs    []jobraft.Config
+	Applied []*history.Memory
+	applied *history.Checker
 }
 
 // Config returns a controller config with test timeouts for member id.
@@ -43,7 +48,7 @@ func Config(t testing.TB, id, dir, addr string) jobraft.Config {
 // Start bootstraps an n-member cluster; tweak may adjust each config.
 func Start(t testing.TB, n int, tweak func(i int, c *jobraft.Config)) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t}
+	c := &Cluster{t: t, applied: history.NewChecker()}
 	base := t.TempDir()
 	var members []raft.Member
 	for i := 0; i < n; i++ {
@@ -59,6 +64,7 @@ func Start(t testing.TB, n int, tweak func(i int, c *jobraft.Config)) *Cluster {
 	for i := range c.Cfgs {
 		c.Cfgs[i].InitialMembers = members
 		c.Ctls = append(c.Ctls, nil)
+		c.Applied = append(c.Applied, history.NewMemory(c.Cfgs[i].ID))
 		c.StartMember(i)
 	}
 	t.Cleanup(c.Close)
@@ -70,12 +76,39 @@ func (c *Cluster) StartMember(i int) {
 	c.t.Helper()
 	var err error
 	for attempt := 0; attempt < 50; attempt++ {
-		if c.Ctls[i], err = jobraft.Open(context.Background(), c.Cfgs[i]); err == nil {
+		if c.Ctls[i], err = jobraft.Open(context.Background(), c.Cfgs[i], nodeopt.Applied(c.Applied[i])); err == nil {
 			return
 		}
 		time.Sleep(20 * time.Millisecond) // the port may linger after a stop
 	}
 	c.t.Fatalf("start %s: %v", c.Cfgs[i].ID, err)
+}
+
+// CheckApplied checks every member's applied history, running or stopped,
+// against the log of the current leader up to its commit index
+// (nodetest.CheckAppliedNodes), and fails the test on a violation or a
+// read error. final: the run is over (the leader's whole log is the final
+// log).
+func (c *Cluster) CheckApplied(final bool) {
+	c.t.Helper()
+	nodes := make([]*raft.Node, len(c.Ctls))
+	for i, ctl := range c.Ctls {
+		if ctl != nil {
+			nodes[i] = ctl.Node()
+		}
+	}
+	srcs := make([]history.Source, len(c.Applied))
+	for i, m := range c.Applied {
+		srcs[i] = m
+	}
+	vs, err := nodetest.CheckAppliedNodes(c.applied, nodes, final, srcs...)
+	if err != nil {
+		c.t.Fatalf("applied-history check: %v", err)
+	}
+	if len(vs) > 0 {
+		c.t.Fatal(nodetest.ViolationReport(vs))
+	}
+	c.t.Logf("applied history: %v", c.applied.Stats())
 }
 
 // StopMember closes member i.

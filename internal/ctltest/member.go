@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/internal/history"
+	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -66,10 +68,17 @@ func runMember(mc MemberConfig) error {
 	if mc.ClockOffset != 0 {
 		cfg.Clock = func() time.Time { return time.Now().Add(mc.ClockOffset) }
 	}
+	applied, err := history.OpenFile(mc.ID, historyPath(mc.DataDir), func(err error) {
+		// A hole in the history would be checked wrongly: die loudly.
+		fmt.Fprintln(os.Stderr, "ctltest member:", err)
+		os.Exit(4)
+	})
+	if err != nil {
+		return err
+	}
 	var ctl *jobraft.Controller
-	var err error
 	for attempt := 0; attempt < 100; attempt++ {
-		if ctl, err = jobraft.Open(context.Background(), cfg); err == nil {
+		if ctl, err = jobraft.Open(context.Background(), cfg, nodeopt.Applied(applied)); err == nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond) // the port of a killed predecessor may linger
@@ -135,6 +144,7 @@ type Reply struct {
 	Role    string    `json:"role,omitempty"`
 	Term    uint64    `json:"term,omitempty"`
 	Applied uint64    `json:"applied,omitempty"`
+	Commit  uint64    `json:"commit,omitempty"`
 	Leader  string    `json:"leader,omitempty"`
 }
 
@@ -247,7 +257,7 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 	})
 	handle("/status", func(ctx context.Context, r Request) Reply {
 		s := ctl.Node().Status()
-		return Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Leader: s.LeaderID}
+		return Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID}
 	})
 	return mux
 }

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
 )
@@ -20,20 +22,25 @@ import (
 // Procs is a cluster of child processes: the test binary re-executed as
 // members (the test's TestMain must call MemberMain first). Each serves the
 // member API (Handler) over HTTP on loopback. Members are killed with
-// SIGKILL, paused with SIGSTOP: real crashes and real pauses.
+// SIGKILL, paused with SIGSTOP: real crashes and real pauses. Each records
+// its applied history to a file in its data dir; WaitConverged checks it
+// while it polls (see CheckApplied).
 type Procs struct {
 	t      testing.TB
 	Cfgs   []MemberConfig
 	cmds   []*exec.Cmd
 	logs   []string
 	client *http.Client
+
+	applied   *history.Checker
+	appliedAt atomic.Int64 // unix ns of the last applied-history check of WaitConverged
 }
 
 // StartProcs starts an n-member child-process cluster; tweak may adjust
 // each member's config.
 func StartProcs(t testing.TB, n int, tweak func(i int, mc *MemberConfig)) *Procs {
 	t.Helper()
-	p := &Procs{t: t, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	p := &Procs{t: t, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, applied: history.NewChecker()}
 	base := t.TempDir()
 	var members []raft.Member
 	for i := 0; i < n; i++ {
@@ -177,7 +184,9 @@ func (p *Procs) WaitLeader(d time.Duration) int {
 func (p *Procs) WaitConverged(d time.Duration) uint64 {
 	p.t.Helper()
 	var idx uint64
+	deadline := time.Now().Add(d)
 	WaitFor(p.t, d, "members to converge", func() bool {
+		p.failOnApplied(time.Until(deadline) < appliedCheckEvery)
 		idx = 0
 		for i := range p.cmds {
 			if p.cmds[i] == nil {

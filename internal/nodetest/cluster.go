@@ -12,20 +12,26 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/history"
+	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
 
 // Cluster is a loopback cluster of raft.Nodes over KV state machines, with
-// real TCP, real data dirs and fsync.
+// real TCP, real data dirs and fsync. Every member records its applied
+// history (Applied, across restarts); the convergence waits check it on
+// every poll and fail the test at once on a violation (CheckApplied).
 type Cluster struct {
-	t      testing.TB
-	Nodes  []*raft.Node // nil while a member is stopped
-	KVs    []*KV
-	Cfgs   []raft.Config
-	Faults *transport.FaultNetwork
-	tweak  func(*raft.Config)
-	base   string
+	t       testing.TB
+	Nodes   []*raft.Node // nil while a member is stopped
+	KVs     []*KV
+	Cfgs    []raft.Config
+	Applied []*history.Memory
+	Faults  *transport.FaultNetwork
+	tweak   func(*raft.Config)
+	base    string
+	applied *history.Checker
 }
 
 // FreeAddr returns a loopback address with a port that was free a moment
@@ -82,7 +88,7 @@ var Discard io.Writer = io.Discard
 func Start(t testing.TB, n int, faults *transport.FaultNetwork, tweak func(*raft.Config)) *Cluster {
 	t.Helper()
 	base := t.TempDir()
-	c := &Cluster{t: t, Faults: faults, tweak: tweak, base: base}
+	c := &Cluster{t: t, Faults: faults, tweak: tweak, base: base, applied: history.NewChecker()}
 	var members []raft.Member
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("m%d", i)
@@ -99,6 +105,7 @@ func Start(t testing.TB, n int, faults *transport.FaultNetwork, tweak func(*raft
 		c.Cfgs[i].InitialMembers = members
 		c.Nodes = append(c.Nodes, nil)
 		c.KVs = append(c.KVs, nil)
+		c.Applied = append(c.Applied, history.NewMemory(c.Cfgs[i].ID))
 		c.StartMember(i)
 	}
 	t.Cleanup(c.Close)
@@ -112,7 +119,7 @@ func (c *Cluster) StartMember(i int) {
 	var node *raft.Node
 	var err error
 	for attempt := 0; attempt < 50; attempt++ {
-		node, err = raft.Open(c.Cfgs[i], kv)
+		node, err = raft.Open(c.Cfgs[i], kv, nodeopt.Applied(c.Applied[i]))
 		if err == nil {
 			break
 		}
@@ -189,6 +196,7 @@ func (c *Cluster) Join(via int, id string, d time.Duration) int {
 	c.Cfgs = append(c.Cfgs, cfg)
 	c.Nodes = append(c.Nodes, nil)
 	c.KVs = append(c.KVs, nil)
+	c.Applied = append(c.Applied, history.NewMemory(id))
 	i := len(c.Nodes) - 1
 	c.StartMember(i)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -234,6 +242,7 @@ func (c *Cluster) WaitConvergedOf(d time.Duration, members ...int) uint64 {
 		}
 	}()
 	WaitFor(c.t, d, "members to converge", func() bool {
+		c.failOnApplied()
 		var first *raft.Status
 		for _, i := range members {
 			n := c.Nodes[i]

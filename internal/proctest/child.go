@@ -5,7 +5,8 @@
 // A child is the test binary itself, re-executed with the environment
 // variable EnvMember holding a JSON ChildConfig. The test binary's TestMain
 // calls RunIfChild first; in a child it opens the member (raft.Open over a
-// nodetest.KV) and a small control RPC server on ChildConfig.CtlAddr, then
+// nodetest.KV, recording its applied history to HistoryPath) and a small
+// control RPC server on ChildConfig.CtlAddr, then
 // blocks until its stdin closes (the parent stopping it gracefully or
 // dying). In the parent, RunIfChild returns at once.
 //
@@ -25,6 +26,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft/internal/history"
+	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
@@ -135,8 +138,12 @@ func runChild(spec string) error {
 		out = f // unbuffered: one write per line
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: cc.ID, Level: hclog.Info, Output: out})
+	applied, err := history.OpenFile(cc.ID, HistoryPath(cc.DataDir), exitOnHistoryError)
+	if err != nil {
+		return fmt.Errorf("applied history of %s: %w", cc.ID, err)
+	}
 	kv := nodetest.NewKV()
-	node, err := raft.Open(cc.raftConfig(logger), kv)
+	node, err := raft.Open(cc.raftConfig(logger), kv, nodeopt.Applied(applied))
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cc.ID, err)
 	}
@@ -150,6 +157,14 @@ func runChild(spec string) error {
 	io.Copy(io.Discard, os.Stdin)
 	ctl.Close()
 	return node.Close()
+}
+
+// exitOnHistoryError ends a member process whose applied history cannot be
+// written: the harness names the death (CheckAlive), where a member running
+// on with a hole in its history would be checked wrongly.
+func exitOnHistoryError(err error) {
+	fmt.Fprintf(os.Stderr, "proctest child: %v\n", err)
+	os.Exit(4)
 }
 
 func serveControl(ctl *transport.Mux, node *raft.Node, kv *nodetest.KV) {

@@ -10,22 +10,29 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
 
 // Harness starts, kills and restarts member processes and talks to them
-// through their control RPC.
+// through their control RPC. Every member records its applied history to
+// a file in its data dir (HistoryPath); the convergence wait checks it
+// while it polls and fails the test at once on a violation (CheckApplied).
 type Harness struct {
 	t       testing.TB
 	client  *transport.Mux // only dials
 	Members []*Member
+
+	applied   *history.Checker
+	appliedAt atomic.Int64 // unix ns of the last applied-history check of a convergence wait
 }
 
 // Member is one child member process.
@@ -70,7 +77,7 @@ func New(t testing.TB) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Harness{t: t, client: client}
+	h := &Harness{t: t, client: client, applied: history.NewChecker()}
 	t.Cleanup(func() {
 		for _, m := range h.Members {
 			m.Kill()
@@ -355,6 +362,7 @@ func (h *Harness) WaitConverged(d time.Duration, members ...*Member) raft.Status
 	var first raft.Status
 	deadline := time.Now().Add(d)
 	for {
+		h.failOnApplied(false)
 		last = last[:0]
 		ok := true
 		for _, m := range members {
@@ -374,10 +382,12 @@ func (h *Harness) WaitConverged(d time.Duration, members ...*Member) raft.Status
 				}
 			}
 			if ok && first.Digest.Index > 0 {
+				h.failOnApplied(true)
 				return first
 			}
 		}
 		if time.Now().After(deadline) {
+			h.failOnApplied(true)
 			for _, s := range last {
 				h.t.Logf("%s: role %s term %d first %d last %d/%d commit %d applied %d floor %d digest %d/%x",
 					s.ID, s.Role, s.Term, s.FirstIndex, s.LastIndex, s.LastTerm, s.CommitIndex, s.AppliedIndex, s.Floor, s.Digest.Index, s.Digest.Sum[:4])
