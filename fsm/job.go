@@ -154,6 +154,39 @@ type Lease struct {
 	Term uint64
 }
 
+// EndKind says what ended a lease. Numeric values are part of the
+// encodings: never renumber.
+type EndKind uint8
+
+// How a lease ends.
+const (
+	EndNone     EndKind = iota
+	EndAcked            // ack by its token: the job succeeded
+	EndNaked            // nak by its token: the attempt failed
+	EndTermed           // term by its token: the job is dead
+	EndExpired          // expire: the lease passed its deadline
+	EndCanceled         // cancel of the running job
+	numEnds
+)
+
+var endNames = [numEnds]string{"none", "acked", "naked", "termed", "expired", "canceled"}
+
+func (k EndKind) String() string {
+	if k < numEnds {
+		return endNames[k]
+	}
+	return "end(?)"
+}
+
+// LeaseEnd is how a job's most recent lease ended: the lease's token and
+// what ended it. It is what makes ack, nak and term idempotent per token:
+// repeating the command that ended this lease answers success and changes
+// nothing (see AckCmd).
+type LeaseEnd struct {
+	Token uint64
+	By    EndKind
+}
+
 // NewJob is one job of a submit command.
 type NewJob struct {
 	// ID is the caller's job ID. Empty: the state machine derives one from
@@ -193,6 +226,11 @@ type Job struct {
 	Attempts       uint32 // claims so far (counted at claim)
 	State          State
 	Lease          *Lease // non-nil only while running
+	// LastLease is how the most recent lease that ended ended (nil if none
+	// has, or the job was restored from a version 1 snapshot, which did
+	// not record it). A claim does not clear it: while a new lease runs it
+	// still names the previous one.
+	LastLease *LeaseEnd
 	LastError      string // nak error, term/cancel reason, "lease expired"
 	Result         []byte // ack result (succeeded only)
 	Seq            uint64 // submit sequence: ties in the ready order
