@@ -181,7 +181,9 @@ func (k EndKind) String() string {
 // LeaseEnd is how a job's most recent lease ended: the lease's token and
 // what ended it. It is what makes ack, nak and term idempotent per token:
 // repeating the command that ended this lease answers success and changes
-// nothing (see AckCmd).
+// nothing (see AckCmd). Job.LastLease is nil until a lease ends (and for
+// a job restored from a version 1 snapshot, which did not record it); a
+// claim does not clear it: while a new lease runs it names the previous.
 type LeaseEnd struct {
 	Token uint64
 	By    EndKind
@@ -225,12 +227,8 @@ type Job struct {
 	IdempotencyKey string
 	Attempts       uint32 // claims so far (counted at claim)
 	State          State
-	Lease          *Lease // non-nil only while running
-	// LastLease is how the most recent lease that ended ended (nil if none
-	// has, or the job was restored from a version 1 snapshot, which did
-	// not record it). A claim does not clear it: while a new lease runs it
-	// still names the previous one.
-	LastLease *LeaseEnd
+	Lease          *Lease    // non-nil only while running
+	LastLease      *LeaseEnd // how the most recent lease that ended ended (see LeaseEnd)
 	LastError      string // nak error, term/cancel reason, "lease expired"
 	Result         []byte // ack result (succeeded only)
 	Seq            uint64 // submit sequence: ties in the ready order
