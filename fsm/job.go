@@ -229,9 +229,9 @@ type Job struct {
 	State          State
 	Lease          *Lease    // non-nil only while running
 	LastLease      *LeaseEnd // how the most recent lease that ended ended (see LeaseEnd)
-	LastError      string // nak error, term/cancel reason, "lease expired"
-	Result         []byte // ack result (succeeded only)
-	Seq            uint64 // submit sequence: ties in the ready order
+	LastError      string    // nak error, term/cancel reason, "lease expired"
+	Result         []byte    // ack result (succeeded only)
+	Seq            uint64    // submit sequence: ties in the ready order
 	Created        time.Time
 	Updated        time.Time
 	Finished       time.Time // when it became terminal (zero otherwise)
