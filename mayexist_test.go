@@ -18,7 +18,10 @@ import (
 // the partition heals finds at most one job.
 func TestSubmitContextEndsAfterAppendIsMayExist(t *testing.T) {
 	fn := transport.NewFaultNetwork(seed(t))
-	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) { cfg.Faults = fn })
+	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
+		cfg.Faults = fn
+		patientLeader(cfg)
+	})
 	l := c.WaitLeader(wait)
 	before := c.Ctls[l].Node().Status().LastIndex
 

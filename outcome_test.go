@@ -42,6 +42,13 @@ func onlyClass(t *testing.T, what string, err, class error) {
 	}
 }
 
+// patientLeader gives a leader cut off from the others 500 ms before it
+// steps down (the test default is 100 ms): enough, on a loaded machine, for
+// a proposal made right after the cut to be appended to its log first.
+func patientLeader(cfg *jobraft.Config) {
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+}
+
 // leaderOf waits for a leader other than member not whose first entry of
 // its term is committed.
 func leaderOf(t *testing.T, c *ctltest.Cluster, not int) int {
@@ -74,6 +81,7 @@ func TestUnknownAckRetriedStaleIsOnlyUnknown(t *testing.T) {
 	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
 		cfg.Faults = fn
 		cfg.WatchRetainEntries = 2 // the history forgets the lease quickly
+		patientLeader(cfg)
 	})
 	l := c.WaitLeader(wait)
 	ctx := ctltest.Ctx(t, 3*wait)
