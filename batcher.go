@@ -114,7 +114,7 @@ func (b *batcher) send(batch []*pendingSubmit, count int) {
 }
 
 func (b *batcher) propose(jobs []fsm.NewJob) ([]fsm.Submitted, error) {
-	r, err := b.c.apply(b.c.life, &fsm.SubmitCmd{Jobs: jobs})
+	r, err := b.c.propose(b.c.life, &fsm.SubmitCmd{Jobs: jobs})
 	if err != nil {
 		return nil, err
 	}

@@ -2,13 +2,10 @@ package jobraft
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/jobraft/jobraft/fsm"
-	"github.com/jobraft/jobraft/raft"
 )
 
 // ClaimRequest asks for up to Max ready jobs from Queues.
@@ -28,6 +25,22 @@ type ClaimRequest struct {
 	// Config.ClaimPollInterval) instead of returning empty at once.
 	Wait time.Duration
 }
+
+// LeaseEnd is how a job's last ended lease ended (Job.LastLease; see
+// fsm.LeaseEnd).
+type LeaseEnd = fsm.LeaseEnd
+
+// EndKind says what ended a lease.
+type EndKind = fsm.EndKind
+
+// How a lease ends.
+const (
+	EndAcked    = fsm.EndAcked
+	EndNaked    = fsm.EndNaked
+	EndTermed   = fsm.EndTermed
+	EndExpired  = fsm.EndExpired
+	EndCanceled = fsm.EndCanceled
+)
 
 // Lease is a claimed job. Its fencing token is the raft index of the claim:
 // Ack, Nak, Extend and Term carry it, and the state machine refuses them
@@ -60,10 +73,13 @@ func (c *Controller) LeaseOf(job Job, token uint64) *Lease {
 // Claim leases up to req.Max ready jobs to req.Worker. An empty result with
 // a nil error means nothing was ready (within req.Wait).
 //
-// A claim is one raft entry. If its outcome is unknown (leader lost
-// mid-commit, context ended) Claim returns an error matching
-// ErrOutcomeUnknown: jobs it may have leased are held by nobody and come
-// back after their lease expires (that attempt counts). A claim that
+// A claim is one raft entry, not retried. Its error is of exactly one
+// outcome class (see ErrOutcomeUnknown): ErrOutcomeUnknown if its outcome
+// is unknown (leader lost mid-commit, context ended): jobs it may have
+// leased are held by nobody and come back after their lease expires (that
+// attempt counts); ErrNotApplied if nothing was claimed and the context
+// ended (also while waiting); ErrQueuePaused if every queue named is
+// paused. A claim that
 // returns jobs has committed: each lease is valid until its deadline unless
 // extended, and is only ever expired by the leader, no earlier than the
 // deadline on the leader's clock and, after a leader change, no earlier
@@ -105,7 +121,7 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 			return nil, nil
 		case <-ctx.Done():
 			poll.Stop()
-			return nil, ctx.Err()
+			return nil, classify(ctx.Err()) // ErrNotApplied
 		case <-c.closed:
 			poll.Stop()
 			return nil, ErrClosed
@@ -139,9 +155,6 @@ func (c *Controller) claimable(queues []string) bool {
 func (c *Controller) claimOnce(ctx context.Context, cmd *fsm.ClaimCmd) ([]*Lease, error) {
 	r, err := c.apply(ctx, cmd)
 	if err != nil {
-		if errors.Is(err, raft.ErrIndeterminate) {
-			return nil, fmt.Errorf("%w: claim: %w", ErrOutcomeUnknown, err)
-		}
 		return nil, err
 	}
 	leases := make([]*Lease, 0, len(r.Jobs))
@@ -154,15 +167,20 @@ func (c *Controller) claimOnce(ctx context.Context, cmd *fsm.ClaimCmd) ([]*Lease
 }
 
 // Ack completes the job successfully with result (at most fsm.MaxResult
-// bytes). nil: the job succeeded under this lease. ErrStaleLease: the lease
-// was lost (expired and reclaimed, job canceled): nothing changed, and the
-// job's fate belongs to whoever holds it now. An attempt whose outcome was
-// unknown is retried and resolved (a retry refused as stale after an
-// unknown attempt counts as success only if the retained event history
-// shows this lease ended by an ack and the job still holds this result).
-// ErrOutcomeUnknown if it cannot tell.
+// bytes). nil: the job succeeded under this lease, by this call or by an
+// earlier Ack with the same token (acks are idempotent per token: a repeat,
+// e.g. a client's retry after a lost answer, succeeds and changes nothing;
+// the first ack's result stands). ErrStaleLease: the lease was lost
+// (expired and reclaimed, job canceled, finished otherwise): nothing
+// changed, and the job's fate belongs to whoever holds it now. An attempt
+// whose outcome was unknown is retried; a retry refused as stale is
+// resolved by a linearizable read: the job's LastLease, if it is this
+// lease's, says how it ended; otherwise the retained event history must
+// show this lease ended by an ack with the job still holding this result.
+// ErrOutcomeUnknown (and nothing else) if it cannot tell. Every error is of
+// exactly one outcome class.
 func (l *Lease) Ack(ctx context.Context, result []byte) error {
-	_, err := l.c.applyResolving(ctx, &fsm.AckCmd{ID: l.Job.ID, Token: l.Token, Result: result}, l.Job.ID, l.resolver(EventAcked, func(j Job) bool {
+	_, err := l.c.applyResolving(ctx, &fsm.AckCmd{ID: l.Job.ID, Token: l.Token, Result: result}, l.Job.ID, l.resolver(EventAcked, fsm.EndAcked, func(j Job) bool {
 		return j.State == StateSucceeded && j.Attempts == l.Job.Attempts && string(j.Result) == string(result)
 	}))
 	return err
@@ -170,20 +188,22 @@ func (l *Lease) Ack(ctx context.Context, result []byte) error {
 
 // Nak fails this attempt: the job is scheduled again after delay (0: its
 // backoff policy), or goes dead when out of attempts. errMsg is recorded as
-// the job's LastError (truncated to fsm.MaxMessage bytes). Errors as Ack.
+// the job's LastError (truncated to fsm.MaxMessage bytes). Idempotent per
+// token while this lease is the last of the job that ended (a repeat after
+// the job's next lease ended is stale). Errors as Ack.
 func (l *Lease) Nak(ctx context.Context, delay time.Duration, errMsg string) error {
 	errMsg = truncate(errMsg, fsm.MaxMessage)
-	_, err := l.c.applyResolving(ctx, &fsm.NakCmd{ID: l.Job.ID, Token: l.Token, Delay: delay, Error: errMsg}, l.Job.ID, l.resolver(EventNaked, func(j Job) bool {
+	_, err := l.c.applyResolving(ctx, &fsm.NakCmd{ID: l.Job.ID, Token: l.Token, Delay: delay, Error: errMsg}, l.Job.ID, l.resolver(EventNaked, fsm.EndNaked, func(j Job) bool {
 		return (j.State == StateScheduled || j.State == StateDead || j.State == StatePending) && j.Attempts == l.Job.Attempts && j.LastError == errMsg
 	}))
 	return err
 }
 
-// Term fails the job permanently (dead), whatever attempts remain. Errors
-// as Ack.
+// Term fails the job permanently (dead), whatever attempts remain.
+// Idempotent per token as Nak. Errors as Ack.
 func (l *Lease) Term(ctx context.Context, reason string) error {
 	reason = truncate(reason, fsm.MaxMessage)
-	_, err := l.c.applyResolving(ctx, &fsm.TermCmd{ID: l.Job.ID, Token: l.Token, Reason: reason}, l.Job.ID, l.resolver(EventTermed, func(j Job) bool {
+	_, err := l.c.applyResolving(ctx, &fsm.TermCmd{ID: l.Job.ID, Token: l.Token, Reason: reason}, l.Job.ID, l.resolver(EventTermed, fsm.EndTermed, func(j Job) bool {
 		return j.State == StateDead && j.Attempts == l.Job.Attempts && j.LastError == reason
 	}))
 	return err
@@ -191,8 +211,9 @@ func (l *Lease) Term(ctx context.Context, reason string) error {
 
 // Extend pushes the lease's deadline to the leader's clock + the lease TTL
 // and updates Deadline. ErrStaleLease: the lease is lost; stop working on
-// the job. Retrying an extend is harmless, so unknown outcomes are retried
-// while ctx allows.
+// the job (also when an earlier attempt's outcome was unknown: whether it
+// applied no longer matters). Retrying an extend is harmless, so unknown
+// outcomes are retried while ctx allows.
 func (l *Lease) Extend(ctx context.Context) error {
 	r, err := l.c.applyResolving(ctx, &fsm.ExtendCmd{ID: l.Job.ID, Token: l.Token}, l.Job.ID, nil)
 	if err == nil && len(r.Jobs) == 1 && r.Jobs[0].Lease != nil {
@@ -203,13 +224,18 @@ func (l *Lease) Extend(ctx context.Context) error {
 
 // resolver settles an unknown Ack/Nak/Term attempt whose retry was refused.
 // The job's state alone cannot: Retry resets Attempts, so another lease of
-// the same job may have reached the very same state since. The attempt
-// applied only if the event that ended this lease (the first after the
-// claim at Token) is the one it makes, and the job still shows its result;
-// when the history that would say is no longer retained, or the job moved
-// on since, the outcome stays unknown.
-func (l *Lease) resolver(kind EventKind, match func(Job) bool) func(Job) (applied, known bool) {
+// the same job may have reached the very same state since. If the job's
+// LastLease is this lease's, it says how the lease ended: by this command
+// (by) or not. Otherwise a later lease ended since, and the attempt applied
+// only if the event that ended this lease (the first after the claim at
+// Token) is the one it makes, and the job still shows its result; when the
+// history that would say is no longer retained, or the job moved on since,
+// the outcome stays unknown.
+func (l *Lease) resolver(kind EventKind, by fsm.EndKind, match func(Job) bool) func(Job) (applied, known bool) {
 	return func(j Job) (bool, bool) {
+		if e := j.LastLease; e != nil && e.Token == l.Token {
+			return e.By == by, true
+		}
 		end, ok := l.c.rec.leaseEnd(l.Job.ID, l.Token)
 		switch {
 		case !ok:

@@ -129,10 +129,11 @@ func (c *Controller) opCtx(ctx context.Context) (context.Context, context.Cancel
 	return ctx, func() { stop(); cancel() }
 }
 
-// apply proposes one non-submit command and decodes its result. A refused
-// command returns the mapped fsm error. The error class of a failed
-// proposal is kept (raft.ErrRejected / raft.ErrIndeterminate).
-func (c *Controller) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+// propose proposes one command and decodes its result. A refused command
+// returns the mapped fsm error (mapErr); a failed proposal its raft error
+// (raft.ErrRejected / raft.ErrIndeterminate). The submit path reads these
+// raw errors; other operations classify them (apply).
+func (c *Controller) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	b, err := fsm.EncodeCommand(cmd)
 	if err != nil {
 		return fsm.Result{}, mapErr(err)
@@ -153,51 +154,68 @@ func (c *Controller) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, er
 	return r, mapErr(r.Err())
 }
 
+// apply is propose with its error in exactly one outcome class (classify).
+func (c *Controller) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	r, err := c.propose(ctx, cmd)
+	return r, classify(err)
+}
+
+// refusal reports whether err is a state machine refusal that a retry
+// after an unknown attempt may owe to that attempt having applied.
+func refusal(err error) bool {
+	return errors.Is(err, ErrStaleLease) || errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound)
+}
+
 // applyResolving proposes cmd; if an attempt's outcome is unknown it
-// retries while ctx allows. A retry that is refused after an unknown
-// attempt is resolved by resolve (given a linearizable read of the job):
+// retries while ctx allows. A retry refused (refusal) after an unknown
+// attempt is resolved by resolve, given a linearizable read of job id:
 // applied means the earlier attempt applied; !known means the read cannot
-// tell. It returns ErrOutcomeUnknown (with raft.ErrIndeterminate) when it
-// cannot tell.
+// tell, and the error is ErrOutcomeUnknown. A nil resolve means the
+// command is idempotent in effect (extend, pause, resume): the refusal is
+// the answer. Every error is of exactly one outcome class.
 func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id string, resolve func(fsm.Job) (applied, known bool)) (fsm.Result, error) {
-	unknown := false
+	var unknown error // the first attempt whose outcome was unknown
 	for {
 		r, err := c.apply(ctx, cmd)
 		switch {
 		case err == nil:
 			return r, nil
-		case errors.Is(err, raft.ErrIndeterminate):
-			unknown = true
-		case errors.Is(err, raft.ErrRejected) && !errors.Is(err, raft.ErrTooLarge) && ctx.Err() == nil && !c.isClosed():
+		case errors.Is(err, ErrOutcomeUnknown):
+			if unknown == nil {
+				unknown = err
+			}
+		case errors.Is(err, ErrNotApplied) && ctx.Err() == nil && !c.isClosed():
 			// nothing happened; Propose gave up only on its own timeout
-		case unknown && (errors.Is(err, ErrStaleLease) || errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound)):
-			j, gerr := c.Get(ctx, id, Linearizable)
-			if gerr == nil && resolve != nil {
-				applied, known := resolve(j)
-				if applied {
-					return fsm.Result{Jobs: []fsm.Job{j}}, nil
-				}
-				if !known {
-					return r, fmt.Errorf("%w: %w: %w", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
-				}
-			}
-			if gerr != nil {
-				// Not found after an unknown attempt: the attempt may have
-				// applied and retention swept the job since. Say so.
-				return r, fmt.Errorf("%w: %w (resolving: %v)", ErrOutcomeUnknown, raft.ErrIndeterminate, gerr)
-			}
-			return r, err
+		case unknown != nil && refusal(err) && resolve != nil:
+			return c.resolve(ctx, id, r, err, unknown, resolve)
+		case unknown != nil && !refusal(err):
+			return r, unknownOutcome(unknown, err)
 		default:
-			if unknown {
-				return r, fmt.Errorf("%w: %w: %w", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
-			}
 			return r, err
 		}
 		if ctx.Err() != nil || c.isClosed() {
-			if unknown {
-				return r, fmt.Errorf("%w: %w: %w", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
+			if unknown != nil {
+				return r, unknownOutcome(unknown, err)
 			}
 			return r, err
 		}
 	}
+}
+
+// resolve settles a retry refused with refused after the unknown attempt
+// unknown (see applyResolving).
+func (c *Controller) resolve(ctx context.Context, id string, r fsm.Result, refused, unknown error, resolve func(fsm.Job) (applied, known bool)) (fsm.Result, error) {
+	j, err := c.Get(ctx, id, Linearizable)
+	if err != nil {
+		// Not found after an unknown attempt: the attempt may have
+		// applied and retention swept the job since. Or the read failed.
+		return r, unknownOutcome(unknown, fmt.Errorf("%v (resolving: %v)", refused, err))
+	}
+	switch applied, known := resolve(j); {
+	case applied:
+		return fsm.Result{Jobs: []fsm.Job{j}}, nil
+	case !known:
+		return r, unknownOutcome(unknown, refused)
+	}
+	return r, refused // the unknown attempt never applied: the refusal stands
 }

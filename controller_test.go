@@ -57,8 +57,13 @@ func TestSubmitClaimAckAcrossMembers(t *testing.T) {
 	if err != nil || got.State != jobraft.StateSucceeded || string(got.Result) != "done" {
 		t.Fatalf("get: %+v %v", got, err)
 	}
-	if err := lease.Ack(ctx, []byte("again")); !errors.Is(err, jobraft.ErrStaleLease) || !errors.Is(err, fsm.ErrStaleLease) {
-		t.Fatalf("second ack: %v", err)
+	// A repeated ack by the same token succeeds and changes nothing
+	// (idempotent per token); a nak by it is stale.
+	if err := lease.Ack(ctx, []byte("again")); err != nil {
+		t.Fatalf("repeated ack: %v", err)
+	}
+	if err := lease.Nak(ctx, 0, "late"); !errors.Is(err, jobraft.ErrStaleLease) || !errors.Is(err, fsm.ErrStaleLease) {
+		t.Fatalf("nak after ack: %v", err)
 	}
 	var kinds []jobraft.EventKind
 	var last uint64

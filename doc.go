@@ -17,9 +17,17 @@
 //  3. Work on jobs with Run (handlers per kind, concurrency per queue), or
 //     by hand: Claim, then Lease.Ack / Nak / Term, and Lease.Extend before
 //     the deadline for long jobs. ErrStaleLease means the lease is gone:
-//     drop the job, never report it. Handlers must be idempotent (a job
-//     runs at least once, more after a lost lease or a crash).
-//  4. Read with Get, List and Stats (linearizable by default; Local for a
+//     drop the job, never report it. An Ack, Nak or Term may be repeated
+//     with the same token (after a lost answer): the repeat of the one that
+//     ended the lease succeeds and changes nothing. Handlers must be
+//     idempotent (a job runs at least once, more after a lost lease or a
+//     crash).
+//  4. Every error of Claim, Ack, Nak, Extend, Term, Cancel, Retry, Pause and
+//     Resume matches exactly one outcome class (errors.go): nothing
+//     happened (ErrNotApplied, ErrStaleLease, ErrNotFound, ErrInvalidState,
+//     ErrInvalidRequest, ErrQueuePaused, ErrClosed) or it may have
+//     happened (ErrOutcomeUnknown). Switch on them in any order.
+//  5. Read with Get, List and Stats (linearizable by default; Local for a
 //     cheap, possibly stale read) and follow changes with Watch, resuming
 //     from the last index handled.
 //

@@ -1,9 +1,11 @@
 package jobraft
 
 import (
+	"context"
 	"errors"
 
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
 )
 
 // Submit outcomes. Every error Submit and SubmitBatch return for a job
@@ -21,12 +23,32 @@ var (
 	ErrMayExist = errors.New("jobraft: job may exist")
 )
 
-// Lease and job errors.
+// Operation outcomes. Every error Claim, Ack, Nak, Extend, Term, Cancel,
+// Retry, Pause and Resume return matches exactly one of ErrOutcomeUnknown,
+// ErrNotApplied, ErrStaleLease, ErrNotFound, ErrInvalidState,
+// ErrInvalidRequest, ErrQueuePaused and ErrClosed (errors.Is), so a caller
+// can switch on them in any order. Its cause stays matchable (a raft
+// proposal error, the fsm sentinel, a context error) unless the cause
+// itself belongs to another class: then it is only quoted in the message
+// (an attempt refused as stale after an earlier attempt's outcome was
+// unknown is ErrOutcomeUnknown, not ErrStaleLease).
 var (
+	// ErrOutcomeUnknown: the operation may or may not have been applied,
+	// and the controller could not find out before the context ended or
+	// the controller closed (an attempt's outcome was unknown and no later
+	// attempt or read settled it). It also matches raft.ErrIndeterminate.
+	ErrOutcomeUnknown = errors.New("jobraft: outcome unknown")
+	// ErrNotApplied: the operation was not applied and never will be from
+	// this call: every attempt was refused before reaching a leader's log
+	// (no leader, or none reachable) until the context ended, or a Claim's
+	// Wait ended by the context. Nothing changed; retrying is safe.
+	ErrNotApplied = errors.New("jobraft: not applied")
 	// ErrStaleLease: the lease is no longer the job's current one (it
 	// expired and the job was reclaimed or rescheduled, the job was
-	// canceled, or it already finished). Nothing changed; drop the job.
-	// It also matches fsm.ErrStaleLease.
+	// canceled, or it finished otherwise or under another lease). Nothing
+	// changed; drop the job. It also matches fsm.ErrStaleLease. (Repeating
+	// the Ack, Nak or Term that ended the lease is not stale: it succeeds,
+	// see Lease.Ack.)
 	ErrStaleLease = errors.New("jobraft: stale lease")
 	// ErrNotFound: no job has this ID (never submitted, or removed by
 	// retention). It also matches fsm.ErrNotFound.
@@ -35,11 +57,9 @@ var (
 	// (cancel of a finished job, retry of a job that is not dead or
 	// canceled). It also matches fsm.ErrInvalidState.
 	ErrInvalidState = errors.New("jobraft: invalid job state for operation")
-	// ErrOutcomeUnknown: an operation other than a submit (claim, ack, nak,
-	// extend, term, cancel, retry, pause, resume) may or may not have been
-	// applied and the controller could not find out before the context
-	// ended. It also matches raft.ErrIndeterminate.
-	ErrOutcomeUnknown = errors.New("jobraft: outcome unknown")
+	// ErrQueuePaused: a claim named only paused queues. Nothing changed. It
+	// also matches fsm.ErrQueuePaused.
+	ErrQueuePaused = errors.New("jobraft: queue paused")
 )
 
 // Watch errors.
@@ -54,12 +74,15 @@ var (
 
 // Other errors.
 var (
-	// ErrClosed: the controller was closed.
+	// ErrClosed: the controller was closed (before the operation was
+	// sent: an operation in flight when it closes is ErrOutcomeUnknown).
 	ErrClosed = errors.New("jobraft: controller closed")
 	// ErrInvalidConfig: Config failed validation.
 	ErrInvalidConfig = errors.New("jobraft: invalid config")
-	// ErrInvalidRequest: a request field is out of range. It wraps the fsm
-	// sentinel (fsm.ErrInvalidCommand, fsm.ErrTooLarge) when there is one.
+	// ErrInvalidRequest: a request field is out of range, or the command
+	// is too large, or the state machine cannot read it. Nothing changed.
+	// It wraps the fsm sentinel (fsm.ErrInvalidCommand, fsm.ErrTooLarge)
+	// or raft.ErrTooLarge when there is one.
 	ErrInvalidRequest = errors.New("jobraft: invalid request")
 )
 
@@ -96,31 +119,115 @@ func (e *CompactedError) Error() string {
 // Unwrap returns ErrCompacted.
 func (e *CompactedError) Unwrap() error { return ErrCompacted }
 
-// mapped is an fsm refusal as the controller reports it: matches both the
-// controller sentinel and the fsm one.
-type mapped struct {
-	sentinel error
-	cause    error
+// classed is an error of one outcome class: it matches class and cause
+// (nil: none), and quotes detail (an error of another class, which must
+// not match) in its message.
+type classed struct {
+	class  error
+	cause  error
+	detail string
 }
 
-func (e *mapped) Error() string   { return e.cause.Error() }
-func (e *mapped) Unwrap() []error { return []error{e.sentinel, e.cause} }
+func (e *classed) Error() string {
+	s := e.class.Error()
+	if e.cause != nil {
+		s += ": " + e.cause.Error()
+	}
+	if e.detail != "" {
+		s += "; " + e.detail
+	}
+	return s
+}
 
-// mapErr turns an fsm refusal into the controller's error.
+// Unwrap returns the class and the cause; ErrOutcomeUnknown also matches
+// raft.ErrIndeterminate.
+func (e *classed) Unwrap() []error {
+	out := []error{e.class}
+	if e.cause != nil {
+		out = append(out, e.cause)
+	}
+	if e.class == ErrOutcomeUnknown && !errors.Is(e.cause, raft.ErrIndeterminate) {
+		out = append(out, raft.ErrIndeterminate)
+	}
+	return out
+}
+
+// mapErr turns an fsm refusal (or EncodeCommand's error) into the
+// controller's class, keeping the fsm sentinel matchable; other errors
+// pass unchanged.
 func mapErr(err error) error {
+	var ce *classed
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ce):
+		return err // classed already
 	case errors.Is(err, fsm.ErrStaleLease):
-		return &mapped{ErrStaleLease, err}
+		return &classed{class: ErrStaleLease, cause: err}
 	case errors.Is(err, fsm.ErrNotFound):
-		return &mapped{ErrNotFound, err}
+		return &classed{class: ErrNotFound, cause: err}
 	case errors.Is(err, fsm.ErrInvalidState):
-		return &mapped{ErrInvalidState, err}
-	case errors.Is(err, fsm.ErrInvalidCommand), errors.Is(err, fsm.ErrTooLarge):
-		return &mapped{ErrInvalidRequest, err}
+		return &classed{class: ErrInvalidState, cause: err}
+	case errors.Is(err, fsm.ErrQueuePaused):
+		return &classed{class: ErrQueuePaused, cause: err}
+	case errors.Is(err, fsm.ErrInvalidCommand), errors.Is(err, fsm.ErrTooLarge),
+		errors.Is(err, fsm.ErrUnknownCommand), errors.Is(err, fsm.ErrUnsupportedVersion):
+		// The last two: the applying member's build cannot read this
+		// command. Nothing changed.
+		return &classed{class: ErrInvalidRequest, cause: err}
+	case errors.Is(err, fsm.ErrIndexNotIncreasing):
+		return &classed{class: ErrNotApplied, cause: err}
 	}
 	return err
+}
+
+// opClasses are the outcome classes of the non-submit operations.
+var opClasses = []error{ErrOutcomeUnknown, ErrNotApplied, ErrStaleLease, ErrNotFound, ErrInvalidState,
+	ErrInvalidRequest, ErrQueuePaused, ErrClosed}
+
+// classify returns err, the error of one attempt of an operation (a
+// proposal error, an fsm refusal, a result that cannot be decoded, a
+// context error), as an error of exactly one outcome class. What it cannot
+// place is ErrOutcomeUnknown: failing closed, never "nothing happened".
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	err = mapErr(err)
+	var ce *classed
+	switch {
+	case errors.As(err, &ce) || err == ErrClosed:
+		return err
+	case errors.Is(err, ErrClosed):
+		return &classed{class: ErrClosed, detail: err.Error()}
+	case errors.Is(err, raft.ErrIndeterminate):
+		return &classed{class: ErrOutcomeUnknown, cause: err}
+	case errors.Is(err, raft.ErrRejected) && errors.Is(err, raft.ErrTooLarge):
+		return &classed{class: ErrInvalidRequest, cause: err}
+	case errors.Is(err, raft.ErrRejected) && errors.Is(err, raft.ErrClosed):
+		return &classed{class: ErrClosed, cause: err}
+	case errors.Is(err, raft.ErrRejected), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Rejected: refused before any leader's log. A bare context
+		// error: nothing was sent (Claim's wait).
+		return &classed{class: ErrNotApplied, cause: err}
+	}
+	return &classed{class: ErrOutcomeUnknown, cause: err}
+}
+
+// unknownOutcome is the error of an operation one of whose attempts
+// (first, already ErrOutcomeUnknown) had an unknown outcome, and whose
+// last attempt failed with last (any class): ErrOutcomeUnknown only, last
+// quoted.
+func unknownOutcome(first, last error) error {
+	e := &classed{class: ErrOutcomeUnknown}
+	var ce *classed
+	if errors.As(first, &ce) && ce.class == ErrOutcomeUnknown {
+		e.cause = ce.cause
+	}
+	if last != nil && last != first {
+		e.detail = "last attempt: " + last.Error()
+	}
+	return e
 }
 
 func utoa(u uint64) string {

@@ -98,6 +98,9 @@ func TestLinearizableUnderLeaderKills(t *testing.T) {
 				}
 				call := rec.Now()
 				rep, err := p.CallT(m, path, req, 3*time.Second)
+				if err == nil && rep.Outcome == ctltest.OutcomeAmbiguous {
+					t.Errorf("%s %s: an error of no single outcome class: %s", path, id, rep.Error)
+				}
 				out := jobmodel.Output{Outcome: modelOutcome(rep, err)}
 				switch in.Kind {
 				case jobmodel.Claim:

@@ -2,12 +2,12 @@ package jobraft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/jobraft/jobraft/fsm"
-	"github.com/jobraft/jobraft/raft"
 )
 
 // Consistency chooses how fresh a read is.
@@ -206,7 +206,7 @@ func first(r fsm.Result, err error) (Job, error) {
 		return Job{}, err
 	}
 	if len(r.Jobs) == 0 {
-		return Job{}, fmt.Errorf("jobraft: empty result: %w", raft.ErrIndeterminate)
+		return Job{}, classify(errors.New("jobraft: empty result")) // ErrOutcomeUnknown
 	}
 	return r.Jobs[0], nil
 }

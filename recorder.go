@@ -100,6 +100,9 @@ func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool
 			evs = append(evs, ev(EventClaimed, &res.Jobs[i]))
 		}
 	case fsm.CmdExtend, fsm.CmdAck, fsm.CmdNak, fsm.CmdTerm, fsm.CmdCancel, fsm.CmdRetry:
+		if !res.Changed && (res.Command == fsm.CmdAck || res.Command == fsm.CmdNak || res.Command == fsm.CmdTerm) {
+			return nil, false // a repeat of the finish that ended the lease
+		}
 		kind := map[fsm.CommandType]EventKind{fsm.CmdExtend: EventExtended, fsm.CmdAck: EventAcked, fsm.CmdNak: EventNaked,
 			fsm.CmdTerm: EventTermed, fsm.CmdCancel: EventCanceled, fsm.CmdRetry: EventRetried}[res.Command]
 		for i := range res.Jobs {

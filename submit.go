@@ -166,7 +166,7 @@ func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
 		nj.Backoff = c.cfg.Backoff
 	}
 	if len(nj.Payload) > c.cfg.MaxPayload {
-		return nj, 0, &mapped{ErrInvalidRequest, fmt.Errorf("%w: payload of %d bytes (max %d)", fsm.ErrTooLarge, len(nj.Payload), c.cfg.MaxPayload)}
+		return nj, 0, &classed{class: ErrInvalidRequest, cause: fmt.Errorf("%w: payload of %d bytes (max %d)", fsm.ErrTooLarge, len(nj.Payload), c.cfg.MaxPayload)}
 	}
 	b, err := fsm.EncodeCommand(&fsm.SubmitCmd{Jobs: []fsm.NewJob{nj}})
 	if err != nil {

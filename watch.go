@@ -12,7 +12,8 @@ import (
 type EventKind string
 
 // Event kinds. A command that changes nothing (a duplicate submit, a
-// refused ack, an expiry that found nothing) produces no event.
+// refused ack, a repeated ack, an expiry that found nothing) produces no
+// event.
 const (
 	EventSubmitted EventKind = "submitted" // a job was created (pending or scheduled)
 	EventClaimed   EventKind = "claimed"   // leased: Token, Worker, Attempt

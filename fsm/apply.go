@@ -233,20 +233,37 @@ func (s *state) extend(e Entry, now int64, c *ExtendCmd, r *result) *refusal {
 }
 
 func (s *state) ack(now int64, c *AckCmd, r *result) *refusal {
-	return s.finish(c.ID, c.Token, now, StateSucceeded, nil, c.Result, r)
+	return s.finish(c.ID, c.Token, now, StateSucceeded, EndAcked, nil, c.Result, r)
 }
 
-// finish ends the leased job id (fenced by token) in terminal state st with
-// the outcome (msg, result); a nil msg keeps the last error.
-func (s *state) finish(id string, token uint64, now int64, st State, msg *string, result []byte, r *result) *refusal {
-	old, rf := s.leased(id, token)
-	if rf != nil {
+// ending returns the running job id whose current lease token is token,
+// to end it by kind; or, when that lease already ended by kind (a
+// repeat), answers the job unchanged in r and returns nil, nil.
+func (s *state) ending(id string, token uint64, by EndKind, r *result) (*job, *refusal) {
+	j, rf := s.leased(id, token)
+	if rf == nil {
+		r.changed = true
+		return j, nil
+	}
+	if j = s.get(id); j != nil && j.endBy == by && j.endTok == token {
+		r.jobs = append(r.jobs, j)
+		return nil, nil
+	}
+	return nil, rf
+}
+
+// finish ends the leased job id (fenced by token) in terminal state st by
+// kind with the outcome (msg, result); a nil msg keeps the last error.
+func (s *state) finish(id string, token uint64, now int64, st State, by EndKind, msg *string, result []byte, r *result) *refusal {
+	old, rf := s.ending(id, token, by, r)
+	if old == nil {
 		return rf
 	}
 	n := old.clone()
 	n.state = st
 	n.lease = nil
 	n.updated = now
+	n.ended(token, by)
 	last := old.lastErr()
 	if msg != nil {
 		last = *msg
@@ -276,11 +293,12 @@ func fail(n *job, now int64, delay time.Duration, msg string) {
 }
 
 func (s *state) nak(now int64, c *NakCmd, r *result) *refusal {
-	old, rf := s.leased(c.ID, c.Token)
-	if rf != nil {
+	old, rf := s.ending(c.ID, c.Token, EndNaked, r)
+	if old == nil {
 		return rf
 	}
 	n := old.clone()
+	n.ended(c.Token, EndNaked)
 	fail(n, now, c.Delay, c.Error)
 	s.replace(old, n)
 	r.jobs = append(r.jobs, n)
@@ -288,7 +306,7 @@ func (s *state) nak(now int64, c *NakCmd, r *result) *refusal {
 }
 
 func (s *state) term(now int64, c *TermCmd, r *result) *refusal {
-	return s.finish(c.ID, c.Token, now, StateDead, &c.Reason, nil, r)
+	return s.finish(c.ID, c.Token, now, StateDead, EndTermed, &c.Reason, nil, r)
 }
 
 func (s *state) cancel(now int64, c *CancelCmd, r *result) *refusal {
@@ -300,6 +318,9 @@ func (s *state) cancel(now int64, c *CancelCmd, r *result) *refusal {
 		return refuse(CodeInvalidState, "cannot cancel %s job %q", old.state, c.ID)
 	}
 	n := old.clone()
+	if old.lease != nil {
+		n.ended(old.lease.token, EndCanceled)
+	}
 	n.state = StateCanceled
 	n.lease = nil
 	n.updated = now
@@ -363,6 +384,7 @@ func (s *state) expire(e Entry, now int64, c *ExpireCmd, r *result) {
 	})
 	for _, old := range due {
 		n := old.clone()
+		n.ended(old.lease.token, EndExpired)
 		fail(n, now, 0, leaseExpiredMsg)
 		s.replace(old, n)
 		r.expired = append(r.expired, n.id)

@@ -74,6 +74,18 @@ func (d *decoder) varint() int64 {
 	return v
 }
 
+// bool reads a byte that must be 0 or 1.
+func (d *decoder) bool() bool {
+	switch d.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	d.fail("bool byte not 0 or 1")
+	return false
+}
+
 func (d *decoder) u32() uint32 {
 	v := d.uvarint()
 	if v > 1<<32-1 {

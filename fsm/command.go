@@ -66,6 +66,15 @@ type ExtendCmd struct {
 }
 
 // AckCmd completes a running job successfully, storing Result.
+//
+// Ack, nak and term are idempotent per token: one whose lease already
+// ended by the same command kind under the same token (the job's
+// LastLease) is a repeat, a client's retry after a lost answer: it answers
+// success with the job as it is now (Result.Changed false) and changes
+// nothing, whatever its other fields (the first one's result, error or
+// reason stand). Any other command with a token that is not the job's
+// current lease is refused ErrStaleLease: an older lease, or one that
+// ended otherwise, stays fenced.
 type AckCmd struct {
 	ID     string
 	Token  uint64
@@ -74,6 +83,8 @@ type AckCmd struct {
 
 // NakCmd fails the current attempt: the job waits Delay (0: its backoff
 // policy) and becomes claimable again, or goes dead when out of attempts.
+// Idempotent per token as AckCmd, while its lease is the job's last ended
+// one (a later lease of the job that ended since makes it stale).
 type NakCmd struct {
 	ID    string
 	Token uint64
@@ -82,6 +93,7 @@ type NakCmd struct {
 }
 
 // TermCmd fails a running job permanently (dead), whatever attempts remain.
+// Idempotent per token as NakCmd.
 type TermCmd struct {
 	ID     string
 	Token  uint64

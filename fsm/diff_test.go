@@ -42,8 +42,12 @@ func (w *world) genID(t *rapid.T, allowEmpty bool) string {
 }
 
 func (w *world) genToken(t *rapid.T, id string) uint64 {
-	if j, ok := w.ref.jobs[id]; ok && j.Lease != nil && rapid.IntRange(0, 3).Draw(t, "tokgood") > 0 {
+	j, ok := w.ref.jobs[id]
+	switch k := rapid.IntRange(0, 5).Draw(t, "tokgood"); {
+	case ok && j.Lease != nil && k > 1:
 		return j.Lease.Token
+	case ok && j.LastLease != nil && k > 0:
+		return j.LastLease.Token // a repeat, or a stale token
 	}
 	return rapid.Uint64Range(0, w.index+1).Draw(t, "token")
 }

@@ -44,6 +44,10 @@
 //     Apply never panics on its input.
 //   - Fencing: a lease token is the raft index of the claim entry, so it is
 //     unique; ack, nak, extend and term must carry the job's current token.
+//   - Idempotent finishes: an ack, nak or term whose token's lease already
+//     ended by that same kind of command (Job.LastLease) answers OK with
+//     Result.Changed false and changes nothing, so a client may repeat one
+//     whose answer it lost; any other ended token stays ErrStaleLease.
 //   - Expiry safety under clock skew: see ExpireCmd and docs/jobs.md.
 //   - Snapshots are O(number of paused queues) to take: the job tree is a
 //     copy-on-write btree clone and job records are immutable once

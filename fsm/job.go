@@ -154,6 +154,41 @@ type Lease struct {
 	Term uint64
 }
 
+// EndKind says what ended a lease. Numeric values are part of the
+// encodings: never renumber.
+type EndKind uint8
+
+// How a lease ends.
+const (
+	EndNone     EndKind = iota
+	EndAcked            // ack by its token: the job succeeded
+	EndNaked            // nak by its token: the attempt failed
+	EndTermed           // term by its token: the job is dead
+	EndExpired          // expire: the lease passed its deadline
+	EndCanceled         // cancel of the running job
+	numEnds
+)
+
+var endNames = [numEnds]string{"none", "acked", "naked", "termed", "expired", "canceled"}
+
+func (k EndKind) String() string {
+	if k < numEnds {
+		return endNames[k]
+	}
+	return "end(?)"
+}
+
+// LeaseEnd is how a job's most recent lease ended: the lease's token and
+// what ended it. It is what makes ack, nak and term idempotent per token:
+// repeating the command that ended this lease answers success and changes
+// nothing (see AckCmd). Job.LastLease is nil until a lease ends (and for
+// a job restored from a version 1 snapshot, which did not record it); a
+// claim does not clear it: while a new lease runs it names the previous.
+type LeaseEnd struct {
+	Token uint64
+	By    EndKind
+}
+
 // NewJob is one job of a submit command.
 type NewJob struct {
 	// ID is the caller's job ID. Empty: the state machine derives one from
@@ -192,10 +227,11 @@ type Job struct {
 	IdempotencyKey string
 	Attempts       uint32 // claims so far (counted at claim)
 	State          State
-	Lease          *Lease // non-nil only while running
-	LastError      string // nak error, term/cancel reason, "lease expired"
-	Result         []byte // ack result (succeeded only)
-	Seq            uint64 // submit sequence: ties in the ready order
+	Lease          *Lease    // non-nil only while running
+	LastLease      *LeaseEnd // how the most recent lease that ended ended (see LeaseEnd)
+	LastError      string    // nak error, term/cancel reason, "lease expired"
+	Result         []byte    // ack result (succeeded only)
+	Seq            uint64    // submit sequence: ties in the ready order
 	Created        time.Time
 	Updated        time.Time
 	Finished       time.Time // when it became terminal (zero otherwise)

@@ -172,6 +172,21 @@ func (m *model) apply(e Entry) Result {
 		}
 		return j, CodeOK
 	}
+	// finishing is leased for ack, nak and term: a repeat of the command
+	// that ended the job's last lease answers the job, changing nothing.
+	finishing := func(id string, tok uint64, by EndKind) (*Job, Code) {
+		j, code := leased(id, tok)
+		if code == CodeOK {
+			r.Changed = true
+			j.LastLease = &LeaseEnd{Token: tok, By: by}
+			return j, code
+		}
+		if old, ok := m.jobs[id]; ok && old.LastLease != nil && *old.LastLease == (LeaseEnd{Token: tok, By: by}) {
+			r.Jobs = []Job{noPayload(old)}
+			return nil, CodeOK
+		}
+		return nil, code
+	}
 	switch c := c.(type) {
 	case *SubmitCmd:
 		r.Submitted = []Submitted{}
@@ -260,8 +275,8 @@ func (m *model) apply(e Entry) Result {
 		j.Lease = &Lease{Token: j.Lease.Token, Worker: j.Lease.Worker, Deadline: fromNanos(addSat(nowNs, int64(ttl))), TTL: ttl, Term: e.Term}
 		r.Jobs = []Job{noPayload(j)}
 	case *AckCmd:
-		j, code := leased(c.ID, c.Token)
-		if code != CodeOK {
+		j, code := finishing(c.ID, c.Token, EndAcked)
+		if j == nil {
 			r.Code = code
 			return r
 		}
@@ -269,16 +284,16 @@ func (m *model) apply(e Entry) Result {
 		j.Result = c.Result
 		r.Jobs = []Job{noPayload(j)}
 	case *NakCmd:
-		j, code := leased(c.ID, c.Token)
-		if code != CodeOK {
+		j, code := finishing(c.ID, c.Token, EndNaked)
+		if j == nil {
 			r.Code = code
 			return r
 		}
 		m.fail(j, now, c.Delay, c.Error)
 		r.Jobs = []Job{noPayload(j)}
 	case *TermCmd:
-		j, code := leased(c.ID, c.Token)
-		if code != CodeOK {
+		j, code := finishing(c.ID, c.Token, EndTermed)
+		if j == nil {
 			r.Code = code
 			return r
 		}
@@ -294,6 +309,9 @@ func (m *model) apply(e Entry) Result {
 		if j.State.Terminal() {
 			r.Code = CodeInvalidState
 			return r
+		}
+		if j.Lease != nil {
+			j.LastLease = &LeaseEnd{Token: j.Lease.Token, By: EndCanceled}
 		}
 		j.State, j.Lease, j.Updated, j.Finished = StateCanceled, nil, now, now
 		j.LastError, j.Result = c.Reason, nil
@@ -336,6 +354,7 @@ func (m *model) apply(e Entry) Result {
 			return lessKey(sortKey(due[a]), sortKey(due[b]))
 		})
 		for _, j := range due {
+			j.LastLease = &LeaseEnd{Token: j.Lease.Token, By: EndExpired}
 			m.fail(j, now, 0, leaseExpiredMsg)
 			r.Expired = append(r.Expired, j.ID)
 		}

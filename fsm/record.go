@@ -19,6 +19,8 @@ type job struct {
 	prio                 int32
 	maxAtt, attempts     uint32
 	state                State
+	endBy                EndKind // how the last lease ended (EndNone: none recorded)
+	endTok               uint64  // its token
 }
 
 type lease struct {
@@ -79,8 +81,14 @@ func (j *job) public(withPayload bool) Job {
 	if l := j.lease; l != nil {
 		p.Lease = &Lease{Token: l.token, Worker: l.worker, Deadline: fromNanos(l.deadline), TTL: time.Duration(l.ttl), Term: l.term}
 	}
+	if j.endBy != EndNone {
+		p.LastLease = &LeaseEnd{Token: j.endTok, By: j.endBy}
+	}
 	return p
 }
+
+// ended records that the lease of token ended by kind.
+func (j *job) ended(token uint64, by EndKind) { j.endTok, j.endBy = token, by }
 
 // Job record encoding, shared by snapshots, digests and results:
 //
@@ -88,12 +96,18 @@ func (j *job) public(withPayload bool) Job {
 //	priority (varint) | maxAttempts, attempts (uvarint) | state (byte) |
 //	runAt, created, updated (varint ns) | seq (uvarint) |
 //	backoff base, max (varint ns) | factor (uvarint) | jitter (byte) |
-//	flags (byte: 1 lease, 2 outcome) |
+//	flags (byte: 1 lease, 2 outcome, 4 last lease end) |
 //	[lease: token (uvarint), worker (str), deadline, ttl (varint), term (uvarint)] |
-//	[outcome: lastError (str), result (bytes)]
+//	[outcome: lastError (str), result (bytes)] |
+//	[last lease end: token (uvarint), kind (byte)]
+//
+// Flag 4 is new in snapshot version 2 and result version 2; a record
+// without it encodes exactly as before, so digests of jobs that never had
+// a lease end recorded are unchanged.
 const (
 	flagLease   = 1
 	flagOutcome = 2
+	flagEnd     = 4
 )
 
 func appendJob(b []byte, j *job, withPayload bool) []byte {
@@ -125,6 +139,9 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	if j.out != nil {
 		flags |= flagOutcome
 	}
+	if j.endBy != EndNone {
+		flags |= flagEnd
+	}
 	b = append(b, flags)
 	if l := j.lease; l != nil {
 		b = binary.AppendUvarint(b, l.token)
@@ -136,6 +153,10 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	if o := j.out; o != nil {
 		b = appendStr(b, o.lastErr)
 		b = appendBytes(b, o.result)
+	}
+	if j.endBy != EndNone {
+		b = binary.AppendUvarint(b, j.endTok)
+		b = append(b, byte(j.endBy))
 	}
 	return b
 }
@@ -159,7 +180,7 @@ func decodeJob(d *decoder) *job {
 	j.seq = d.uvarint()
 	j.bo = &Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
 	flags := d.byte()
-	if flags&^(flagLease|flagOutcome) != 0 {
+	if flags&^(flagLease|flagOutcome|flagEnd) != 0 {
 		d.fail("job flags %#x", flags)
 	}
 	if flags&flagLease != 0 {
@@ -167,6 +188,13 @@ func decodeJob(d *decoder) *job {
 	}
 	if flags&flagOutcome != 0 {
 		j.out = &outcome{lastErr: d.str(), result: d.bytes()}
+	}
+	if flags&flagEnd != 0 {
+		j.endTok = d.uvarint()
+		j.endBy = EndKind(d.byte())
+		if j.endBy == EndNone {
+			d.fail("last lease end of kind none") // flag 4 means an end
+		}
 	}
 	return j
 }
@@ -193,6 +221,15 @@ func checkJob(j *job) string {
 	}
 	if l := j.lease; l != nil && (l.worker == "" || l.token == 0 || l.ttl <= 0) {
 		return "bad lease"
+	}
+	if j.endBy != EndNone && (j.endBy >= numEnds || j.endTok == 0) {
+		return "bad last lease end"
+	}
+	if j.endBy == EndAcked && j.state != StateSucceeded || j.state == StateSucceeded && j.endBy != EndNone && j.endBy != EndAcked {
+		return "succeeded iff last lease acked violated"
+	}
+	if l := j.lease; l != nil && j.endBy != EndNone && j.endTok >= l.token {
+		return "last lease end not before the running lease"
 	}
 	return ""
 }

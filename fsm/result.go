@@ -59,7 +59,10 @@ type Result struct {
 	Jobs    []Job
 	Expired []string // expire: IDs of expired leases' jobs, in expiry order
 	Removed uint64   // sweep: jobs removed
-	Changed bool     // pause, resume: whether the queue's state changed
+	// Changed: pause, resume: whether the queue's state changed; ack, nak,
+	// term: false when the command repeated the one that ended the lease
+	// (idempotent: nothing changed, Jobs holds the job as it is).
+	Changed bool
 }
 
 // Err returns nil if the command was applied, else an error wrapping the
@@ -71,7 +74,7 @@ func (r *Result) Err() error {
 	return &refusal{code: r.Code, detail: r.Detail}
 }
 
-// Result encoding:
+// Result encoding, version 2:
 //
 //	version (byte) | command type (byte) | code (byte) | index (uvarint) |
 //	detail (str) | body, only when code is OK:
@@ -79,11 +82,20 @@ func (r *Result) Err() error {
 //	          job record without payload (only for created/duplicate)
 //	  claim, extend, ack, nak, term, cancel, retry: count, job records
 //	          (with payload for claim, without otherwise)
+//	  ack, nak, term: then changed (byte 0/1)
 //	  expire: count, ids (str)      sweep: removed (uvarint)
 //	  pause, resume: changed (byte 0/1)
+//
+// Version 1 had no changed byte after ack, nak and term (they always
+// changed the job) and no job record flag 4; DecodeResult still reads it
+// (an older leader's answer to a forwarded proposal).
+const (
+	ResultVersion   = 2
+	resultVersionV1 = 1
+)
 
 func appendResult(b []byte, r *result) []byte {
-	b = append(b, FormatVersion, byte(r.cmd), byte(r.code))
+	b = append(b, ResultVersion, byte(r.cmd), byte(r.code))
 	b = binary.AppendUvarint(b, r.index)
 	b = appendStr(b, r.detail)
 	if r.code != CodeOK {
@@ -104,6 +116,9 @@ func appendResult(b []byte, r *result) []byte {
 		for _, j := range r.jobs {
 			b = appendJob(b, j, r.cmd == CmdClaim)
 		}
+		if r.cmd == CmdAck || r.cmd == CmdNak || r.cmd == CmdTerm {
+			b = appendBool(b, r.changed)
+		}
 	case CmdExpire:
 		b = binary.AppendUvarint(b, uint64(len(r.expired)))
 		for _, id := range r.expired {
@@ -112,13 +127,16 @@ func appendResult(b []byte, r *result) []byte {
 	case CmdSweep:
 		b = binary.AppendUvarint(b, r.removed)
 	case CmdPause, CmdResume:
-		if r.changed {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
+		b = appendBool(b, r.changed)
 	}
 	return b
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
 }
 
 // result is Apply's internal answer, encoded by appendResult.
@@ -141,15 +159,17 @@ type sub struct {
 	job     *job
 }
 
-// DecodeResult parses the bytes Apply returned. An error (wrapping
-// ErrInvalidResult or ErrUnsupportedVersion) means the bytes are not a
-// result; a refused command decodes fine and reports itself via Result.Err.
+// DecodeResult parses the bytes Apply returned (result version 2 or 1). An
+// error (wrapping ErrInvalidResult or ErrUnsupportedVersion) means the
+// bytes are not a result; a refused command decodes fine and reports
+// itself via Result.Err.
 func DecodeResult(b []byte) (Result, error) {
 	var r Result
 	if len(b) < 3 {
 		return r, fmt.Errorf("%w: %d bytes", ErrInvalidResult, len(b))
 	}
-	if b[0] != FormatVersion {
+	version := b[0]
+	if version != ResultVersion && version != resultVersionV1 {
 		return r, fmt.Errorf("%w: result version %d", ErrUnsupportedVersion, b[0])
 	}
 	r.Command, r.Code = CommandType(b[1]), Code(b[2])
@@ -181,6 +201,9 @@ func DecodeResult(b []byte) (Result, error) {
 			for i := 0; i < n && d.err == nil; i++ {
 				r.Jobs = append(r.Jobs, decodeJob(&d).public(r.Command == CmdClaim))
 			}
+			if r.Command == CmdAck || r.Command == CmdNak || r.Command == CmdTerm {
+				r.Changed = version == resultVersionV1 || d.bool()
+			}
 		case CmdExpire:
 			n := d.count(len(d.b), 1)
 			r.Expired = make([]string, n)
@@ -190,7 +213,7 @@ func DecodeResult(b []byte) (Result, error) {
 		case CmdSweep:
 			r.Removed = d.uvarint()
 		case CmdPause, CmdResume:
-			r.Changed = d.byte() == 1
+			r.Changed = d.bool()
 		}
 	}
 	d.end()

@@ -12,7 +12,7 @@ import (
 	"github.com/tidwall/btree"
 )
 
-// Snapshot stream format, version 1 (integers little endian unless noted):
+// Snapshot stream format, version 2 (integers little endian unless noted):
 //
 //	+----------------------+---------------+-------------+-----------+
 //	| magic "JRFSMSNP" (8) | version (u16) | index (u64) | seq (u64) |
@@ -29,9 +29,14 @@ import (
 //
 // Nothing may follow the CRC. Restore rebuilds every index from the
 // records, recomputes the digest and requires it to equal the stored one.
+//
+// Version 1 is the same layout without job record flag 4 (how the last
+// lease ended, record.go): Restore still reads it, and its jobs have no
+// LastLease (a repeated ack of a job restored from it is refused stale).
 const (
 	snapMagic   = "JRFSMSNP"
-	snapVersion = 1
+	snapVersion = 2
+	snapV1      = 1
 	// maxRecord bounds one job record: caps on payload and result plus the
 	// other fields' caps with room to spare.
 	maxRecord = MaxPayload + MaxResult + 64<<10
@@ -162,8 +167,9 @@ func readSnapshot(r io.Reader) (*state, error) {
 	if string(hdr[:8]) != snapMagic {
 		return nil, corrupt("bad magic %q", hdr[:8])
 	}
-	if v := binary.LittleEndian.Uint16(hdr[8:]); v != snapVersion {
-		return nil, fmt.Errorf("%w: version %d", ErrSnapshotVersion, v)
+	version := binary.LittleEndian.Uint16(hdr[8:])
+	if version != snapVersion && version != snapV1 {
+		return nil, fmt.Errorf("%w: version %d", ErrSnapshotVersion, version)
 	}
 	st := newState()
 	st.index = binary.LittleEndian.Uint64(hdr[10:])
@@ -224,8 +230,11 @@ func readSnapshot(r io.Reader) (*state, error) {
 			if count > 0 && j.id <= lastID {
 				return nil, corrupt("job %q out of order", j.id)
 			}
-			if j.seq == 0 || j.seq > st.seq || (j.lease != nil && j.lease.token > st.index) {
+			if j.seq == 0 || j.seq > st.seq || (j.lease != nil && j.lease.token > st.index) || j.endTok > st.index {
 				return nil, corrupt("job %q: seq or lease token beyond the snapshot", j.id)
+			}
+			if version == snapV1 && j.endBy != EndNone {
+				return nil, corrupt("job %q: version 1 record with a last lease end", j.id)
 			}
 			if j.key != "" {
 				if _, dup := st.keys.Get(keyEnt{key: j.key}); dup {

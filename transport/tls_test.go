@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,5 +160,76 @@ func TestMutualTLSRefusesPeerWithoutCert(t *testing.T) {
 	}
 	if _, err := requestVote(t, plain, srv.Addr()); err == nil {
 		t.Fatal("plaintext raft: accepted")
+	}
+}
+
+// A member must refuse a server whose certificate comes from another CA
+// even when that server trusts the cluster CA (so it would accept the
+// member's own certificate): only the client's verification of the server
+// stands between the member and the impostor. Checked for RPC calls, the
+// raft channel and the tools' Client; the impostor's handlers never run.
+func TestMutualTLSClientRefusesServerFromOtherCA(t *testing.T) {
+	ca := pkitest.NewCA(t, "cluster")
+	rogueCA := pkitest.NewCA(t, "rogue")
+	rogueTLS := rogueCA.NodeTLS(t, "impostor")
+	rogueTLS.ClientCAs = ca.Pool // it accepts cluster members
+	impostor, _ := newTestMux(t, "impostor", Config{TLS: rogueTLS, HandshakeTimeout: 2 * time.Second})
+	var calls atomic.Int64
+	impostor.Handle("echo", func(ctx context.Context, req []byte) ([]byte, error) {
+		calls.Add(1)
+		return echo(ctx, req)
+	})
+	nt, err := impostor.RaftTransport(RaftOptions{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nt.Close() })
+	var votes atomic.Int64
+	go func() {
+		for rpc := range nt.Consumer() {
+			votes.Add(1)
+			rpc.Respond(&raft.RequestVoteResponse{Term: 7, Granted: true}, nil)
+		}
+	}()
+
+	// Control: the impostor does accept a cluster certificate from a
+	// client that does not verify it (so a refusal below is the client's).
+	member := ca.NodeCert(t, "member")
+	raw, err := tls.Dial("tcp", impostor.Addr(), &tls.Config{Certificates: []tls.Certificate{member}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS13})
+	if err != nil {
+		t.Fatalf("control handshake: %v", err)
+	}
+	hdr := encodeHeader(channelRPC)
+	_, _ = raw.Write(hdr[:])
+	_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var ack [headerLen]byte
+	if _, err := io.ReadFull(raw, ack[:]); err != nil || ack != hdr {
+		t.Fatalf("control: the impostor refused a cluster certificate (%v): the test would prove nothing", err)
+	}
+	_ = raw.Close()
+
+	cli, _ := newTestMux(t, "cli", Config{TLS: ca.NodeTLS(t, "cli"), HandshakeTimeout: 2 * time.Second})
+	if _, err := cli.Call(context.Background(), impostor.Addr(), "echo", []byte("secret")); !errors.Is(err, ErrNotDelivered) {
+		t.Fatalf("rpc to a server from another CA: want ErrNotDelivered, got %v", err)
+	}
+	var resp raft.RequestVoteResponse
+	cnt, err := cli.RaftTransport(RaftOptions{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cnt.Close()
+	if err := cnt.RequestVote("impostor", raft.ServerAddress(impostor.Addr()), &raft.RequestVoteRequest{Term: 7}, &resp); err == nil {
+		t.Fatalf("raft to a server from another CA: answered %+v", resp)
+	}
+	tool, err := NewClient(ClientConfig{TLS: ca.NodeTLS(t, "tool"), HandshakeTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tool.Close()
+	if _, err := tool.Call(context.Background(), impostor.Addr(), "echo", nil); !errors.Is(err, ErrNotDelivered) {
+		t.Fatalf("tool client to a server from another CA: want ErrNotDelivered, got %v", err)
+	}
+	if n, v := calls.Load(), votes.Load(); n != 0 || v != 0 {
+		t.Fatalf("the impostor served %d calls and %d raft requests", n, v)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
 )
 
 const testToken = "test-token-0123456789"
@@ -221,12 +225,80 @@ func TestSubmitClaimAckAndStaleToken(t *testing.T) {
 	if r = jsonCall(t, c, d, "POST", "/v1/jobs/j1/ack", map[string]any{"token": token, "result_text": "done"}); r.code != http.StatusOK {
 		t.Fatalf("ack: %d %s", r.code, r.raw)
 	}
-	if r = jsonCall(t, c, d, "POST", "/v1/jobs/j1/ack", map[string]any{"token": token, "result_text": "again"}); r.code != http.StatusConflict {
-		t.Fatalf("second ack: %d %s, want 409", r.code, r.raw)
+	// A client retrying its ack (its first answer lost) gets 200 again,
+	// and the first ack's result stands; a nak by that token is stale.
+	if r = jsonCall(t, c, d, "POST", "/v1/jobs/j1/ack", map[string]any{"token": token, "result_text": "again"}); r.code != http.StatusOK {
+		t.Fatalf("repeated ack: %d %s, want 200", r.code, r.raw)
+	}
+	if r = jsonCall(t, c, d, "POST", "/v1/jobs/j1/nak", map[string]any{"token": token, "error": "late"}); r.code != http.StatusConflict || r.body["error"] != "stale_lease" {
+		t.Fatalf("nak after the ack: %d %s, want 409 stale_lease", r.code, r.raw)
 	}
 	r = jsonCall(t, c, d, "GET", "/v1/jobs/j1", nil)
 	if r.code != http.StatusOK || r.body["state"] != "succeeded" || r.body["result"] != "ZG9uZQ==" {
 		t.Fatalf("get: %d %s", r.code, r.raw)
+	}
+}
+
+// An ack by an older lease of a job that a newer lease finished stays 409
+// (fencing), while the newer lease's repeated ack is 200.
+func TestRepeatedAckByOlderLeaseIsStale(t *testing.T) {
+	d, c := startTest(t, func(o *options) { o.Workers = false })
+	if r := jsonCall(t, c, d, "POST", "/v1/jobs", map[string]any{"id": "j2", "queue": "work", "kind": "echo"}); r.code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", r.code, r.raw)
+	}
+	claim := func() float64 {
+		t.Helper()
+		r := jsonCall(t, c, d, "POST", "/v1/claim", map[string]any{"queues": []string{"work"}, "worker": "w", "wait": "5s"})
+		leases, _ := r.body["leases"].([]any)
+		if r.code != http.StatusOK || len(leases) != 1 {
+			t.Fatalf("claim: %d %s", r.code, r.raw)
+		}
+		return leases[0].(map[string]any)["token"].(float64)
+	}
+	t1 := claim()
+	if r := jsonCall(t, c, d, "POST", "/v1/jobs/j2/nak", map[string]any{"token": t1, "delay": "1ns", "error": "boom"}); r.code != http.StatusOK {
+		t.Fatalf("nak: %d %s", r.code, r.raw)
+	}
+	t2 := claim()
+	for k := 0; k < 2; k++ {
+		if r := jsonCall(t, c, d, "POST", "/v1/jobs/j2/ack", map[string]any{"token": t2, "result_text": "ok"}); r.code != http.StatusOK {
+			t.Fatalf("ack %d by the current lease: %d %s", k, r.code, r.raw)
+		}
+	}
+	if r := jsonCall(t, c, d, "POST", "/v1/jobs/j2/ack", map[string]any{"token": t1, "result_text": "late"}); r.code != http.StatusConflict || r.body["error"] != "stale_lease" {
+		t.Fatalf("ack by the older lease: %d %s, want 409 stale_lease", r.code, r.raw)
+	}
+}
+
+// The HTTP mapping: "may have happened" is 503 outcome_unknown even for an
+// error that also claims a refusal class (the shape the controller used
+// to return for an ack retried stale after an unknown attempt), a stale
+// lease 409, nothing-happened classes their 4xx or 503.
+func TestClassifyOutcomes(t *testing.T) {
+	stale := fmt.Errorf("%w: %w: token 5", jobraft.ErrStaleLease, fsm.ErrStaleLease)
+	cases := []struct {
+		err  error
+		code int
+		kind string
+	}{
+		{fmt.Errorf("%w: %w: %w", jobraft.ErrOutcomeUnknown, raft.ErrIndeterminate, stale), http.StatusServiceUnavailable, "outcome_unknown"},
+		{fmt.Errorf("%w: %w", jobraft.ErrOutcomeUnknown, raft.ErrIndeterminate), http.StatusServiceUnavailable, "outcome_unknown"},
+		{fmt.Errorf("x: %w", raft.ErrIndeterminate), http.StatusServiceUnavailable, "outcome_unknown"},
+		{&jobraft.SubmitError{ID: "a", Class: jobraft.ErrMayExist, Cause: context.Canceled}, http.StatusServiceUnavailable, "outcome_unknown"},
+		{stale, http.StatusConflict, "stale_lease"},
+		{fmt.Errorf("%w", jobraft.ErrInvalidState), http.StatusConflict, "invalid_state"},
+		{fmt.Errorf("%w", jobraft.ErrQueuePaused), http.StatusConflict, "queue_paused"},
+		{fmt.Errorf("%w", jobraft.ErrNotFound), http.StatusNotFound, "not_found"},
+		{fmt.Errorf("%w", jobraft.ErrInvalidRequest), http.StatusBadRequest, "invalid"},
+		{fmt.Errorf("%w: %w", jobraft.ErrNotApplied, context.DeadlineExceeded), http.StatusServiceUnavailable, "not_applied"},
+		{&jobraft.SubmitError{ID: "a", Class: jobraft.ErrNotSubmitted, Cause: context.Canceled}, http.StatusServiceUnavailable, "not_submitted"},
+		{jobraft.ErrClosed, http.StatusServiceUnavailable, "closed"},
+		{&jobraft.CompactedError{From: 1, Oldest: 5}, http.StatusGone, "compacted"},
+	}
+	for _, c := range cases {
+		if code, kind, _ := classify(c.err); code != c.code || kind != c.kind {
+			t.Errorf("%v: %d %s, want %d %s", c.err, code, kind, c.code, c.kind)
+		}
 	}
 }
 

@@ -130,11 +130,16 @@ func (e *badRequest) Error() string { return e.reason }
 func bad(format string, args ...any) error { return &badRequest{fmt.Sprintf(format, args...)} }
 
 // classify maps an error to an HTTP status, a machine-readable kind and a
-// reason. Every 4xx means nothing changed.
+// reason. Every 4xx means nothing changed. An error that says the
+// operation may have happened is checked first: it is never reported as a
+// 4xx, whatever else it matches (the controller's errors match exactly one
+// outcome class; this order keeps the rule even if one did not).
 func classify(err error) (int, string, string) {
 	var br *badRequest
 	var mbe *http.MaxBytesError
 	switch {
+	case errors.Is(err, jobraft.ErrMayExist), errors.Is(err, jobraft.ErrOutcomeUnknown), errors.Is(err, raft.ErrIndeterminate):
+		return http.StatusServiceUnavailable, "outcome_unknown", err.Error() + " (it may have happened: retry the same request; a repeated submit, ack, nak or term is idempotent)"
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body above %d bytes", mbe.Limit)
 	case errors.As(err, &br):
@@ -147,12 +152,14 @@ func classify(err error) (int, string, string) {
 		return http.StatusConflict, "stale_lease", err.Error()
 	case errors.Is(err, jobraft.ErrInvalidState):
 		return http.StatusConflict, "invalid_state", err.Error()
+	case errors.Is(err, jobraft.ErrQueuePaused):
+		return http.StatusConflict, "queue_paused", err.Error()
 	case errors.Is(err, jobraft.ErrCompacted):
 		return http.StatusGone, "compacted", err.Error()
-	case errors.Is(err, jobraft.ErrMayExist), errors.Is(err, jobraft.ErrOutcomeUnknown), errors.Is(err, raft.ErrIndeterminate):
-		return http.StatusServiceUnavailable, "outcome_unknown", err.Error() + " (retry with the same job ID)"
 	case errors.Is(err, jobraft.ErrNotSubmitted):
 		return http.StatusServiceUnavailable, "not_submitted", err.Error() + " (nothing was created; retry)"
+	case errors.Is(err, jobraft.ErrNotApplied):
+		return http.StatusServiceUnavailable, "not_applied", err.Error() + " (nothing changed; retry)"
 	case errors.Is(err, jobraft.ErrClosed):
 		return http.StatusServiceUnavailable, "closed", err.Error()
 	case errors.Is(err, context.DeadlineExceeded):

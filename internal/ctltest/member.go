@@ -105,6 +105,9 @@ const (
 	OutcomeUnknown      = "unknown"       // other operation outcome unknown
 	OutcomeStale        = "stale"
 	OutcomeError        = "error" // refused: nothing happened
+	// OutcomeAmbiguous: the error matched no outcome class or more than
+	// one: a broken contract (tests fail on it).
+	OutcomeAmbiguous = "ambiguous"
 )
 
 // Request is the body of every member API call.
@@ -175,22 +178,38 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 			_ = json.NewEncoder(w).Encode(f(ctx, req))
 		})
 	}
+	// classify maps an error to its outcome: a submit's by its two classes,
+	// any other operation's by the one outcome class it must match.
 	classify := func(err error) Reply {
 		switch {
 		case err == nil:
 			return Reply{Outcome: OutcomeOK}
-		case errors.Is(err, jobraft.ErrNotSubmitted):
-			return Reply{Outcome: OutcomeNotSubmitted, Error: err.Error()}
-		case errors.Is(err, jobraft.ErrMayExist):
+		case errors.Is(err, jobraft.ErrNotSubmitted) != errors.Is(err, jobraft.ErrMayExist):
+			if errors.Is(err, jobraft.ErrNotSubmitted) {
+				return Reply{Outcome: OutcomeNotSubmitted, Error: err.Error()}
+			}
 			return Reply{Outcome: OutcomeMayExist, Error: err.Error()}
-		case errors.Is(err, jobraft.ErrStaleLease):
-			return Reply{Outcome: OutcomeStale, Error: err.Error()}
-		case errors.Is(err, raft.ErrRejected):
-			return Reply{Outcome: OutcomeError, Error: err.Error()}
-		case errors.Is(err, jobraft.ErrNotFound), errors.Is(err, jobraft.ErrInvalidState), errors.Is(err, jobraft.ErrInvalidRequest):
-			return Reply{Outcome: OutcomeError, Error: err.Error()}
 		}
-		return Reply{Outcome: OutcomeUnknown, Error: err.Error()}
+		rep := Reply{Outcome: OutcomeAmbiguous, Error: err.Error()}
+		n := 0
+		for _, c := range []struct {
+			class   error
+			outcome string
+		}{
+			{jobraft.ErrOutcomeUnknown, OutcomeUnknown}, {jobraft.ErrStaleLease, OutcomeStale},
+			{jobraft.ErrNotApplied, OutcomeError}, {jobraft.ErrNotFound, OutcomeError},
+			{jobraft.ErrInvalidState, OutcomeError}, {jobraft.ErrInvalidRequest, OutcomeError},
+			{jobraft.ErrQueuePaused, OutcomeError}, {jobraft.ErrClosed, OutcomeError},
+		} {
+			if errors.Is(err, c.class) {
+				n++
+				rep.Outcome = c.outcome
+			}
+		}
+		if n != 1 {
+			rep.Outcome = OutcomeAmbiguous
+		}
+		return rep
 	}
 	handle("/submit", func(ctx context.Context, r Request) Reply {
 		j, err := ctl.Submit(ctx, jobraft.SubmitRequest{ID: r.ID, Queue: r.Queue, Kind: "k", Payload: []byte(r.Payload), MaxAttempts: r.MaxAttempts})

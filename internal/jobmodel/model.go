@@ -19,6 +19,11 @@
 // earlier token), a job acked done stays done, and every operation whose
 // outcome is unknown either took effect at some point after its call or
 // never did.
+//
+// Ack and nak are idempotent per token: repeating the ack or nak that ended
+// the job's most recent ended lease answers OK and changes nothing (it is
+// not stale); any other ack or nak whose token is not the running lease's
+// is stale.
 package jobmodel
 
 import (
@@ -82,10 +87,14 @@ type Output struct {
 
 // state is one job's model state. Token 0 while running means the lease
 // came from a claim whose answer was lost (its token is not known yet).
+// EndToken is the token of the last lease that ended (0: none), EndAck
+// whether an ack (else a nak) ended it.
 type state struct {
 	St       string
 	Token    uint64
 	MaxToken uint64
+	EndToken uint64
+	EndAck   bool
 }
 
 func step(s state, in Input, out Output) []state {
@@ -115,19 +124,21 @@ func step(s state, in Input, out Output) []state {
 			if s.St != Pending || out.Token <= s.MaxToken {
 				return nil
 			}
-			return []state{{St: Running, Token: out.Token, MaxToken: out.Token}}
+			return []state{{St: Running, Token: out.Token, MaxToken: out.Token, EndToken: s.EndToken, EndAck: s.EndAck}}
 		case NotDone:
 			return []state{s}
 		default:
 			if s.St != Pending {
 				return []state{s}
 			}
-			return []state{s, {St: Running, Token: 0, MaxToken: s.MaxToken}}
+			return []state{s, {St: Running, Token: 0, MaxToken: s.MaxToken, EndToken: s.EndToken, EndAck: s.EndAck}}
 		}
 	case Ack, Nak:
 		holds := s.St == Running && s.Token == in.Token
+		repeat := in.Token != 0 && s.EndToken == in.Token && s.EndAck == (in.Kind == Ack)
 		next := s
 		if holds {
+			next.EndToken, next.EndAck = in.Token, in.Kind == Ack
 			if in.Kind == Ack {
 				next.St = Succeeded
 			} else {
@@ -136,12 +147,12 @@ func step(s state, in Input, out Output) []state {
 		}
 		switch out.Outcome {
 		case OK:
-			if !holds {
+			if !holds && !repeat {
 				return nil
 			}
 			return []state{next}
 		case Stale:
-			if holds {
+			if holds || repeat {
 				return nil
 			}
 			return []state{s}
@@ -222,6 +233,6 @@ var Model = porcupine.NondeterministicModel{
 	},
 	DescribeState: func(st interface{}) string {
 		s := st.(state)
-		return fmt.Sprintf("%s t%d max%d", s.St, s.Token, s.MaxToken)
+		return fmt.Sprintf("%s t%d max%d end t%d ack=%v", s.St, s.Token, s.MaxToken, s.EndToken, s.EndAck)
 	},
 }

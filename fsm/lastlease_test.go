@@ -1,0 +1,232 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+	"time"
+)
+
+// repeat applies c, which must be a repeat: OK, Changed false, the job as
+// it was, and nothing changed but the applied index.
+func (h *harness) repeat(c Command) Job {
+	h.t.Helper()
+	before := h.m.stateSum()
+	r := h.ok(c)
+	if r.Changed || len(r.Jobs) != 1 {
+		h.t.Fatalf("%s repeated: changed=%v jobs=%d, want an unchanged answer", c.Type(), r.Changed, len(r.Jobs))
+	}
+	if h.m.stateSum() != before {
+		h.t.Fatalf("%s repeated: the state changed", c.Type())
+	}
+	return r.Jobs[0]
+}
+
+func lastLease(t *testing.T, j Job, token uint64, by EndKind) {
+	t.Helper()
+	if j.LastLease == nil || *j.LastLease != (LeaseEnd{Token: token, By: by}) {
+		t.Fatalf("job %s last lease %+v, want %s by token %d", j.ID, j.LastLease, by, token)
+	}
+}
+
+// Ack, nak and term repeated under the token that ended the lease answer
+// success and change nothing; every other use of an ended token is stale.
+func TestFinishIdempotentPerToken(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "a", Queue: "q", Kind: "k", Backoff: Backoff{Base: time.Nanosecond}})
+	t1 := h.claim1("q", time.Minute).Lease.Token
+	r := h.ok(NakCmd{ID: "a", Token: t1, Error: "boom"})
+	if !r.Changed {
+		t.Fatal("nak: Changed false")
+	}
+	lastLease(t, r.Jobs[0], t1, EndNaked)
+	if j := h.repeat(NakCmd{ID: "a", Token: t1, Error: "other"}); j.LastError != "boom" {
+		t.Fatalf("repeated nak changed the error: %q", j.LastError)
+	}
+	h.refused(AckCmd{ID: "a", Token: t1}, ErrStaleLease)  // it ended by a nak
+	h.refused(TermCmd{ID: "a", Token: t1}, ErrStaleLease) // likewise
+	h.refused(ExtendCmd{ID: "a", Token: t1}, ErrStaleLease)
+
+	// A new lease runs: the last ended one is still t1's.
+	h.now = h.now.Add(time.Second)
+	t2 := h.claim1("q", time.Minute).Lease.Token
+	lastLease(t, h.repeat(NakCmd{ID: "a", Token: t1}), t1, EndNaked)
+	r = h.ok(AckCmd{ID: "a", Token: t2, Result: []byte("done")})
+	if !r.Changed || r.Jobs[0].State != StateSucceeded {
+		t.Fatalf("ack %+v", r)
+	}
+	lastLease(t, r.Jobs[0], t2, EndAcked)
+	if j := h.repeat(AckCmd{ID: "a", Token: t2, Result: []byte("again")}); string(j.Result) != "done" || j.State != StateSucceeded {
+		t.Fatalf("repeated ack: %+v", j)
+	}
+	// t1's lease is no longer the last one that ended: fenced.
+	h.refused(NakCmd{ID: "a", Token: t1}, ErrStaleLease)
+	h.refused(AckCmd{ID: "a", Token: t1}, ErrStaleLease)
+	h.refused(NakCmd{ID: "a", Token: t2}, ErrStaleLease)
+	h.refused(AckCmd{ID: "a", Token: t2 + 1}, ErrStaleLease)
+	h.refused(AckCmd{ID: "nope", Token: t2}, ErrNotFound)
+
+	// Term, repeated; then retried and reclaimed, the term still repeats
+	// while its lease is the last that ended.
+	h.submit(NewJob{ID: "b", Queue: "r", Kind: "k"})
+	t3 := h.claim1("r", time.Minute).Lease.Token
+	r = h.ok(TermCmd{ID: "b", Token: t3, Reason: "bad"})
+	lastLease(t, r.Jobs[0], t3, EndTermed)
+	h.repeat(TermCmd{ID: "b", Token: t3, Reason: "bad"})
+	h.ok(RetryCmd{ID: "b"})
+	h.repeat(TermCmd{ID: "b", Token: t3})
+	t4 := h.claim1("r", time.Minute).Lease.Token
+
+	// Cancel of the running job ends its lease as canceled: the worker's
+	// finish is stale, not a repeat.
+	r = h.ok(CancelCmd{ID: "b", Reason: "stop"})
+	lastLease(t, r.Jobs[0], t4, EndCanceled)
+	for _, c := range []Command{AckCmd{ID: "b", Token: t4}, NakCmd{ID: "b", Token: t4}, TermCmd{ID: "b", Token: t4}, TermCmd{ID: "b", Token: t3}} {
+		h.refused(c, ErrStaleLease)
+	}
+	// Cancel of a job that is not running leaves the record alone.
+	h.submit(NewJob{ID: "c", Queue: "s", Kind: "k"})
+	if r := h.ok(CancelCmd{ID: "c"}); r.Jobs[0].LastLease != nil {
+		t.Fatalf("cancel of a pending job recorded a lease end %+v", r.Jobs[0].LastLease)
+	}
+
+	// Expiry ends the lease as expired.
+	h.submit(NewJob{ID: "d", Queue: "t", Kind: "k"})
+	t5 := h.claim1("t", time.Second).Lease.Token
+	h.now = h.now.Add(2 * time.Second)
+	if r := h.ok(ExpireCmd{LeaderSince: baseTime}); len(r.Expired) != 1 {
+		t.Fatalf("expired %v", r.Expired)
+	}
+	j, _ := h.m.Get("d")
+	lastLease(t, j, t5, EndExpired)
+	h.refused(AckCmd{ID: "d", Token: t5}, ErrStaleLease)
+	h.refused(NakCmd{ID: "d", Token: t5}, ErrStaleLease)
+}
+
+// The last lease end is replicated state: in the digest (two states that
+// differ only by it differ) and in snapshots (restored as it was).
+func TestLastLeaseInDigestAndSnapshot(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "a", Queue: "q", Kind: "k"})
+	tok := h.claim1("q", time.Minute).Lease.Token
+	h.ok(AckCmd{ID: "a", Token: tok, Result: []byte("r")})
+
+	st := h.m.st
+	j := st.get("a")
+	other := j.clone()
+	other.endTok++
+	if st.hash(j) == st.hash(other) {
+		t.Fatal("the job hash ignores the last lease's token")
+	}
+	other = j.clone()
+	other.endBy = EndNaked
+	if st.hash(j) == st.hash(other) {
+		t.Fatal("the job hash ignores how the last lease ended")
+	}
+
+	var buf bytes.Buffer
+	snap, _ := h.m.Snapshot()
+	if err := snap.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint16(buf.Bytes()[8:]); v != 2 {
+		t.Fatalf("snapshot version %d, want 2", v)
+	}
+	r := New()
+	if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := r.Get("a")
+	lastLease(t, got, tok, EndAcked)
+	if r.Digest() != h.m.Digest() {
+		t.Fatal("restored digest differs")
+	}
+	// The restored state answers the repeat as the original does.
+	h2 := &harness{t: t, m: r, index: h.index, term: h.term, now: h.now}
+	h2.repeat(AckCmd{ID: "a", Token: tok})
+}
+
+// setSnapVersion rewrites a snapshot's version and its trailing CRC.
+func setSnapVersion(b []byte, v uint16) []byte {
+	b = append([]byte(nil), b...)
+	binary.LittleEndian.PutUint16(b[8:], v)
+	n := len(b) - 4
+	binary.LittleEndian.PutUint32(b[n:], crc32.Checksum(b[:n], castagnoli))
+	return b
+}
+
+// A version 1 snapshot (no lease ends recorded) still restores; one that
+// carries a lease end is corrupt.
+func TestRestoreSnapshotV1(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "a", Queue: "q", Kind: "k"})
+	h.submit(NewJob{ID: "b", Queue: "q", Kind: "k"})
+	tok := h.claim1("q", time.Minute).Lease.Token
+	var buf bytes.Buffer
+	snap, _ := h.m.Snapshot()
+	if err := snap.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	v1 := setSnapVersion(buf.Bytes(), 1)
+	r := New()
+	if err := r.Restore(bytes.NewReader(v1)); err != nil {
+		t.Fatalf("restore of a version 1 snapshot: %v", err)
+	}
+	if r.Digest() != h.m.Digest() {
+		t.Fatal("version 1 restore: digest differs")
+	}
+
+	h.ok(AckCmd{ID: "a", Token: tok})
+	buf.Reset()
+	snap, _ = h.m.Snapshot()
+	if err := snap.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Restore(bytes.NewReader(setSnapVersion(buf.Bytes(), 1))); !IsCorrupt(err) {
+		t.Fatalf("version 1 snapshot with a lease end: %v, want corrupt", err)
+	}
+	if err := r.Restore(bytes.NewReader(setSnapVersion(buf.Bytes(), 3))); err == nil || IsCorrupt(err) {
+		t.Fatalf("version 3 snapshot: %v, want ErrSnapshotVersion", err)
+	}
+}
+
+// Results: version 2 carries Changed for ack, nak and term; a version 1
+// result (an older leader's) still decodes, as changed.
+func TestResultVersions(t *testing.T) {
+	m := New()
+	h := &harness{t: t, m: m, term: 1, now: baseTime}
+	h.submit(NewJob{ID: "a", Queue: "q", Kind: "k"})
+	tok := h.claim1("q", time.Minute).Lease.Token
+	h.index++
+	out := m.Apply(Entry{Index: h.index, Term: 1, Time: h.now, Cmd: appendCommand(nil, normalize(AckCmd{ID: "a", Token: tok}))})
+	if out[0] != ResultVersion {
+		t.Fatalf("result version %d", out[0])
+	}
+	r, err := DecodeResult(out)
+	if err != nil || !r.Changed || len(r.Jobs) != 1 {
+		t.Fatalf("v2: %+v %v", r, err)
+	}
+	// Version 1: no changed byte, and no lease end in the record.
+	m1 := New()
+	h1 := &harness{t: t, m: m1, term: 1, now: baseTime}
+	h1.submit(NewJob{ID: "x", Queue: "q", Kind: "k"})
+	j := m1.st.get("x")
+	v1 := []byte{1, byte(CmdAck), byte(CodeOK)}
+	v1 = binary.AppendUvarint(v1, 9)
+	v1 = appendStr(v1, "")
+	v1 = binary.AppendUvarint(v1, 1)
+	v1 = appendJob(v1, j, false)
+	r, err = DecodeResult(v1)
+	if err != nil || !r.Changed || len(r.Jobs) != 1 || r.Jobs[0].ID != "x" {
+		t.Fatalf("v1: %+v %v", r, err)
+	}
+	if _, err := DecodeResult(append([]byte{3}, v1[1:]...)); err == nil {
+		t.Fatal("version 3 result decoded")
+	}
+	bad := append([]byte(nil), out...)
+	bad[len(bad)-1] = 2
+	if _, err := DecodeResult(bad); err == nil {
+		t.Fatal("changed byte 2 decoded")
+	}
+}

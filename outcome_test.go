@@ -1,0 +1,262 @@
+package jobraft_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport"
+)
+
+// outcomeClasses are the classes an error of claim, ack, nak, extend, term,
+// cancel, retry, pause and resume matches exactly one of.
+var outcomeClasses = []error{
+	jobraft.ErrOutcomeUnknown, jobraft.ErrNotApplied, jobraft.ErrStaleLease, jobraft.ErrNotFound,
+	jobraft.ErrInvalidState, jobraft.ErrInvalidRequest, jobraft.ErrQueuePaused, jobraft.ErrClosed,
+}
+
+// classesOf lists the outcome classes err matches.
+func classesOf(err error) []error {
+	var out []error
+	for _, c := range outcomeClasses {
+		if errors.Is(err, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// onlyClass fails the test unless err matches class and no other class.
+func onlyClass(t *testing.T, what string, err, class error) {
+	t.Helper()
+	got := classesOf(err)
+	if len(got) != 1 || got[0] != class {
+		t.Fatalf("%s: %v matches %v, want only %v", what, err, got, class)
+	}
+}
+
+// patientLeader gives a leader cut off from the others 500 ms before it
+// steps down (the test default is 100 ms): enough, on a loaded machine, for
+// a proposal made right after the cut to be appended to its log first.
+func patientLeader(cfg *jobraft.Config) {
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+}
+
+// leaderOf waits for a leader other than member not whose first entry of
+// its term is committed.
+func leaderOf(t *testing.T, c *ctltest.Cluster, not int) int {
+	t.Helper()
+	n := -1
+	ctltest.WaitFor(t, wait, "a leader among the majority", func() bool {
+		for i, ctl := range c.Ctls {
+			if i != not && ctl.Node().Status().Role == "Leader" {
+				rctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				if _, err := ctl.Node().LinearizableRead(rctx); err == nil {
+					n = i
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return n
+}
+
+// An ack whose first attempt's outcome is unknown (its leader was isolated
+// after appending it) and whose retry is refused as stale, on a member
+// whose event history no longer reaches the lease, cannot be resolved: the
+// error matches ErrOutcomeUnknown (and raft.ErrIndeterminate) and nothing
+// else. Matching ErrStaleLease as well ("nothing changed") was the bug that
+// made porcupine refuse legal histories and jobd answer 409.
+func TestUnknownAckRetriedStaleIsOnlyUnknown(t *testing.T) {
+	fn := transport.NewFaultNetwork(seed(t))
+	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
+		cfg.Faults = fn
+		cfg.WatchRetainEntries = 2 // the history forgets the lease quickly
+		patientLeader(cfg)
+	})
+	l := c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, 3*wait)
+	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "u", Kind: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := c.Ctls[l].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"u"}, Worker: "w1"})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("claim: %v %v", ls, err)
+	}
+	w1 := ls[0]
+	before := c.Ctls[l].Node().Status().LastIndex
+
+	addr := hraft.ServerAddress(c.Cfgs[l].BindAddr)
+	fn.Isolate(addr)
+	ackErr := make(chan error, 1)
+	go func() { ackErr <- w1.Ack(ctx, []byte("w1")) }()
+	ctltest.WaitFor(t, wait, "the isolated leader to append the ack and step down", func() bool {
+		s := c.Ctls[l].Node().Status()
+		return s.LastIndex > before && s.Role != "Leader"
+	})
+
+	// The majority cancels, retries, reclaims and acks the job under a new
+	// lease, then submits more: the isolated member's history, once it
+	// catches up, starts after w1's lease.
+	n := leaderOf(t, c, l)
+	if _, err := c.Ctls[n].Cancel(ctx, j.ID, "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Ctls[n].Retry(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	ls2, err := c.Ctls[n].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"u"}, Worker: "w2"})
+	if err != nil || len(ls2) != 1 {
+		t.Fatalf("second claim: %v %v", ls2, err)
+	}
+	if err := ls2[0].Ack(ctx, []byte("w2")); err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 4; k++ {
+		if _, err := c.Ctls[n].Submit(ctx, jobraft.SubmitRequest{Queue: "other", Kind: "k"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fn.Rejoin(addr)
+	select {
+	case err := <-ackErr:
+		onlyClass(t, "ack retried stale after an unknown attempt", err, jobraft.ErrOutcomeUnknown)
+		if !errors.Is(err, raft.ErrIndeterminate) || errors.Is(err, raft.ErrRejected) {
+			t.Fatalf("ack: %v: want raft.ErrIndeterminate and not raft.ErrRejected", err)
+		}
+		t.Logf("ack: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the ack did not return")
+	}
+	got, err := c.Ctls[n].Get(ctx, j.ID, jobraft.Linearizable)
+	if err != nil || got.State != jobraft.StateSucceeded || string(got.Result) != "w2" {
+		t.Fatalf("job %+v %v: want succeeded by w2", got, err)
+	}
+}
+
+// Ack, Nak and Term are idempotent per lease token: repeating one (a
+// client's retry after a lost connection) whose first attempt committed
+// answers success and changes nothing; a finish by an older token stays
+// ErrStaleLease (fencing).
+func TestRepeatedFinishIsIdempotent(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	l := c.WaitLeader(wait)
+	f := c.Follower()
+	ctx := ctltest.Ctx(t, wait)
+	watch, err := c.Ctls[f].Watch(ctx, 0, jobraft.WatchFilter{Queues: []string{"rep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "rep", Kind: "k", Backoff: fsm.Backoff{Base: time.Nanosecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nak under the first lease, twice (the second on another member, by a
+	// handle that kept only the ID and token).
+	l1 := claimOne(t, c.Ctls[l], "rep", 0)
+	if err := l1.Nak(ctx, time.Nanosecond, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ctls[f].LeaseOf(jobraft.Job{ID: j.ID}, l1.Token).Nak(ctx, time.Nanosecond, "boom"); err != nil {
+		t.Fatalf("repeated nak: %v", err)
+	}
+	// Ack under the second lease, twice; the older token stays stale.
+	l2 := claimOne(t, c.Ctls[f], "rep", 5*time.Second)
+	if l2.Token <= l1.Token {
+		t.Fatalf("second token %d not above %d", l2.Token, l1.Token)
+	}
+	if err := l2.Ack(ctx, []byte("done")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ctls[l].LeaseOf(jobraft.Job{ID: j.ID}, l2.Token).Ack(ctx, []byte("done")); err != nil {
+		t.Fatalf("repeated ack: %v", err)
+	}
+	onlyClass(t, "ack by the older token", l1.Ack(ctx, []byte("late")), jobraft.ErrStaleLease)
+	onlyClass(t, "nak by the acking token", l2.Nak(ctx, 0, "no"), jobraft.ErrStaleLease)
+	onlyClass(t, "term by the acking token", l2.Term(ctx, "no"), jobraft.ErrStaleLease)
+	onlyClass(t, "extend by the acking token", l2.Extend(ctx), jobraft.ErrStaleLease)
+	got, err := c.Ctls[f].Get(ctx, j.ID, jobraft.Linearizable)
+	if err != nil || got.State != jobraft.StateSucceeded || string(got.Result) != "done" || got.Attempts != 2 {
+		t.Fatalf("job %+v %v", got, err)
+	}
+	if got.LastLease == nil || got.LastLease.Token != l2.Token || got.LastLease.By != jobraft.EndAcked {
+		t.Fatalf("last lease %+v, want acked by token %d", got.LastLease, l2.Token)
+	}
+	// One event per change: repeats made none.
+	var kinds []jobraft.EventKind
+	for len(kinds) < 5 {
+		ev := <-watch
+		if ev.Kind == jobraft.EventError {
+			t.Fatal(ev.Err)
+		}
+		kinds = append(kinds, ev.Kind)
+	}
+	if fmt.Sprint(kinds) != "[submitted claimed naked claimed acked]" {
+		t.Fatalf("events %v", kinds)
+	}
+
+	// Term, repeated, on a fresh job.
+	if _, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{ID: "t", Queue: "rep-t", Kind: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	l3 := claimOne(t, c.Ctls[l], "rep-t", 0)
+	for k := 0; k < 2; k++ {
+		if err := l3.Term(ctx, "bad input"); err != nil {
+			t.Fatalf("term %d: %v", k, err)
+		}
+	}
+	onlyClass(t, "ack by the terming token", l3.Ack(ctx, nil), jobraft.ErrStaleLease)
+}
+
+// An ack forwarded by a follower whose answer is lost (the leader applied
+// it) is retried by the controller; the retry must answer success even
+// when the follower's event history no longer reaches the lease (so only
+// the state machine can tell that this token's ack finished the job).
+func TestAckAnswerLostThenRetriedSucceeds(t *testing.T) {
+	fn := transport.NewFaultNetwork(seed(t))
+	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
+		cfg.Faults = fn
+		cfg.WatchRetainEntries = 2
+	})
+	l := c.WaitLeader(wait)
+	f := c.Follower()
+	ctx := ctltest.Ctx(t, 3*wait)
+	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "lost", Kind: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := claimOne(t, c.Ctls[f], "lost", 5*time.Second)
+	// The follower's requests reach the leader; the answers do not.
+	la, fa := hraft.ServerAddress(c.Cfgs[l].BindAddr), hraft.ServerAddress(c.Cfgs[f].BindAddr)
+	fn.Cut(la, fa)
+	ackErr := make(chan error, 1)
+	go func() { ackErr <- lease.Ack(ctx, []byte("r")) }()
+	ctltest.WaitFor(t, wait, "the ack applied on the leader", func() bool {
+		g, err := c.Ctls[l].Get(ctx, j.ID, jobraft.Local)
+		return err == nil && g.State == jobraft.StateSucceeded
+	})
+	for k := 0; k < 4; k++ {
+		if _, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "other", Kind: "k"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fn.Heal()
+	select {
+	case err := <-ackErr:
+		if err != nil {
+			t.Fatalf("ack whose first attempt committed: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the ack did not return")
+	}
+}
