@@ -40,6 +40,13 @@ var (
 	// it (remove its data dir and add it again) to have the leader send a
 	// snapshot.
 	ErrUnrestorable = errors.New("raft: no verified snapshot reaches the log's first index")
+	// ErrNotVoter: TransferLeadership named a member that cannot lead (a
+	// non-voter).
+	ErrNotVoter = errors.New("raft: member is not a voter")
+	// ErrRefusedAtSeam: an RPC refused by the reconcile seam, before raft
+	// saw it (a stray TimeoutNow, docs/upstream.md). The sender's raft
+	// receives it as the RPC's error.
+	ErrRefusedAtSeam = errors.New("raft: refused at the reconcile seam")
 )
 
 // ProposeError is the diagnostic of a failed proposal.

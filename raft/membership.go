@@ -41,6 +41,11 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	}
 	for _, m := range n.Status().Members {
 		if m.ID == id {
+			if !m.Voter {
+				// Only a voter can lead; raft would send the non-voter a
+				// TimeoutNow and start a futile election (docs/upstream.md U5).
+				return fmt.Errorf("%w: %q is a non-voter", ErrNotVoter, id)
+			}
 			return waitFuture(ctx, n.r.LeadershipTransferToServer(hraft.ServerID(id), hraft.ServerAddress(m.Address)))
 		}
 	}

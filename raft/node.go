@@ -34,7 +34,11 @@ type Node struct {
 	events *eventHub
 
 	readyTerm atomic.Uint64 // term whose first barrier this leader committed
-	clamps    atomic.Uint64 // appends whose commit index the seam clamped
+	raft      atomic.Pointer[hraft.Raft] // r, for the seam's hooks (set once NewRaft returns)
+
+	clamps        atomic.Uint64 // appends whose commit index the seam clamped (U1)
+	rerouted      atomic.Uint64 // heartbeats sent through raft's main loop (U6)
+	strayTimeouts atomic.Uint64 // TimeoutNow requests refused at the seam (U5)
 	closed    chan struct{}
 	life      context.Context // canceled when Close begins
 	kill      context.CancelFunc
@@ -108,7 +112,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	// clamped to the last entry it verified before raft sees it
 	// (docs/upstream.md U1). Outermost, so whatever the layers below
 	// deliver (duplicates included) passes it.
-	trans = transport.Seam(trans, n.commitClamped)
+	trans = transport.Seam(trans, n.seamHooks())
 
 	rc := hraft.DefaultConfig()
 	rc.LocalID = hraft.ServerID(cfg.ID)
@@ -145,6 +149,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
 	r := n.r
+	n.raft.Store(r)
 	n.log.SetCommitFloor(func() uint64 { return max(r.CommitIndex(), n.fsm.applied.Load()) })
 	if cfg.Bootstrap && !hasState {
 		members := cfg.InitialMembers

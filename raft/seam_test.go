@@ -106,7 +106,7 @@ func TestCraftedCommitAheadOfVerifiedAppendIsClamped(t *testing.T) {
 		t.Fatalf("old leader at commit %d applied %d after the crafted append, want ≤ %d (its index %d is the stale term-%d entry)",
 			st.CommitIndex, st.AppliedIndex, n, n+1, stale.Term)
 	}
-	if st.CommitClamps == 0 {
+	if st.Seam.CommitClamps == 0 {
 		t.Fatal("the seam reports no clamp for an append whose commit index passed its verified range")
 	}
 	if _, ok := c.KVs[l].Get("lost"); ok {
@@ -140,7 +140,7 @@ func TestCraftedCommitAheadOfVerifiedAppendIsClamped(t *testing.T) {
 // verified range.
 func TestSeamKeepsPreVoteAndClampsEveryPath(t *testing.T) {
 	_, inner := hraft.NewInmemTransport("a")
-	s := transport.Seam(inner, nil)
+	s := transport.Seam(inner, transport.SeamHooks{})
 	if _, ok := s.(hraft.WithPreVote); !ok {
 		t.Fatal("the seam over a pre-vote transport lost raft.WithPreVote")
 	}

@@ -26,10 +26,22 @@ type Status struct {
 	PersistedFloor uint64     `json:"persisted_floor"`
 	Digest         fsm.Digest `json:"digest"`
 	Members        []Member   `json:"members"`
-	// CommitClamps counts the appends whose leader commit index the
-	// reconcile seam lowered to the last entry the append verified
-	// (docs/upstream.md U1) since the member started.
+	// Seam counts what the reconcile seam corrected since the member
+	// started (docs/upstream.md).
+	Seam SeamCounters `json:"seam"`
+}
+
+// SeamCounters count the reconcile seam's corrections of hashicorp/raft.
+type SeamCounters struct {
+	// CommitClamps: appends whose leader commit index was lowered to the
+	// last entry the append verified (U1).
 	CommitClamps uint64 `json:"commit_clamps"`
+	// HeartbeatsRerouted: heartbeats that could change the member's term
+	// or role, handled by raft's main loop instead of its fast path (U6).
+	HeartbeatsRerouted uint64 `json:"heartbeats_rerouted"`
+	// TimeoutNowRefused: TimeoutNow requests not from the current leader,
+	// or to a member that is not a voting follower (U5).
+	TimeoutNowRefused uint64 `json:"timeout_now_refused"`
 }
 
 // Status returns this member's status.
@@ -52,7 +64,8 @@ func (n *Node) Status() Status {
 		FirstIndex: first, LastIndex: last, LastTerm: lastTerm,
 		CommitIndex: n.r.CommitIndex(), AppliedIndex: n.AppliedIndex(),
 		Floor: n.log.Floor(), PersistedFloor: n.log.PersistedFloor(),
-		Digest: n.sm.Digest(), CommitClamps: n.clamps.Load(),
+		Digest: n.sm.Digest(),
+		Seam:   SeamCounters{CommitClamps: n.clamps.Load(), HeartbeatsRerouted: n.rerouted.Load(), TimeoutNowRefused: n.strayTimeouts.Load()},
 	}
 	if f := n.r.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {

@@ -8,8 +8,9 @@ import (
 )
 
 // Seam wraps the raft transport a member hands to hashicorp/raft so that
-// every incoming AppendEntries passes one place before raft sees it. There
-// it corrects a rule hashicorp/raft v1.7.3 bends (docs/upstream.md, U1):
+// every incoming RPC passes one place before raft sees it: the reconcile
+// seam. There the member corrects the rules hashicorp/raft v1.7.3 bends
+// (docs/upstream.md). The transport itself applies one, always:
 //
 // The Raft paper's Figure 2 lets a follower advance its commit index to
 // min(leaderCommit, index of the last new entry) — the last entry this very
@@ -21,23 +22,43 @@ import (
 // prev check, "commits" N+1 and applies an entry the cluster never
 // committed. Seam clamps LeaderCommitIndex to PrevLogEntry + len(Entries)
 // (a log is contiguous, so that is the index of the last verified entry),
-// on the RPC consumer and on the heartbeat fast path alike.
+// on the RPC consumer and on the heartbeat fast path alike (U1).
 //
-// The clamp never costs progress: the leader's next append (or heartbeat
-// round's append) carries the newer entries and the commit index with them.
-// onClamp, if not nil, is called (from the receiving goroutine) each time a
-// request is clamped, with the leader's commit index and the clamped one.
+// The rest is the member's policy, given as hooks (SeamHooks): it may
+// answer an RPC itself instead of raft (Intercept), and decide which
+// heartbeats may take hashicorp/raft's fast path — which runs raft's
+// handler on the connection's goroutine, outside raft's main loop — and
+// which must go through the consumer like every other RPC (FastPath).
 //
 // Everything else — sending, pipelines, pre-vote, Close — is the inner
 // transport's own; Seam keeps raft.WithPreVote when inner has it (raft
 // enables pre-vote only then) and raft.WithClose.
-func Seam(inner raft.Transport, onClamp func(leaderCommit, clamped uint64)) raft.Transport {
-	s := &seam{inner: inner, onClamp: onClamp, out: make(chan raft.RPC), stop: make(chan struct{})}
+func Seam(inner raft.Transport, hooks SeamHooks) raft.Transport {
+	s := &seam{inner: inner, hooks: hooks, out: make(chan raft.RPC), stop: make(chan struct{})}
 	go s.forward()
 	if _, ok := inner.(raft.WithPreVote); ok {
 		return seamPreVote{s}
 	}
 	return s
+}
+
+// SeamHooks is the member's policy at the seam. Every hook is optional and
+// is called from the transport's goroutines, so it must be safe for
+// concurrent use and must not wait for raft's main loop (raft may be
+// waiting for the seam).
+type SeamHooks struct {
+	// OnClamp is told of each append whose commit index was clamped, with
+	// the leader's commit index and the clamped one.
+	OnClamp func(leaderCommit, clamped uint64)
+	// Intercept sees every RPC on the consumer path after the clamp, in
+	// arrival order. Returning true means it has answered the RPC itself
+	// (rpc.Respond, after reading rpc.Reader to its end when there is one)
+	// and raft never sees it.
+	Intercept func(rpc raft.RPC) (handled bool)
+	// FastPath reports whether a heartbeat may be handled on the
+	// connection's goroutine. false sends it through the consumer (and
+	// Intercept) instead. nil: every heartbeat takes the fast path.
+	FastPath func(hb *raft.AppendEntriesRequest) bool
 }
 
 // ClampCommit applies the seam's rule to one request: it lowers
@@ -54,11 +75,11 @@ func ClampCommit(a *raft.AppendEntriesRequest) (leaderCommit uint64, clamped boo
 }
 
 type seam struct {
-	inner   raft.Transport
-	onClamp func(leaderCommit, clamped uint64)
-	out     chan raft.RPC
-	stop    chan struct{}
-	once    sync.Once
+	inner raft.Transport
+	hooks SeamHooks
+	out   chan raft.RPC
+	stop  chan struct{}
+	once  sync.Once
 }
 
 type seamPreVote struct{ *seam }
@@ -74,8 +95,8 @@ func (s *seam) clamp(rpc raft.RPC) {
 	if !ok {
 		return
 	}
-	if lc, clamped := ClampCommit(a); clamped && s.onClamp != nil {
-		s.onClamp(lc, a.LeaderCommitIndex)
+	if lc, clamped := ClampCommit(a); clamped && s.hooks.OnClamp != nil {
+		s.hooks.OnClamp(lc, a.LeaderCommitIndex)
 	}
 }
 
@@ -85,16 +106,28 @@ func (s *seam) forward() {
 	for {
 		select {
 		case rpc := <-in:
-			s.clamp(rpc)
-			select {
-			case s.out <- rpc:
-			case <-s.stop:
-				rpc.Respond(nil, raft.ErrTransportShutdown)
+			if !s.deliver(rpc) {
 				return
 			}
 		case <-s.stop:
 			return
 		}
+	}
+}
+
+// deliver hands one RPC to raft (or to the intercept), clamped. false:
+// the seam is closing.
+func (s *seam) deliver(rpc raft.RPC) bool {
+	s.clamp(rpc)
+	if s.hooks.Intercept != nil && s.hooks.Intercept(rpc) {
+		return true
+	}
+	select {
+	case s.out <- rpc:
+		return true
+	case <-s.stop:
+		rpc.Respond(nil, raft.ErrTransportShutdown)
+		return false
 	}
 }
 
@@ -104,13 +137,20 @@ func (s *seam) Consumer() <-chan raft.RPC { return s.out }
 
 // SetHeartbeatHandler implements raft.Transport: the fast path is clamped
 // too (a heartbeat carries no commit index today, but the rule must not
-// depend on which path a request takes).
+// depend on which path a request takes), and a heartbeat the FastPath hook
+// refuses goes through the consumer instead.
 func (s *seam) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
 	if cb == nil {
 		s.inner.SetHeartbeatHandler(nil)
 		return
 	}
 	s.inner.SetHeartbeatHandler(func(rpc raft.RPC) {
+		if hb, ok := rpc.Command.(*raft.AppendEntriesRequest); ok && s.hooks.FastPath != nil && !s.hooks.FastPath(hb) {
+			// raft's main loop handles it; the inner transport waits for
+			// the answer on rpc.RespChan as for any RPC.
+			s.deliver(rpc)
+			return
+		}
 		s.clamp(rpc)
 		cb(rpc)
 	})
