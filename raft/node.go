@@ -33,18 +33,18 @@ type Node struct {
 	r      *hraft.Raft
 	events *eventHub
 
-	readyTerm atomic.Uint64 // term whose first barrier this leader committed
+	readyTerm atomic.Uint64              // term whose first barrier this leader committed
 	raft      atomic.Pointer[hraft.Raft] // r, for the seam's hooks (set once NewRaft returns)
 
 	clamps        atomic.Uint64 // appends whose commit index the seam clamped (U1)
 	rerouted      atomic.Uint64 // heartbeats sent through raft's main loop (U6)
 	strayTimeouts atomic.Uint64 // TimeoutNow requests refused at the seam (U5)
-	closed    chan struct{}
-	life      context.Context // canceled when Close begins
-	kill      context.CancelFunc
-	closeOnce sync.Once
-	closeErr  error
-	wg        sync.WaitGroup
+	closed        chan struct{}
+	life          context.Context // canceled when Close begins
+	kill          context.CancelFunc
+	closeOnce     sync.Once
+	closeErr      error
+	wg            sync.WaitGroup
 }
 
 // RPC methods served on the member's listener.
