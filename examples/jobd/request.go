@@ -190,23 +190,6 @@ func hex4(b []byte, at int) (uint16, bool) {
 	return v, true
 }
 
-// deadlineBody ends the read deadline jobd set for a body once the body is
-// read: a long-poll claim or a watch must not be cut by it afterwards.
-type deadlineBody struct {
-	io.ReadCloser
-	clear func()
-	done  bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
-		b.done = true
-		b.clear()
-	}
-	return n, err
-}
-
 // dropBody has the connection closed after the reply instead of reading
 // the rest of r's body: the server would otherwise read up to 256 KiB of a
 // body it will not use, at the client's pace, before closing.
@@ -220,13 +203,14 @@ func dropBody(w http.ResponseWriter, r *http.Request) {
 
 // boundBody gives a request's body -read-timeout to arrive: without it a
 // client could hold a connection (and a file descriptor) for ever by
-// sending its body slowly, token or not.
+// sending its body slowly, token or not. The server clears the deadline
+// itself when the body has been read to its end (net/http starts its
+// background read then), so a long-poll claim or a watch is not cut by it
+// (TestLongRequestsOutliveReadTimeout).
 func boundBody(timeout time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength != 0 { // a body follows (-1: chunked)
-			rc := http.NewResponseController(w)
-			_ = rc.SetReadDeadline(time.Now().Add(timeout))
-			r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -262,3 +262,43 @@ func assertNo5xx(t *testing.T, c *http.Client, d *daemon) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestLongRequestsOutliveReadTimeout: the body deadline ends with the body:
+// a long-poll claim and a watch stream run past -read-timeout.
+func TestLongRequestsOutliveReadTimeout(t *testing.T) {
+	d, c := startTest(t, func(o *options) { o.Workers, o.ReadTimeout = false, 500*time.Millisecond })
+	start := time.Now()
+	r := jsonCall(t, c, d, "POST", "/v1/claim", map[string]any{"queues": []string{"work"}, "worker": "w", "wait": "2s"})
+	if leases, _ := r.body["leases"].([]any); r.code != http.StatusOK || len(leases) != 0 {
+		t.Fatalf("long-poll claim: %d %s", r.code, r.raw)
+	}
+	if el := time.Since(start); el < 1900*time.Millisecond {
+		t.Fatalf("long-poll claim returned after %v, before its 2s wait", el)
+	}
+	req, err := http.NewRequest("GET", d.URL()+"/v1/watch?kind=submitted", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Submit once the read timeout has passed (time itself is under test
+	// here, not state): the stream still delivers.
+	<-time.After(2 * time.Second)
+	if r := jsonCall(t, c, d, "POST", "/v1/jobs", map[string]any{"id": "late", "queue": "work", "kind": "echo"}); r.code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", r.code, r.raw)
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("watch stream ended before the event: %v", err)
+		}
+		if strings.Contains(line, `"job":"late"`) {
+			return
+		}
+	}
+}
