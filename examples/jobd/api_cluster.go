@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,6 +121,9 @@ func (s *server) walcompare(w http.ResponseWriter, r *http.Request) error {
 			*dst = n
 		}
 	}
+	if opts.To != 0 && opts.From > opts.To {
+		return bad("from %d is above to %d", opts.From, opts.To)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	self := s.ctl.Node().Status()
@@ -167,13 +171,23 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 	var f jobraft.WatchFilter
 	if v := q.Get("queue"); v != "" {
 		f.Queues = strings.Split(v, ",")
+		if slices.Contains(f.Queues, "") {
+			return bad("queue: an empty queue name in %q", v)
+		}
 	}
 	if v := q.Get("kind"); v != "" {
 		for _, k := range strings.Split(v, ",") {
+			if !slices.Contains(watchKinds, jobraft.EventKind(k)) {
+				return bad("kind %q is not an event kind (%s)", k, joinKinds(watchKinds))
+			}
 			f.Kinds = append(f.Kinds, jobraft.EventKind(k))
 		}
 	}
-	f.JobID = q.Get("job")
+	if f.JobID = q.Get("job"); f.JobID != "" {
+		if err := checkJobID(f.JobID); err != nil {
+			return err
+		}
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		return fmt.Errorf("streaming unsupported")
@@ -184,6 +198,10 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	rc := http.NewResponseController(w)
+	// Each write gets writeTimeout: a client that stops reading is cut.
+	writable := func() { _ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) }
+	writable()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
@@ -196,6 +214,7 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 			if !ok {
 				return nil
 			}
+			writable()
 			if err := writeEvent(w, ev); err != nil {
 				return nil // the client went away
 			}
@@ -207,12 +226,29 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 				return nil
 			}
 		case <-keepalive.C:
+			writable()
 			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
 				return nil
 			}
 			flusher.Flush()
 		}
 	}
+}
+
+// watchKinds are the kinds a watch may filter on (the stream's final
+// "error" event always comes, whatever the filter).
+var watchKinds = []jobraft.EventKind{
+	jobraft.EventSubmitted, jobraft.EventClaimed, jobraft.EventExtended, jobraft.EventAcked, jobraft.EventNaked,
+	jobraft.EventTermed, jobraft.EventCanceled, jobraft.EventRetried, jobraft.EventExpired, jobraft.EventPaused,
+	jobraft.EventResumed, jobraft.EventSwept,
+}
+
+func joinKinds(ks []jobraft.EventKind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }
 
 // eventJSON is one watch event on the wire.
