@@ -296,7 +296,7 @@ func TestClassifyOutcomes(t *testing.T) {
 		{&jobraft.CompactedError{From: 1, Oldest: 5}, http.StatusGone, "compacted"},
 	}
 	for _, c := range cases {
-		if code, kind, _ := classify(c.err); code != c.code || kind != c.kind {
+		if code, kind, _ := classify(c.err, ""); code != c.code || kind != c.kind {
 			t.Errorf("%v: %d %s, want %d %s", c.err, code, kind, c.code, c.kind)
 		}
 	}
