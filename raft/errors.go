@@ -40,6 +40,11 @@ var (
 	// it (remove its data dir and add it again) to have the leader send a
 	// snapshot.
 	ErrUnrestorable = errors.New("raft: no verified snapshot reaches the log's first index")
+	// ErrDiverged: this member diverged from its leader's log (Status.Diverged)
+	// and refuses what would repair it in place: the snapshot store returns
+	// it for every snapshot raft would create, taken or installed. Re-seed
+	// the member (docs/node.md, "A diverged member").
+	ErrDiverged = errors.New("raft: member diverged from the leader's log; re-seed it")
 )
 
 // ProposeError is the diagnostic of a failed proposal.

@@ -30,6 +30,7 @@ type Node struct {
 	caller transport.Caller
 	r      *hraft.Raft
 	events *eventHub
+	div    *divergence
 
 	readyTerm atomic.Uint64 // term whose first barrier this leader committed
 	closed    chan struct{}
@@ -55,7 +56,7 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm), events: newEventHub(), closed: make(chan struct{})}
+	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm), events: newEventHub(), div: newDivergence(), closed: make(chan struct{})}
 	n.life, n.kill = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -65,10 +66,16 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 		}
 	}()
 	logger := cfg.Logger
+	// The wal's and raft's lines that repeat on every refused retry are
+	// let through once per window (quietlog.go).
+	quiet := limitRepeats(logger, divergedReport)
 	walOpts := append([]wal.Option{
 		wal.RequireStamp(),
-		wal.WithLogger(logger.Named("wal")),
-		wal.OnRefusal(func(err error) { n.events.publish(Event{Kind: EventGuardRefusal, Err: err}) }),
+		wal.WithLogger(quiet.Named("wal")),
+		wal.OnRefusal(func(err error) {
+			n.events.publish(Event{Kind: EventGuardRefusal, Err: err})
+			n.div.offer(err, cfg.ID)
+		}),
 	}, cfg.WALOptions...)
 	if n.log, err = wal.Open(filepath.Join(cfg.DataDir, "log"), walOpts...); err != nil {
 		return nil, fmt.Errorf("raft: open log: %w", err)
@@ -99,6 +106,7 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 		trans = cfg.Faults.Wrap(hraft.ServerAddress(n.mux.Addr()), trans)
 		n.caller = cfg.Faults.WrapCaller(n.mux.Addr(), n.mux)
 	}
+	trans = gateCampaigns(trans, n.div.is) // outermost: raft sees the gate
 
 	rc := hraft.DefaultConfig()
 	rc.LocalID = hraft.ServerID(cfg.ID)
@@ -116,7 +124,7 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	// Close would close the log under raft's still-running goroutines and
 	// leave the raft transport open (its accept loop outliving Close).
 	rc.ShutdownOnRemove = false
-	rc.Logger = logger.Named("raft")
+	rc.Logger = quiet.Named("raft")
 	if err := hraft.ValidateConfig(rc); err != nil {
 		return nil, invalidConfig("%v", err)
 	}
@@ -127,10 +135,11 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	if err := checkRestorable(n.log, n.snaps); err != nil {
 		return nil, err
 	}
-	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, n.snaps, trans); err != nil {
+	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, snapshotGate{Store: n.snaps, diverged: n.div.is}, trans); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
 	r := n.r
+	n.div.raft.Store(r)
 	n.log.SetCommitFloor(func() uint64 { return max(r.CommitIndex(), n.fsm.applied.Load()) })
 	if cfg.Bootstrap && !hasState {
 		members := cfg.InitialMembers
@@ -158,6 +167,7 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	n.mux.Handle(methodSnapshotPast, n.handleSnapshotPast)
 	n.observe()
 	n.watchStaleLastIndex()
+	n.watchDivergence()
 	ok = true
 	return n, nil
 }
