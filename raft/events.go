@@ -14,7 +14,7 @@ const (
 	EventRoleChange       EventKind = "role_change"       // Role
 	EventGuardRefusal     EventKind = "guard_refusal"     // Err (a *wal.GuardError)
 	EventSnapshotSealed   EventKind = "snapshot_sealed"   // Index, Term
-	EventSnapshotRejected EventKind = "snapshot_rejected" // Err (a *snapshot.GateError)
+	EventSnapshotRejected EventKind = "snapshot_rejected" // Err (a *snapshot.GateError, or ErrDiverged with Index, Term)
 	EventMemberAdded      EventKind = "member_added"      // Member
 	EventMemberRemoved    EventKind = "member_removed"    // Member
 	EventDiverged         EventKind = "diverged"          // Divergence, Index, Term (the leader's), Leader, Err (the refusal)

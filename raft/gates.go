@@ -72,10 +72,12 @@ func (g campaignGate) Close() error {
 // diverged, no snapshot is created — neither one the leader installs
 // (which would replace the member's log and state with the leader's, a
 // silent repair) nor one of its own (whose compaction could remove the
-// divergent entry an operator needs to see). Reads pass through.
+// divergent entry an operator needs to see); refused is told of each one.
+// Reads pass through.
 type snapshotGate struct {
 	*snapshot.Store
 	diverged func() bool
+	refused  func(index, term uint64, err error)
 }
 
 var _ hraft.SnapshotStore = snapshotGate{}
@@ -84,7 +86,11 @@ var _ hraft.SnapshotStore = snapshotGate{}
 func (g snapshotGate) Create(version hraft.SnapshotVersion, index, term uint64, configuration hraft.Configuration,
 	configurationIndex uint64, trans hraft.Transport) (hraft.SnapshotSink, error) {
 	if g.diverged() {
-		return nil, fmt.Errorf("%w: snapshot at index %d term %d refused", ErrDiverged, index, term)
+		err := fmt.Errorf("%w: snapshot at index %d term %d refused", ErrDiverged, index, term)
+		if g.refused != nil {
+			g.refused(index, term, err)
+		}
+		return nil, err
 	}
 	return g.Store.Create(version, index, term, configuration, configurationIndex, trans)
 }

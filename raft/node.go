@@ -135,7 +135,10 @@ func Open(cfg Config, sm fsm.StateMachine) (*Node, error) {
 	if err := checkRestorable(n.log, n.snaps); err != nil {
 		return nil, err
 	}
-	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, snapshotGate{Store: n.snaps, diverged: n.div.is}, trans); err != nil {
+	snaps := snapshotGate{Store: n.snaps, diverged: n.div.is, refused: func(index, term uint64, err error) {
+		n.events.publish(Event{Kind: EventSnapshotRejected, Index: index, Term: term, Err: err})
+	}}
+	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, snaps, trans); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
 	r := n.r

@@ -23,6 +23,8 @@ var repeatingLines = map[string]bool{
 	"failed to create snapshot to install":       true, // hashicorp/raft installSnapshot, follower
 	"appendEntries rejected, sending older logs": true, // hashicorp/raft replicateTo, leader
 	"failed to install snapshot":                 true, // hashicorp/raft sendLatestSnapshot, leader
+	"failed to send snapshot to":                 true, // hashicorp/raft replicateTo, leader
+	"failed to get log":                          true, // hashicorp/raft setupAppendEntries, leader (compacted: a snapshot follows)
 }
 
 // repeatWindow is one line's state in the limiter.
