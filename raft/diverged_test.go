@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,8 +96,7 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	dAddr := hraft.ServerAddress(c.Cfgs[d].BindAddr)
 	faults.Isolate(dAddr)
 	c.StartMember(d)
-	events, cancelEvents := c.Nodes[d].Events(4096)
-	defer cancelEvents()
+	events := collectEvents(t, c.Nodes[d])
 	if st := c.Nodes[d].Status(); st.Diverged != nil || st.LastIndex != n+1 || st.PersistedFloor != n+1 {
 		t.Fatalf("restarted member before any append: diverged %+v, last %d, persisted floor %d; want nil, %d, %d", st.Diverged, st.LastIndex, st.PersistedFloor, n+1, n+1)
 	}
@@ -111,9 +111,19 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 		div = *st.Diverged
 		return true
 	})
-	lst := c.Nodes[l].Status()
-	if div.Index != n+1 || div.LocalTerm != oldTerm || div.LeaderTerm != lst.Term || div.Leader != lst.ID || div.Floor != n+1 || div.Since.IsZero() {
-		t.Fatalf("divergence %+v; want index %d, local term %d, leader %s in term %d, floor %d", div, n+1, oldTerm, lst.ID, lst.Term, n+1)
+	if div.Index != n+1 || div.LocalTerm != oldTerm || div.LeaderTerm <= oldTerm || div.Floor != n+1 || div.Since.IsZero() {
+		t.Fatalf("divergence %+v; want index %d, local term %d, a leader term above it, floor %d", div, n+1, oldTerm, n+1)
+	}
+	// The leader named is the one that sent appends in that term (read on
+	// the wire, so a leader change under load cannot confuse the check).
+	var sender hraft.ServerID
+	for _, s := range faults.AppendEntriesSenders() {
+		if s.Term == div.LeaderTerm {
+			sender = s.Leader
+		}
+	}
+	if string(sender) != div.Leader {
+		t.Fatalf("divergence names leader %s in term %d; appends in that term came from %q", div.Leader, div.LeaderTerm, sender)
 	}
 	t.Logf("diverged: %+v", div)
 
@@ -126,33 +136,58 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	}
 	c.WaitConvergedOf(wait, l, h)
 
+	// walcompare names it, while the leader still holds the index.
+	diagnose(t, n+1, oldTerm, walcompare.FromLogStore(dID, c.Nodes[d].Log()), walcompare.FromLogStore(c.Cfgs[l].ID, c.Nodes[l].Log()))
+
+	// The others compact past the divergence: the leader's retries walk
+	// below its first index and it sends snapshots instead, which the
+	// diverged member refuses (installing one would repair it silently).
+	for _, i := range []int{l, h} {
+		r := c.Nodes[i].Raft()
+		rc := r.ReloadableConfig()
+		rc.TrailingLogs = 2
+		if err := r.ReloadConfig(rc); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Snapshot().Error(); err != nil {
+			t.Fatal(err)
+		}
+		if first := c.Nodes[i].Status().FirstIndex; first <= n+1 {
+			t.Fatalf("%s compacted only to %d, not past %d", c.Cfgs[i].ID, first, n+1)
+		}
+	}
+	// Two refusals: the leader retries only once its first install attempt
+	// has returned, so whatever that attempt did is done when the checks
+	// below run. The leader's backoff reaches ~10 s after many refusals.
+	nodetest.WaitFor(t, 3*wait, "the diverged member to refuse two snapshots", func() bool {
+		return len(events.of(func(e raft.Event) bool {
+			return e.Kind == raft.EventSnapshotRejected && errors.Is(e.Err, raft.ErrDiverged) && e.Index > n+1
+		})) >= 2
+	})
+
 	st := c.Nodes[d].Status()
 	if st.Diverged == nil || st.Diverged.Since != div.Since || st.Diverged.Index != div.Index {
 		t.Fatalf("divergence changed: %+v, first seen %+v", st.Diverged, div)
 	}
 	var diverged, refusals int
-	for drained := false; !drained; {
-		select {
-		case e := <-events:
-			switch e.Kind {
-			case raft.EventDiverged:
-				diverged++
-				if e.Divergence == nil || e.Index != n+1 || e.Term != lst.Term || e.Leader != lst.ID || e.Divergence.LocalTerm != oldTerm {
-					t.Errorf("diverged event %+v (divergence %+v)", e, e.Divergence)
-				}
-				var ge *wal.GuardError
-				if !errors.As(e.Err, &ge) || !errors.Is(e.Err, wal.ErrCommittedTruncate) || ge.Min != n+1 {
-					t.Errorf("diverged event carries %v, want the refused truncation from %d", e.Err, n+1)
-				}
-			case raft.EventGuardRefusal:
-				refusals++
-			case raft.EventRoleChange:
-				if e.Role == "Leader" {
-					t.Errorf("the diverged member became leader in term %d", e.Term)
-				}
+	for _, e := range events.of(func(raft.Event) bool { return true }) {
+		switch e.Kind {
+		case raft.EventDiverged:
+			diverged++
+			if e.Divergence == nil || e.Index != n+1 || e.Term != div.LeaderTerm || e.Leader != div.Leader ||
+				e.Divergence.LocalTerm != oldTerm || e.Divergence.LeaderTerm != div.LeaderTerm || !e.Divergence.Since.Equal(div.Since) {
+				t.Errorf("diverged event %+v (divergence %+v)", e, e.Divergence)
 			}
-		default:
-			drained = true
+			var ge *wal.GuardError
+			if !errors.As(e.Err, &ge) || !errors.Is(e.Err, wal.ErrCommittedTruncate) || ge.Min != n+1 {
+				t.Errorf("diverged event carries %v, want the refused truncation from %d", e.Err, n+1)
+			}
+		case raft.EventGuardRefusal:
+			refusals++
+		case raft.EventRoleChange:
+			if e.Role == "Leader" {
+				t.Errorf("the diverged member became leader in term %d", e.Term)
+			}
 		}
 	}
 	if diverged != 1 || refusals < 3 {
@@ -167,14 +202,17 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if remote.Diverged == nil || remote.Diverged.Index != n+1 || remote.Diverged.LocalTerm != oldTerm || remote.Diverged.LeaderTerm != lst.Term {
+	if remote.Diverged == nil || remote.Diverged.Index != n+1 || remote.Diverged.LocalTerm != oldTerm ||
+		remote.Diverged.LeaderTerm != div.LeaderTerm || remote.Diverged.Leader != div.Leader || remote.Diverged.Refusals < 3 {
 		t.Fatalf("status over RPC: diverged %+v", remote.Diverged)
 	}
 	if g, ok := sink.Data()[0].Gauges["test.jobraft.raft.diverged;member="+dID]; !ok || g.Value != 1 {
 		t.Fatalf("gauge jobraft.raft.diverged{member=%s}: %+v (present %t), want 1", dID, g, ok)
 	}
-	if g := sink.Data()[0].Gauges["test.jobraft.raft.diverged;member="+lst.ID]; g.Value != 0 {
-		t.Fatalf("gauge of the leader %s: %v, want 0", lst.ID, g.Value)
+	for _, i := range []int{l, h} {
+		if g, ok := sink.Data()[0].Gauges["test.jobraft.raft.diverged;member="+c.Cfgs[i].ID]; !ok || g.Value != 0 {
+			t.Fatalf("gauge of the healthy member %s: %+v (present %t), want 0", c.Cfgs[i].ID, g, ok)
+		}
 	}
 
 	// Never repaired in place: its own entry stays, nothing of the leader's
@@ -183,8 +221,11 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	if err := c.Nodes[d].Log().GetLog(n+1, &mine); err != nil || mine.Term != oldTerm || wal.Checksum(mine.Data) != wal.Checksum(ghost.Data) {
 		t.Fatalf("entry %d on the diverged member: term %d crc %08x, %v; want its own (term %d crc %08x)", n+1, mine.Term, wal.Checksum(mine.Data), err, oldTerm, wal.Checksum(ghost.Data))
 	}
-	if st.AppliedIndex > n || st.LastIndex != n+1 {
-		t.Fatalf("diverged member applied %d, last %d; want at most %d and %d", st.AppliedIndex, st.LastIndex, n, n+1)
+	if st.AppliedIndex > n || st.LastIndex != n+1 || st.FirstIndex != before.FirstIndex {
+		t.Fatalf("diverged member applied %d, log [%d,%d]; want at most %d and [%d,%d]", st.AppliedIndex, st.FirstIndex, st.LastIndex, n, before.FirstIndex, n+1)
+	}
+	if snap := c.Nodes[d].Raft().Stats()["last_snapshot_index"]; snap != fmt.Sprint(n) {
+		t.Fatalf("diverged member's latest snapshot at %s, want its own at %d", snap, n)
 	}
 	for _, k := range []string{"b0", "c0", "ghost"} {
 		if w := c.KVs[d].Writes(k); w != 0 {
@@ -193,7 +234,8 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	}
 
 	// Recovery (docs/node.md, "A diverged member"): stop it, remove it,
-	// keep its data dir aside for the diagnosis, and add it back empty.
+	// keep its data dir aside for the diagnosis, and add it back empty; it
+	// starts from the leader's snapshot.
 	c.StopMember(d)
 	rctx, rcancel := context.WithTimeout(context.Background(), wait)
 	defer rcancel()
@@ -204,7 +246,14 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	if err := os.Rename(c.Cfgs[d].DataDir, aside); err != nil {
 		t.Fatal(err)
 	}
-	diagnose(t, aside, dID, c.Nodes[l], n+1, oldTerm)
+	m, err := walcompare.OpenDir(dID, aside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := walcompare.Compare(rctx, []walcompare.Member{m}, walcompare.Options{}); err != nil || rep.Members[0].Floor != n+1 || rep.Members[0].Last != n+1 {
+		t.Fatalf("set-aside data dir: %v %+v; want floor and last %d", err, rep, n+1)
+	}
+	m.Close()
 
 	c.Cfgs[d].Bootstrap, c.Cfgs[d].InitialMembers = false, nil
 	c.StartMember(d)
@@ -222,9 +271,8 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	if st := c.Nodes[d].Status(); st.Diverged != nil {
 		t.Fatalf("re-seeded member diverged: %+v", st.Diverged)
 	}
-	var now hraft.Log
-	if err := c.Nodes[d].Log().GetLog(n+1, &now); err != nil || now.Term != theirs.Term {
-		t.Fatalf("re-seeded member's entry %d: term %d, %v; want the leader's term %d", n+1, now.Term, err, theirs.Term)
+	if first := c.Nodes[d].Status().FirstIndex; first <= n+1 {
+		t.Fatalf("re-seeded member's log starts at %d: it did not start from the leader's snapshot", first)
 	}
 	counts := led.check(t, dumpAll(c))
 	t.Logf("outcomes: %v", counts)
@@ -258,25 +306,54 @@ func writeGhost(t *testing.T, dir string, index, term uint64) *hraft.Log {
 	return ghost
 }
 
-// diagnose compares the set-aside data dir with the leader's log as the
-// recovery procedure does: one committed divergence, a term mismatch at
+// diagnose compares the diverged member's log (first) with the leader's as
+// the recovery procedure does: one committed divergence, a term mismatch at
 // index, where the diverged member holds term.
-func diagnose(t *testing.T, dir, name string, leader *raft.Node, index, term uint64) {
+func diagnose(t *testing.T, index, term uint64, diverged, leader walcompare.Member) {
 	t.Helper()
-	m, err := walcompare.OpenDir(name, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	rep, err := walcompare.Compare(ctx, []walcompare.Member{m, walcompare.FromLogStore(leader.ID(), leader.Log())}, walcompare.Options{})
+	rep, err := walcompare.Compare(ctx, []walcompare.Member{diverged, leader}, walcompare.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cd := rep.CommittedDivergences()
 	if len(cd) != 1 || cd[0].Index != index || cd[0].Class != walcompare.TermMismatch || cd[0].Views[0].Term != term {
-		t.Fatalf("walcompare of the set-aside dir with the leader: committed divergences %+v; want one term mismatch at %d", cd, index)
+		t.Fatalf("walcompare of the diverged member with the leader: committed divergences %+v; want one term mismatch at %d", cd, index)
 	}
 	t.Logf("walcompare: committed divergence at %d (%s), boundary %d (%s)", cd[0].Index, cd[0].Class, rep.Committed, rep.CommittedBasis)
+}
+
+// eventLog collects a member's events as they come (a subscription read
+// continuously, so none is dropped) until the member closes.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []raft.Event
+}
+
+func collectEvents(t *testing.T, n *raft.Node) *eventLog {
+	ch, cancel := n.Events(4096)
+	t.Cleanup(cancel)
+	l := &eventLog{}
+	go func() {
+		for e := range ch {
+			l.mu.Lock()
+			l.evs = append(l.evs, e)
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+// of returns the events collected so far that match keep.
+func (l *eventLog) of(keep func(raft.Event) bool) []raft.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []raft.Event
+	for _, e := range l.evs {
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
