@@ -28,6 +28,11 @@
 //     (see package wal); refusals are events (EventGuardRefusal).
 //   - A follower whose cached last index went stale after a snapshot
 //     install (hashicorp/raft #697 shape) recovers: see stale.go.
+//   - A member asked by a higher-term leader to cut entries at or below its
+//     commit floor is diverged: Status.Diverged, one EventDiverged, the
+//     gauge jobraft.raft.diverged; it keeps refusing, stands for no
+//     election and installs no snapshot until it is re-seeded (diverged.go,
+//     docs/node.md "A diverged member").
 //   - Status (and StatusOf over the RPC) reports term, leader, first/last/
 //     commit/applied index, commit floor, digest and members; nothing in the
 //     project infers state from log text.

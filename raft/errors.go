@@ -47,6 +47,11 @@ var (
 	// saw it (a stray TimeoutNow, docs/upstream.md). The sender's raft
 	// receives it as the RPC's error.
 	ErrRefusedAtSeam = errors.New("raft: refused at the reconcile seam")
+	// ErrDiverged: this member diverged from its leader's log (Status.Diverged)
+	// and refuses what would repair it in place: the snapshot store returns
+	// it for every snapshot raft would create, taken or installed. Re-seed
+	// the member (docs/node.md, "A diverged member").
+	ErrDiverged = errors.New("raft: member diverged from the leader's log; re-seed it")
 )
 
 // ProposeError is the diagnostic of a failed proposal.

@@ -32,6 +32,7 @@ type Node struct {
 	caller transport.Caller
 	r      *hraft.Raft
 	events *eventHub
+	div    *divergence
 
 	readyTerm atomic.Uint64              // term whose first barrier this leader committed
 	raft      atomic.Pointer[hraft.Raft] // r, for the seam's hooks (set once NewRaft returns)
@@ -64,7 +65,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		return nil, err
 	}
 	o := nodeopt.Collect(opts)
-	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm, o.Applied), events: newEventHub(), closed: make(chan struct{})}
+	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm, o.Applied), events: newEventHub(), div: newDivergence(), closed: make(chan struct{})}
 	n.life, n.kill = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -74,10 +75,16 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		}
 	}()
 	logger := cfg.Logger
+	// The wal's and raft's lines that repeat on every refused retry are
+	// let through once per window (quietlog.go).
+	quiet := limitRepeats(logger, divergedReport)
 	walOpts := append([]wal.Option{
 		wal.RequireStamp(),
-		wal.WithLogger(logger.Named("wal")),
-		wal.OnRefusal(func(err error) { n.events.publish(Event{Kind: EventGuardRefusal, Err: err}) }),
+		wal.WithLogger(quiet.Named("wal")),
+		wal.OnRefusal(func(err error) {
+			n.events.publish(Event{Kind: EventGuardRefusal, Err: err})
+			n.div.offer(err, cfg.ID)
+		}),
 	}, cfg.WALOptions...)
 	if n.log, err = wal.Open(filepath.Join(cfg.DataDir, "log"), walOpts...); err != nil {
 		return nil, fmt.Errorf("raft: open log: %w", err)
@@ -108,10 +115,11 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		trans = cfg.Faults.Wrap(hraft.ServerAddress(n.mux.Addr()), trans)
 		n.caller = cfg.Faults.WrapCaller(n.mux.Addr(), n.mux)
 	}
-	// The reconcile seam: every incoming append has its commit index
-	// clamped to the last entry it verified before raft sees it
-	// (docs/upstream.md U1). Outermost, so whatever the layers below
-	// deliver (duplicates included) passes it.
+	trans = gateCampaigns(trans, n.div.is)
+	// The reconcile seam, outermost: every incoming RPC passes it before
+	// raft sees it (whatever the layers below deliver, duplicates
+	// included); it clamps each append's commit index to the last entry it
+	// verified and applies the member's policy (docs/upstream.md).
 	trans = transport.Seam(trans, n.seamHooks())
 
 	rc := hraft.DefaultConfig()
@@ -130,7 +138,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	// Close would close the log under raft's still-running goroutines and
 	// leave the raft transport open (its accept loop outliving Close).
 	rc.ShutdownOnRemove = false
-	rc.Logger = logger.Named("raft")
+	rc.Logger = quiet.Named("raft")
 	if err := hraft.ValidateConfig(rc); err != nil {
 		return nil, invalidConfig("%v", err)
 	}
@@ -145,11 +153,15 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		// Before NewRaft, which restores the latest snapshot.
 		o.Applied.Append([]history.Record{{Kind: history.KindStarted}})
 	}
-	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, n.snaps, trans); err != nil {
+	snaps := snapshotGate{Store: n.snaps, diverged: n.div.is, refused: func(index, term uint64, err error) {
+		n.events.publish(Event{Kind: EventSnapshotRejected, Index: index, Term: term, Err: err})
+	}}
+	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, snaps, trans); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
 	r := n.r
 	n.raft.Store(r)
+	n.div.raft.Store(r)
 	n.log.SetCommitFloor(func() uint64 { return max(r.CommitIndex(), n.fsm.applied.Load()) })
 	if cfg.Bootstrap && !hasState {
 		members := cfg.InitialMembers
@@ -177,6 +189,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	n.mux.Handle(methodSnapshotPast, n.handleSnapshotPast)
 	n.observe()
 	n.watchStaleLastIndex()
+	n.watchDivergence()
 	ok = true
 	return n, nil
 }

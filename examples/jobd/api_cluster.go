@@ -22,9 +22,10 @@ type statusJSON struct {
 	raft.Status
 	Digest      string `json:"digest"`
 	DigestIndex uint64 `json:"digest_index"`
-	// Ready: a leader is known and the state machine applied everything up
-	// to the commit index (as /readyz). For other members, as they report
-	// it: applied >= commit.
+	// Ready: a leader is known, the member has not diverged (the embedded
+	// Status's "diverged") and the state machine applied everything up to
+	// the commit index (as /readyz). For other members, as they report it:
+	// not diverged and applied >= commit.
 	Ready bool `json:"ready"`
 }
 
@@ -39,7 +40,7 @@ func statusOf(st raft.Status, ready bool) statusJSON {
 func selfStatus(ctx context.Context, node *raft.Node) statusJSON {
 	st := node.Status()
 	ready := false
-	if st.LeaderID != "" {
+	if st.LeaderID != "" && st.Diverged == nil {
 		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		ready = node.WaitApplied(wctx, st.CommitIndex) == nil
 		cancel()
@@ -78,7 +79,7 @@ func memberStatuses(ctx context.Context, node *raft.Node, self statusJSON) []mem
 				out[i].Error = err.Error()
 				return
 			}
-			s := statusOf(st, st.LeaderID != "" && st.AppliedIndex >= st.CommitIndex)
+			s := statusOf(st, st.LeaderID != "" && st.Diverged == nil && st.AppliedIndex >= st.CommitIndex)
 			out[i].Status = &s
 			if self.LastIndex > st.LastIndex {
 				out[i].Lag = self.LastIndex - st.LastIndex

@@ -229,13 +229,16 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "member": s.member})
 }
 
-// readyz: ready when the member knows a leader and has applied up to the
-// commit index it knows.
+// readyz: ready when the member knows a leader, has not diverged from it,
+// and has applied up to the commit index it knows.
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	st := selfStatus(r.Context(), s.ctl.Node())
 	switch {
 	case st.LeaderID == "":
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "no leader known")
+	case st.Diverged != nil:
+		writeError(w, http.StatusServiceUnavailable, "diverged", fmt.Sprintf("diverged from leader %s at index %d (local term %d, leader term %d); re-seed this member",
+			st.Diverged.Leader, st.Diverged.Index, st.Diverged.LocalTerm, st.Diverged.LeaderTerm))
 	case !st.Ready:
 		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("applied %d of commit %d", st.AppliedIndex, st.CommitIndex))
 	default:
