@@ -17,18 +17,12 @@ import (
 
 // Shape is what the guard decides on: the log's first and last index (0, 0
 // when empty), the term of its last entry, and the commit floor.
+// It has the fields of the guard's internal shape, so each converts to the
+// other.
 type Shape struct {
 	First, Last uint64
 	LastTerm    uint64
 	Floor       uint64
-}
-
-func (s Shape) internal() shape {
-	return shape{First: s.First, Last: s.Last, LastTerm: s.LastTerm, Floor: s.Floor}
-}
-
-func exported(s shape) Shape {
-	return Shape{First: s.First, Last: s.Last, LastTerm: s.LastTerm, Floor: s.Floor}
 }
 
 // AfterTruncate returns the shape of a log of shape s after the conflict
@@ -38,12 +32,11 @@ func exported(s shape) Shape {
 // the first index removes the whole log (a reset: empty, same floor); one
 // above the last index changes nothing. It is pure.
 func AfterTruncate(s Shape, at, termBefore uint64) (Shape, error) {
-	in := s.internal()
-	kind, g := checkDelete(in, at, max(at, s.Last))
+	kind, g := checkDelete(shape(s), at, max(at, s.Last))
 	if g != nil {
 		return s, g
 	}
-	return exported(truncated(in, kind, at, termBefore)), nil
+	return Shape(truncated(shape(s), kind, at, termBefore)), nil
 }
 
 // CheckAppend decides, without IO, whether a log of shape after accepts
@@ -52,11 +45,10 @@ func AfterTruncate(s Shape, at, termBefore uint64) (Shape, error) {
 // the record format's size limits (ErrTooLarge). It returns nil, or the
 // *GuardError StoreLogs would return. It does not modify entries.
 func CheckAppend(after Shape, entries []*raft.Log, requireStamp bool) error {
-	in := after.internal()
-	if g := checkStore(in, entries, requireStamp); g != nil {
+	if g := checkStore(shape(after), entries, requireStamp); g != nil {
 		return g
 	}
-	if g := checkFits(in, entries); g != nil {
+	if g := checkFits(shape(after), entries); g != nil {
 		return g
 	}
 	return nil
@@ -91,7 +83,7 @@ func (l *Log) CheckReplace(at uint64, entries []*raft.Log) error {
 		}
 		termBefore = prev.Term
 	}
-	after, err := AfterTruncate(exported(sh), at, termBefore)
+	after, err := AfterTruncate(Shape(sh), at, termBefore)
 	if err == nil {
 		err = CheckAppend(after, entries, l.opts.requireStamp)
 	}
