@@ -46,6 +46,10 @@ type SeamCounters struct {
 	// TimeoutNowRefused: TimeoutNow requests not from the current leader,
 	// or to a member that is not a voting follower (U5).
 	TimeoutNowRefused uint64 `json:"timeout_now_refused"`
+	// AppendsRefused: appends refused whole because the guard would refuse
+	// their entries after raft had truncated the conflicting suffix (U4),
+	// or because an entry was nil (hashicorp/raft would panic).
+	AppendsRefused uint64 `json:"appends_refused"`
 }
 
 // Status returns this member's status.
@@ -69,7 +73,8 @@ func (n *Node) Status() Status {
 		CommitIndex: n.r.CommitIndex(), AppliedIndex: n.AppliedIndex(),
 		Floor: n.log.Floor(), PersistedFloor: n.log.PersistedFloor(),
 		Digest: n.sm.Digest(), Diverged: n.div.current(),
-		Seam: SeamCounters{CommitClamps: n.clamps.Load(), HeartbeatsRerouted: n.rerouted.Load(), TimeoutNowRefused: n.strayTimeouts.Load()},
+		Seam: SeamCounters{CommitClamps: n.clamps.Load(), HeartbeatsRerouted: n.rerouted.Load(), TimeoutNowRefused: n.strayTimeouts.Load(),
+			AppendsRefused: n.appendsRefused.Load()},
 	}
 	if f := n.r.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {

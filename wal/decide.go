@@ -129,6 +129,19 @@ func checkDelete(s shape, min, max uint64) (deleteKind, *GuardError) {
 	}
 }
 
+// truncated returns the shape after a DeleteRange(at, s.Last) of the given
+// kind: termBefore is the term of the entry at at-1 (used for a suffix
+// truncation only). A reset empties the log and keeps the floor.
+func truncated(s shape, kind deleteKind, at, termBefore uint64) shape {
+	switch kind {
+	case deleteSuffix:
+		s.Last, s.LastTerm = at-1, termBefore
+	case deleteAll:
+		s = shape{Floor: s.Floor}
+	}
+	return s
+}
+
 // overwriteDiag fills the stored-versus-offered fields of an ErrOverwrite.
 func overwriteDiag(g *GuardError, stored, offered *raft.Log) {
 	g.StoredTerm, g.ExpectedTerm = stored.Term, offered.Term
