@@ -87,9 +87,10 @@ func ExpectPeer(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, expectKey{}, id)
 }
 
-func expectedPeer(ctx context.Context) string {
-	id, _ := ctx.Value(expectKey{}).(string)
-	return id
+// ExpectedPeer returns the member ExpectPeer put into ctx, if any.
+func ExpectedPeer(ctx context.Context) (id string, ok bool) {
+	id, ok = ctx.Value(expectKey{}).(string)
+	return id, ok
 }
 
 // checkClaim decides whether a raft request whose header is h may come

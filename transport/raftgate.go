@@ -115,7 +115,7 @@ func (g *raftGate) next() error {
 
 // refuse logs why the connection is closed and closes it.
 func (g *raftGate) refuse(typ uint8, h *raft.RPCHeader, err error) error {
-	kv := []any{"remote", g.RemoteAddr().String(), "member", g.peerID, "rpc_type", typ, "len", len(g.rec.buf), "error", err}
+	kv := []any{"remote", g.RemoteAddr().String(), "peer_member", g.peerID, "rpc_type", typ, "len", len(g.rec.buf), "error", err}
 	if h != nil {
 		kv = append(kv, "claimed_id", clip(string(h.ID)), "claimed_addr", clip(string(h.Addr)))
 	}

@@ -53,7 +53,7 @@ func (m *Mux) Call(ctx context.Context, addr, method string, req []byte) ([]byte
 	if n := len(buf) - frameHeaderLen; n > m.cfg.MaxFrameSize {
 		return nil, notDelivered("encode", addr, method, fmt.Errorf("%w: request %d bytes > max %d", ErrFrameTooLarge, n, m.cfg.MaxFrameSize))
 	}
-	want := expectedPeer(ctx)
+	want, _ := ExpectedPeer(ctx)
 	// A connection found closed before our write is retried once on a fresh one.
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
