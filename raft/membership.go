@@ -63,7 +63,7 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 		case string(id) == n.cfg.ID:
 			return local(ctx)
 		default:
-			_, err = n.caller.Call(ctx, string(addr), method, req)
+			_, err = n.caller.Call(transport.ExpectPeer(ctx, string(id)), string(addr), method, req)
 			var re *transport.RemoteError
 			if err == nil || (errors.As(err, &re) && re.Code != codeNotLeader) {
 				return err

@@ -98,7 +98,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		return nil, fmt.Errorf("raft: open snapshot store: %w", err)
 	}
 	if n.mux, err = transport.Listen(transport.Config{
-		BindAddr: cfg.BindAddr, AdvertiseAddr: cfg.AdvertiseAddr, TLS: cfg.TLS,
+		ID: cfg.ID, BindAddr: cfg.BindAddr, AdvertiseAddr: cfg.AdvertiseAddr, TLS: cfg.TLS,
 		AllowInsecure: cfg.AllowInsecure, Logger: logger.Named("transport"),
 		MaxFrameSize: cfg.MaxCommandSize + 64<<10,
 	}); err != nil {
@@ -111,12 +111,16 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	n.nt = nt
 	// Pipelines drained so a refused append cannot wedge replication
 	// (hashicorp/raft #612); pre-vote and Close stay the transport's own.
-	var trans hraft.Transport = transport.DrainPipelines(nt)
-	n.caller = n.mux
+	// Each request binds its target address to the member raft sends it
+	// to, so that under TLS the dial verifies the server is that member.
+	var trans hraft.Transport = n.mux.BindTargets(transport.DrainPipelines(nt))
+	var caller transport.Caller = n.mux
 	if cfg.Faults != nil {
 		trans = cfg.Faults.Wrap(hraft.ServerAddress(n.mux.Addr()), trans)
-		n.caller = cfg.Faults.WrapCaller(n.mux.Addr(), n.mux)
+		caller = cfg.Faults.WrapCaller(n.mux.Addr(), n.mux)
 	}
+	// A call to a member's address expects that member (identity.go).
+	n.caller = memberCaller{n: n, inner: caller}
 	trans = gateCampaigns(trans, n.div.is)
 	// The reconcile seam, outermost: every incoming RPC passes it before
 	// raft sees it (whatever the layers below deliver, duplicates

@@ -57,7 +57,7 @@ func (n *Node) Propose(ctx context.Context, cmd []byte) (Result, error) {
 			}
 			last = err
 		default:
-			res, err := n.forward(ctx, string(addr), cmd)
+			res, err := n.forward(transport.ExpectPeer(ctx, string(id)), string(addr), cmd)
 			if err == nil || !errors.Is(err, ErrRejected) {
 				return res, err
 			}

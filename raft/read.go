@@ -33,7 +33,7 @@ func (n *Node) LinearizableRead(ctx context.Context) (uint64, error) {
 			idx, err = n.readIndexLocal(ctx)
 		default:
 			var reply []byte
-			reply, err = n.caller.Call(ctx, string(addr), methodReadIndex, nil)
+			reply, err = n.caller.Call(transport.ExpectPeer(ctx, string(id)), string(addr), methodReadIndex, nil)
 			if err == nil && len(reply) != 8 {
 				err = fmt.Errorf("raft: read index reply of %d bytes", len(reply))
 			}

@@ -7,6 +7,7 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/transport"
 )
 
 // Status is one member's view of itself and the cluster.
@@ -33,6 +34,11 @@ type Status struct {
 	// Seam counts what the reconcile seam corrected since the member
 	// started (docs/upstream.md).
 	Seam SeamCounters `json:"seam"`
+	// IdentityRefused counts connections, raft requests and calls refused
+	// since the member started because a peer's certificate named no
+	// member, or another member than claimed or expected (TLS only;
+	// docs/transport.md, "Member identity").
+	IdentityRefused transport.IdentityStats `json:"identity_refused"`
 }
 
 // SeamCounters count the reconcile seam's corrections of hashicorp/raft.
@@ -75,6 +81,7 @@ func (n *Node) Status() Status {
 		Digest: n.sm.Digest(), Diverged: n.div.current(),
 		Seam: SeamCounters{CommitClamps: n.clamps.Load(), HeartbeatsRerouted: n.rerouted.Load(), TimeoutNowRefused: n.strayTimeouts.Load(),
 			AppendsRefused: n.appendsRefused.Load()},
+		IdentityRefused: n.mux.IdentityStats(),
 	}
 	if f := n.r.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {
@@ -85,6 +92,8 @@ func (n *Node) Status() Status {
 }
 
 // StatusOf asks the member at addr for its status over the status RPC.
+// Under TLS, when the configuration names a member at addr, the server's
+// certificate must name that member (else transport.ErrWrongMember).
 func (n *Node) StatusOf(ctx context.Context, addr string) (Status, error) {
 	reply, err := n.caller.Call(ctx, addr, methodStatus, nil)
 	if err != nil {

@@ -12,7 +12,8 @@ import (
 // ClientConfig configures a Client. Zero fields take the Config defaults.
 type ClientConfig struct {
 	// TLS enables mutual TLS when non-nil: it must carry the client
-	// certificate and the cluster CA (RootCAs or ClientCAs), as Config.TLS.
+	// certificate, naming a member as every certificate must (MemberURI),
+	// and the cluster CA (RootCAs or ClientCAs), as Config.TLS.
 	// Nil dials in plaintext (members listening without TLS).
 	TLS *tls.Config
 	// Logger receives connection failures (never payload bytes).
@@ -37,7 +38,7 @@ type Client struct {
 var _ Caller = (*Client)(nil)
 
 // NewClient returns a Client. It fails only on an unusable TLS config
-// (ErrTLSConfig).
+// (ErrTLSConfig, also when the certificate names no member).
 func NewClient(cfg ClientConfig) (*Client, error) {
 	full, _, clientTLS, err := Config{
 		// The client binds nothing; a loopback placeholder passes the

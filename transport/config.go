@@ -29,6 +29,11 @@ type Config struct {
 	// actual address, which must then itself be concrete.
 	AdvertiseAddr string
 
+	// ID is this member's ID. With TLS its certificate must name it (a URI
+	// SAN jobraft://member/<ID>, see MemberURI), or Listen fails with
+	// ErrTLSConfig; empty means whatever member the certificate names.
+	ID string
+
 	// TLS enables mutual TLS for every channel when non-nil. It must carry a
 	// certificate (Certificates, GetCertificate or GetClientCertificate) used
 	// both as server and as client certificate, and a CA pool (RootCAs and/or
@@ -37,7 +42,8 @@ type Config struct {
 	// RequireAndVerifyClientCert and MinVersion >= TLS 1.2; InsecureSkipVerify
 	// is refused. When dialing, ServerName defaults to the host of the dialed
 	// address, so node certificates need IP SANs (or set ServerName to a name
-	// shared by every node certificate).
+	// shared by every node certificate). Every certificate must name exactly
+	// one member (see MemberURI and docs/transport.md, "Member identity").
 	TLS *tls.Config
 
 	// AllowInsecure permits listening without TLS on a non-loopback address.
@@ -110,7 +116,17 @@ func (cfg Config) withDefaults() (Config, *tls.Config, *tls.Config, error) {
 		return cfg, nil, nil, nil
 	}
 	server, client, err := mutualTLS(cfg.TLS)
-	return cfg, server, client, err
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	id, err := ownIdentity(cfg.TLS, cfg.ID)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	if id != "" {
+		cfg.ID = id
+	}
+	return cfg, server, client, nil
 }
 
 // mutualTLS derives the server and client configs from the user's config.

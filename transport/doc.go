@@ -12,12 +12,16 @@
 //     BindAddr fails with ErrInsecureBind unless cfg.AllowInsecure is set.
 //     With cfg.TLS, every connection in both directions is mutual TLS: one
 //     certificate is used as server and client, peers are verified against the
-//     cluster CA (RootCAs/ClientCAs), client certificates are required.
+//     cluster CA (RootCAs/ClientCAs), client certificates are required, and
+//     every certificate names exactly one member (MemberURI); cfg.ID, when
+//     set, must be the member the own certificate names.
 //  2. Register RPC handlers with mux.Handle(method, h) (before peers call;
 //     until then they get a RemoteError coded CodeUnknownMethod).
-//  3. nt, err := mux.RaftTransport(opts) and give nt (or, in chaos tests,
-//     faultNet.Wrap(mux.Addr(), nt)) to raft.NewRaft. Pre-vote stays on:
-//     the NetworkTransport and the wrapper both implement raft.WithPreVote.
+//  3. nt, err := mux.RaftTransport(opts) and give mux.BindTargets(nt) (or,
+//     in chaos tests, faultNet.Wrap(mux.Addr(), mux.BindTargets(nt))) to
+//     raft.NewRaft. Pre-vote stays on: the NetworkTransport and the wrappers
+//     implement raft.WithPreVote. Under TLS a raft transport without
+//     BindTargets cannot dial (ErrUnboundTarget).
 //  4. Call other members with mux.Call(ctx, addr, method, req) — or through a
 //     transport.Caller, so chaos tests can pass faultNet.WrapCaller(...).
 //  5. On shutdown: raft.Shutdown (it closes the raft transport), then
@@ -43,6 +47,13 @@
 //     refusals). IsNotDelivered covers both "did not run" cases. This is what
 //     lets the node report "rejected, nothing happened" versus
 //     "indeterminate, may have committed".
+//   - With TLS, a peer speaks only as the member its certificate names: an
+//     inbound raft request whose RPCHeader claims another member (or an
+//     address on a host the certificate does not name) closes its
+//     connection before raft sees it; a raft dial verifies the server is
+//     the member raft sends to; a Call verifies the member of ExpectPeer;
+//     handlers read the caller with PeerID. Refusals are counted
+//     (IdentityStats) and logged without payload bytes.
 //   - Close closes every connection before canceling handler contexts, so
 //     callers of a closing member see ErrIndeterminate, not a spurious remote
 //     error.

@@ -72,6 +72,31 @@ var (
 	ErrBadHeader = fmt.Errorf("%w: unknown channel header", ErrBadFrame)
 )
 
+// Identity errors. Each is also errors.Is(err, ErrIdentity). A dial or call
+// refused for one of them is ErrNotDelivered (nothing was sent beyond the
+// TLS handshake); Listen and NewClient wrap them in ErrTLSConfig.
+var (
+	// ErrIdentity is the class of every identity error: with TLS, every
+	// certificate names exactly one member (a URI SAN jobraft://member/<id>,
+	// see MemberURI) and a peer may speak only as that member.
+	ErrIdentity = errors.New("transport: member identity")
+
+	// ErrNoIdentity: a certificate names no member, or more than one.
+	ErrNoIdentity = fmt.Errorf("%w: certificate names no single member", ErrIdentity)
+
+	// ErrWrongMember: a peer's certificate names another member than the
+	// one expected (the server a member dialed), or than the one its raft
+	// request claims to come from (RPCHeader.ID, or an RPCHeader.Addr whose
+	// host the certificate is not valid for).
+	ErrWrongMember = fmt.Errorf("%w: certificate names another member", ErrIdentity)
+
+	// ErrUnboundTarget: with TLS, raft asked to dial an address that no
+	// outbound request has named a member for, so there is nothing to
+	// verify the server against: the raft transport was not wrapped by
+	// Mux.BindTargets.
+	ErrUnboundTarget = fmt.Errorf("%w: no member expected at the dialed address", ErrIdentity)
+)
+
 // ErrFaultInjected is the cause of every failure produced by a FaultNetwork.
 var ErrFaultInjected = errors.New("transport: fault injected")
 

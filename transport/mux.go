@@ -3,11 +3,13 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -38,6 +40,9 @@ type Mux struct {
 	handlers map[string]Handler
 
 	nextID uint64 // guarded by mu
+
+	targets     targetBook    // address → member raft sends to there (BindTargets)
+	idIn, idOut atomic.Uint64 // identity refusals (IdentityStats)
 }
 
 // Listen binds cfg.BindAddr and starts accepting connections. It refuses a
@@ -75,7 +80,7 @@ func Listen(cfg Config) (*Mux, error) {
 		peers:     make(map[string]*peerSlot),
 		handlers:  make(map[string]Handler),
 	}
-	m.log.Info("listening", "bind", ln.Addr().String(), "advertise", advertise, "tls", serverTLS != nil)
+	m.log.Info("listening", "bind", ln.Addr().String(), "advertise", advertise, "tls", serverTLS != nil, "member", cfg.ID)
 	m.wg.Add(1)
 	go m.acceptLoop()
 	return m, nil
@@ -197,6 +202,14 @@ func (m *Mux) serveConn(tc *trackedConn) {
 			return
 		}
 		tc.setConn(tlsConn)
+		leaf := tlsConn.ConnectionState().PeerCertificates[0]
+		id, err := CertIdentity(leaf)
+		if err != nil {
+			m.idIn.Add(1)
+			refuse("no member identity", err)
+			return
+		}
+		tc.setPeer(id, leaf)
 	}
 	var hdr [headerLen]byte
 	if _, err := io.ReadFull(tc, hdr[:]); err != nil {
@@ -233,10 +246,12 @@ func (m *Mux) serveConn(tc *trackedConn) {
 }
 
 // dial opens a connection to addr for channel: TCP connect (bounded by
-// DialTimeout and ctx), TLS handshake, header, and the server's ack. Any
-// error means nothing beyond the handshake reached the peer; op names the
-// failing step ("dial" or "handshake").
-func (m *Mux) dial(ctx context.Context, addr string, channel byte) (*trackedConn, string, error) {
+// DialTimeout and ctx), TLS handshake, identity check, header, and the
+// server's ack. With TLS the server's certificate must name a member, and
+// member want unless want is "". Any error means nothing beyond the
+// handshake reached the peer; op names the failing step ("dial" or
+// "handshake").
+func (m *Mux) dial(ctx context.Context, addr string, channel byte, want string) (*trackedConn, string, error) {
 	if m.isClosed() {
 		return nil, "dial", ErrClosed
 	}
@@ -274,6 +289,16 @@ func (m *Mux) dial(ctx context.Context, addr string, channel byte) (*trackedConn
 			return fail(fmt.Errorf("tls: %w", err))
 		}
 		tc.setConn(tlsConn)
+		leaf := tlsConn.ConnectionState().PeerCertificates[0]
+		id, err := CertIdentity(leaf)
+		if err == nil && want != "" && id != want {
+			err = fmt.Errorf("%w: expected member %q at %s, its certificate names %q", ErrWrongMember, clip(want), addr, clip(id))
+		}
+		if err != nil {
+			m.refuseServer(addr, want, err)
+			return fail(err)
+		}
+		tc.setPeer(id, leaf)
 	}
 	hdr := encodeHeader(channel)
 	if _, err := tc.Write(hdr[:]); err != nil {
@@ -307,6 +332,11 @@ type trackedConn struct {
 	once     sync.Once
 
 	raftInbound bool // guarded by m.mu; closed with the raft stream layer
+
+	// With TLS, set once after the handshake, before the connection is
+	// shared: the member the peer's certificate names, and the certificate.
+	peerID string
+	leaf   *x509.Certificate
 }
 
 func (m *Mux) track(c net.Conn) (*trackedConn, bool) {
@@ -325,6 +355,9 @@ func (m *Mux) track(c net.Conn) (*trackedConn, bool) {
 // the handshake, before the connection is shared. Close uses raw, so a
 // concurrent Mux.Close does not race with it.
 func (c *trackedConn) setConn(n net.Conn) { c.Conn = n }
+
+// setPeer records the peer's verified identity; same rules as setConn.
+func (c *trackedConn) setPeer(id string, leaf *x509.Certificate) { c.peerID, c.leaf = id, leaf }
 
 func (c *trackedConn) Close() error {
 	err := net.ErrClosed

@@ -28,8 +28,9 @@ var _ Caller = (*Mux)(nil)
 
 // Call implements Caller. Calls to one peer share one pooled connection
 // (dialed on demand, redialed after failure) and run concurrently,
-// multiplexed by request id. If ctx has no deadline, Config.CallTimeout
-// applies; the remaining time travels with the request and bounds the
+// multiplexed by request id. With TLS the server's certificate must name a
+// member, and the member of ExpectPeer(ctx) when ctx carries one. If ctx has
+// no deadline, Config.CallTimeout applies; the remaining time travels with the request and bounds the
 // handler's context. Cancellation is honored before the write and while
 // waiting for the reply; a frame being written finishes or fails within
 // FrameTimeout.
@@ -52,14 +53,20 @@ func (m *Mux) Call(ctx context.Context, addr, method string, req []byte) ([]byte
 	if n := len(buf) - frameHeaderLen; n > m.cfg.MaxFrameSize {
 		return nil, notDelivered("encode", addr, method, fmt.Errorf("%w: request %d bytes > max %d", ErrFrameTooLarge, n, m.cfg.MaxFrameSize))
 	}
+	want, _ := ExpectedPeer(ctx)
 	// A connection found closed before our write is retried once on a fresh one.
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, notDelivered("dial", addr, method, err)
 		}
-		pc, op, err := m.peerConn(ctx, addr)
+		pc, op, err := m.peerConn(ctx, addr, want)
 		if err != nil {
 			return nil, notDelivered(op, addr, method, err)
+		}
+		if want != "" && m.clientTLS != nil && pc.c.peerID != want {
+			err := fmt.Errorf("%w: expected member %q at %s, its certificate names %q", ErrWrongMember, clip(want), addr, clip(pc.c.peerID))
+			m.refuseServer(addr, want, err)
+			return nil, notDelivered("handshake", addr, method, err)
 		}
 		ch := make(chan response, 1)
 		if err := pc.register(id, ch); err != nil {
@@ -102,8 +109,10 @@ func (s *peerSlot) closeAll(err error) {
 	}
 }
 
-// peerConn returns the live pooled connection to addr, dialing if needed.
-func (m *Mux) peerConn(ctx context.Context, addr string) (*peerConn, string, error) {
+// peerConn returns the live pooled connection to addr, dialing if needed
+// (expecting member want, if not ""; a pooled connection is the caller's to
+// check).
+func (m *Mux) peerConn(ctx context.Context, addr, want string) (*peerConn, string, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -127,7 +136,7 @@ func (m *Mux) peerConn(ctx context.Context, addr string) (*peerConn, string, err
 	if pc := slot.current(); pc != nil {
 		return pc, "", nil
 	}
-	c, op, err := m.dial(ctx, addr, channelRPC)
+	c, op, err := m.dial(ctx, addr, channelRPC, want)
 	if err != nil {
 		return nil, op, err
 	}

@@ -14,7 +14,8 @@ import (
 // it). The returned bytes are copied into the reply before Handler's caller
 // returns. A returned error reaches the caller as a *RemoteError: return (or
 // wrap) a *RemoteError to choose its Code; any other error travels as its
-// Error() text with an empty code. ctx is canceled when the caller's timeout
+// Error() text with an empty code. With TLS, PeerID(ctx) names the calling
+// member (the one its certificate names). ctx is canceled when the caller's timeout
 // elapses, the connection is lost, or the Mux closes. Handlers run
 // concurrently, up to Config.MaxInflight per inbound connection.
 type Handler func(ctx context.Context, req []byte) ([]byte, error)
@@ -52,7 +53,11 @@ func (m *Mux) handler(method string) Handler {
 // A bad frame closes this connection only, with a logged reason.
 func (m *Mux) serveRPC(c *trackedConn) {
 	remote := c.RemoteAddr().String()
-	connCtx, cancel := context.WithCancel(m.ctx)
+	base := m.ctx
+	if c.leaf != nil {
+		base = context.WithValue(base, peerKey{}, c.peerID)
+	}
+	connCtx, cancel := context.WithCancel(base)
 	var wg sync.WaitGroup
 	defer func() {
 		cancel()

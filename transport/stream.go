@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -54,7 +55,7 @@ func (m *Mux) RaftTransport(opts RaftOptions) (*raft.NetworkTransport, error) {
 	}
 	sl := &streamLayer{
 		m:      m,
-		ch:     make(chan *trackedConn),
+		ch:     make(chan net.Conn),
 		closed: make(chan struct{}),
 	}
 	m.raft = sl
@@ -72,7 +73,7 @@ func (m *Mux) RaftTransport(opts RaftOptions) (*raft.NetworkTransport, error) {
 // streamLayer is the raft.StreamLayer over the Mux's raft channel.
 type streamLayer struct {
 	m      *Mux
-	ch     chan *trackedConn
+	ch     chan net.Conn
 	closed chan struct{}
 	once   sync.Once
 }
@@ -80,13 +81,18 @@ type streamLayer struct {
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
 // deliver hands an accepted, handshaken raft connection to Accept, or closes
-// it if the layer is closed.
+// it if the layer is closed. With TLS raft reads it through a gate that
+// checks every request's sender against the peer's certificate.
 func (s *streamLayer) deliver(c *trackedConn) {
 	s.m.mu.Lock()
 	c.raftInbound = true
 	s.m.mu.Unlock()
+	var conn net.Conn = c
+	if c.leaf != nil {
+		conn = newRaftGate(s.m, c)
+	}
 	select {
-	case s.ch <- c:
+	case s.ch <- conn:
 	case <-s.closed:
 		_ = c.Close()
 	}
@@ -134,21 +140,35 @@ func (s *streamLayer) isClosed() bool {
 // Addr implements net.Listener: the advertised address.
 func (s *streamLayer) Addr() net.Addr { return advertiseAddr(s.m.advertise) }
 
-// Dial implements raft.StreamLayer: TCP, TLS (if configured), channel header.
+// Dial implements raft.StreamLayer: TCP, TLS (if configured), channel
+// header. With TLS the server's certificate must name the member raft last
+// sent to at address (BindTargets); an address no request named is not
+// dialed at all (ErrUnboundTarget).
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	want := ""
+	if s.m.clientTLS != nil {
+		if want = s.m.targets.lookup(string(address)); want == "" {
+			err := fmt.Errorf("%w: %s", ErrUnboundTarget, address)
+			s.m.refuseServer(string(address), "", err)
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: advertiseAddr(address), Err: err}
+		}
+	}
 	ctx := s.m.ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	c, op, err := s.m.dial(ctx, string(address), channelRaft)
+	c, op, err := s.m.dial(ctx, string(address), channelRaft, want)
 	if err != nil {
 		var oe *net.OpError
 		if op == "dial" && errors.As(err, &oe) {
 			return nil, err // the TCP connect's own error: it names the op and address already
 		}
 		return nil, &net.OpError{Op: op, Net: "tcp", Addr: advertiseAddr(address), Err: err}
+	}
+	if want != "" {
+		return &boundConn{trackedConn: c, addr: string(address), id: want}, nil
 	}
 	return c, nil
 }

@@ -83,8 +83,13 @@ func requestVote(t *testing.T, m *Mux, addr string) (*raft.RequestVoteResponse, 
 	}
 	defer nt.Close()
 	var resp raft.RequestVoteResponse
-	err = nt.RequestVote("srv", raft.ServerAddress(addr), &raft.RequestVoteRequest{Term: 7}, &resp)
+	err = m.BindTargets(nt).RequestVote("srv", raft.ServerAddress(addr), &raft.RequestVoteRequest{RPCHeader: header(m), Term: 7}, &resp)
 	return &resp, err
+}
+
+// header is the RPCHeader m's raft would send: its member and address.
+func header(m *Mux) raft.RPCHeader {
+	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(m.cfg.ID), Addr: []byte(m.Addr())}
 }
 
 func TestMutualTLSValidPeer(t *testing.T) {
@@ -218,7 +223,7 @@ func TestMutualTLSClientRefusesServerFromOtherCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cnt.Close()
-	if err := cnt.RequestVote("impostor", raft.ServerAddress(impostor.Addr()), &raft.RequestVoteRequest{Term: 7}, &resp); err == nil {
+	if err := cli.BindTargets(cnt).RequestVote("impostor", raft.ServerAddress(impostor.Addr()), &raft.RequestVoteRequest{RPCHeader: header(cli), Term: 7}, &resp); err == nil {
 		t.Fatalf("raft to a server from another CA: answered %+v", resp)
 	}
 	tool, err := NewClient(ClientConfig{TLS: ca.NodeTLS(t, "tool"), HandshakeTimeout: 2 * time.Second})

@@ -13,10 +13,13 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/jobraft/jobraft/transport"
 )
 
 // clusterTLS loads the members' mutual TLS: this member's certificate (used
@@ -38,35 +41,43 @@ func (o *options) clusterTLS() (*tls.Config, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("cluster CA %s: no PEM certificate", o.ClusterCA)
 	}
-	if err := verifyMember(cert, pool); err != nil {
+	leaf, err := verifyMember(cert, pool)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s (CA %s): %v", errClusterCert, o.ClusterCert, o.ClusterCA, err)
+	}
+	// Peers accept this member only as the member its certificate names.
+	if id, err := transport.CertIdentity(leaf); err != nil || id != o.ID {
+		if err == nil {
+			err = fmt.Errorf("it names member %q", id)
+		}
+		return nil, fmt.Errorf("%w: %s must name member %q (URI SAN %s): %v", errCertMember, o.ClusterCert, o.ID, transport.MemberURI(o.ID), err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // verifyMember checks this member's certificate the way its peers will:
 // chained to the cluster CA, currently valid, and usable as TLS server and
-// as TLS client (the same certificate is both).
-func verifyMember(cert tls.Certificate, roots *x509.CertPool) error {
+// as TLS client (the same certificate is both). It returns the leaf.
+func verifyMember(cert tls.Certificate, roots *x509.CertPool) (*x509.Certificate, error) {
 	leaf, err := x509.ParseCertificate(cert.Certificate[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	inter := x509.NewCertPool()
 	for _, der := range cert.Certificate[1:] {
 		c, err := x509.ParseCertificate(der)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		inter.AddCert(c)
 	}
 	for _, use := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
 		opts := x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{use}}
 		if _, err := leaf.Verify(opts); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return leaf, nil
 }
 
 // apiTLS loads the HTTP API's server certificate; nil without -api-cert.
@@ -83,12 +94,14 @@ func (o *options) apiTLS() (*tls.Config, error) {
 
 // gencerts writes throwaway certificates for a local cluster: a CA
 // (ca.pem) and per name a certificate and key (<name>.pem, <name>-key.pem)
-// valid as TLS server and client for the given hosts. For demos and tests
-// only: the CA key is not kept.
+// valid as TLS server and client for the given hosts. Each name is a member
+// ID: its certificate names that member (URI SAN jobraft://member/<name>),
+// which peers hold the member to. For demos and tests only: the CA key is
+// not kept.
 func gencerts(args []string) error {
 	fs := flag.NewFlagSet("jobd gencerts", flag.ContinueOnError)
 	dir := fs.String("dir", "", "output directory (required)")
-	names := fs.String("names", "", "certificate names, comma-separated (required), e.g. n1,n2,n3,api")
+	names := fs.String("names", "", "certificate names = member IDs, comma-separated (required), e.g. n1,n2,n3,api")
 	hosts := fs.String("hosts", "127.0.0.1,::1,localhost", "IP addresses and DNS names of the SANs")
 	valid := fs.Duration("valid", 7*24*time.Hour, "validity")
 	if err := fs.Parse(args); err != nil {
@@ -137,7 +150,7 @@ func gencerts(args []string) error {
 			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(*valid),
 			KeyUsage:    x509.KeyUsageDigitalSignature,
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			IPAddresses: ips, DNSNames: dns,
+			IPAddresses: ips, DNSNames: dns, URIs: []*url.URL{transport.MemberURI(name)},
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 		if err != nil {

@@ -13,6 +13,10 @@ var (
 	// verify against -cluster-ca (another CA, expired, or not valid for
 	// both TLS server and client use): peers would refuse every connection.
 	errClusterCert = errors.New("member certificate does not verify against -cluster-ca")
+	// errCertMember: the member's own certificate does not name this
+	// member (-id) in a URI SAN jobraft://member/<id>: peers accept a
+	// member only as the member its certificate names.
+	errCertMember = errors.New("member certificate names another member")
 	// errDataDirLocked: another process (or another daemon in this one)
 	// holds the data dir's lock file.
 	errDataDirLocked = errors.New("data dir in use")

@@ -71,6 +71,26 @@ func TestClusterCertFromAnotherCARefused(t *testing.T) {
 	}
 }
 
+// TestClusterCertOfAnotherMemberRefused: a certificate of the cluster CA
+// issued for another member is refused at start, before the member opens
+// its log (its peers would refuse its every raft request).
+func TestClusterCertOfAnotherMemberRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := gencerts([]string{"-dir", dir, "-names", "t1,t2"}); err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions("t1", t.TempDir())
+	o.ClusterCA = filepath.Join(dir, "ca.pem")
+	o.ClusterCert, o.ClusterKey = filepath.Join(dir, "t2.pem"), filepath.Join(dir, "t2-key.pem")
+	_, err := tryStart(t, o)
+	if !errors.Is(err, errCertMember) || !strings.Contains(err.Error(), `names member "t2"`) {
+		t.Fatalf("t2's certificate for member t1: %v, want errCertMember naming t2", err)
+	}
+	if _, statErr := os.Stat(filepath.Join(o.DataDir, "log")); !errors.Is(statErr, os.ErrNotExist) {
+		t.Fatalf("the refused member opened its log: %v", statErr)
+	}
+}
+
 // TestDataDirIdentity: a data dir remembers its cluster and member; a start
 // with another cluster's peers or another member ID is refused, a start
 // with the same flags (or the stored -cluster-id) goes ahead.

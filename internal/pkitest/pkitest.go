@@ -4,7 +4,10 @@
 //
 // Everything is ECDSA P-256, valid from one hour ago for 24 hours, and carries
 // the IP SAN 127.0.0.1 (and ::1, "localhost") so loopback tests verify host
-// names for real. Nothing here is fit for production use.
+// names for real. A node certificate names its member in the URI SAN
+// jobraft://member/<name> (transport.MemberURI; built here without importing
+// transport, whose own tests use this package). Nothing here is fit for
+// production use.
 package pkitest
 
 import (
@@ -16,6 +19,7 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,9 +68,22 @@ func NewCA(t testing.TB, name string) *CA {
 	return &CA{Cert: cert, Key: key, Pool: pool}
 }
 
-// NodeCert issues a certificate for node name, valid for TLS server and client
-// authentication, with SANs 127.0.0.1, ::1 and localhost.
+// MemberURI is the URI SAN naming member id, as transport.MemberURI.
+func MemberURI(id string) *url.URL {
+	return &url.URL{Scheme: "jobraft", Host: "member", Path: "/" + id}
+}
+
+// NodeCert issues a certificate for member name, valid for TLS server and
+// client authentication, with SANs 127.0.0.1, ::1, localhost and
+// MemberURI(name).
 func (ca *CA) NodeCert(t testing.TB, name string) tls.Certificate {
+	t.Helper()
+	return ca.NodeCertURIs(t, name, MemberURI(name))
+}
+
+// NodeCertURIs is NodeCert with exactly the URI SANs given (none, another
+// member's, several): for tests of the identity checks.
+func (ca *CA) NodeCertURIs(t testing.TB, name string, uris ...*url.URL) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -81,6 +98,7 @@ func (ca *CA) NodeCert(t testing.TB, name string) tls.Certificate {
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		DNSNames:     []string{"localhost"},
+		URIs:         uris,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
@@ -98,8 +116,13 @@ func (ca *CA) NodeCert(t testing.TB, name string) tls.Certificate {
 // (RootCAs and ClientCAs), client certificates required.
 func (ca *CA) NodeTLS(t testing.TB, name string) *tls.Config {
 	t.Helper()
+	return ca.TLS(ca.NodeCert(t, name))
+}
+
+// TLS returns a *tls.Config presenting cert, as NodeTLS.
+func (ca *CA) TLS(cert tls.Certificate) *tls.Config {
 	return &tls.Config{
-		Certificates: []tls.Certificate{ca.NodeCert(t, name)},
+		Certificates: []tls.Certificate{cert},
 		RootCAs:      ca.Pool,
 		ClientCAs:    ca.Pool,
 		ClientAuth:   tls.RequireAndVerifyClientCert,
