@@ -87,6 +87,9 @@ func (g *Guard) Inner() raft.LogStore { return g.inner }
 // SetCommitFloor binds the commit floor source (see Log.SetCommitFloor).
 func (g *Guard) SetCommitFloor(fn func() uint64) { g.floor.set(fn) }
 
+// SetResetBound gates whole-log resets (see Log.SetResetBound).
+func (g *Guard) SetResetBound(fn func() uint64) { g.floor.setReset(fn) }
+
 // Floor returns the current commit floor.
 func (g *Guard) Floor() uint64 { return g.floor.now() }
 
@@ -188,6 +191,7 @@ func (g *Guard) DeleteRange(min, max uint64) error {
 		return err
 	}
 	sh := g.shape()
+	sh.ResetUpTo, sh.ResetGated = g.floor.resetBound()
 	kind, ge := checkDelete(sh, min, max)
 	if ge != nil {
 		countRefusal(ge)
