@@ -47,6 +47,11 @@ var (
 	// saw it (a stray TimeoutNow, docs/upstream.md). The sender's raft
 	// receives it as the RPC's error.
 	ErrRefusedAtSeam = errors.New("raft: refused at the reconcile seam")
+	// ErrCommittedDivergence: an InstallSnapshot whose last entry has
+	// another term than the entry this member committed at that index (its
+	// log or its latest snapshot). The seam refuses it (wrapped with
+	// ErrRefusedAtSeam) and publishes EventInstallDiverged; nothing changes.
+	ErrCommittedDivergence = errors.New("raft: snapshot contradicts an entry this member committed")
 )
 
 // ProposeError is the diagnostic of a failed proposal.

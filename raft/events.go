@@ -17,6 +17,9 @@ const (
 	EventSnapshotRejected EventKind = "snapshot_rejected" // Err (a *snapshot.GateError)
 	EventMemberAdded      EventKind = "member_added"      // Member
 	EventMemberRemoved    EventKind = "member_removed"    // Member
+	// EventInstallDiverged: a snapshot install claimed another term at an
+	// index this member committed; it was refused (docs/upstream.md U2).
+	EventInstallDiverged EventKind = "install_diverged" // Index, Term (the snapshot's), Leader (the sender), Err
 )
 
 // Event is one thing that happened on this member.

@@ -39,6 +39,7 @@ type Node struct {
 	clamps        atomic.Uint64 // appends whose commit index the seam clamped (U1)
 	rerouted      atomic.Uint64 // heartbeats sent through raft's main loop (U6)
 	strayTimeouts atomic.Uint64 // TimeoutNow requests refused at the seam (U5)
+	inst          installSeam   // installs and a stale last index at the seam (U2, U3)
 	closed        chan struct{}
 	life          context.Context // canceled when Close begins
 	kill          context.CancelFunc
@@ -112,7 +113,12 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	// clamped to the last entry it verified before raft sees it
 	// (docs/upstream.md U1). Outermost, so whatever the layers below
 	// deliver (duplicates included) passes it.
-	trans = transport.Seam(trans, n.seamHooks())
+	// While raft's cached last index is stale, appends at it and unsafe
+	// votes are refused and the member does not campaign (stale.go, U3).
+	hooks := n.seamHooks()
+	hooks.Intercept = n.staleIntercept(hooks.Intercept)
+	hooks.MayCampaign = n.mayCampaign
+	trans = transport.Seam(trans, hooks)
 
 	rc := hraft.DefaultConfig()
 	rc.LocalID = hraft.ServerID(cfg.ID)
@@ -151,6 +157,10 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	r := n.r
 	n.raft.Store(r)
 	n.log.SetCommitFloor(func() uint64 { return max(r.CommitIndex(), n.fsm.applied.Load()) })
+	// hashicorp/raft seals a snapshot (taken or installed) before it resets
+	// the log; a reset of committed entries needs one reaching the floor
+	// (docs/upstream.md U2).
+	n.log.SetResetBound(n.inst.sealed.Load)
 	if cfg.Bootstrap && !hasState {
 		members := cfg.InitialMembers
 		if len(members) == 0 {
@@ -187,6 +197,7 @@ func (n *Node) snapshotEvent(e snapshot.Event) {
 		ev := Event{Kind: EventSnapshotSealed}
 		if e.Manifest != nil {
 			ev.Index, ev.Term = e.Manifest.Index, e.Manifest.Term
+			n.inst.sealed.Store(e.Manifest.Index) // the wal's reset bound
 		}
 		n.events.publish(ev)
 	case snapshot.Rejected, snapshot.Refused:
