@@ -2,6 +2,7 @@ package raft_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -263,6 +264,126 @@ func TestCraftedInstallBelowTheFloor(t *testing.T) {
 	}
 	proposeKeys(t, c, l, "c", 5)
 	c.WaitConverged(wait)
+	checkNoGuardRefusals(t, "the follower", events)
+	checkCommittedPrefix(t, c)
+	checkAppliedHistory(t, c)
+	checkElectionSafety(t, faults)
+}
+
+// TestStaleMatchingTailRefusesAppendAtStaleIndex is the regression test of
+// docs/upstream.md U3(b), the matching-tail shape of a stale last index.
+// A follower holds entries past its commit index that agree with the
+// leader's (sent to it while it was cut off, not yet known committed). It
+// installs a snapshot that ends inside that tail but whose last term the
+// log does not hold (crafted: the seam lets it through to raft, as any
+// install past the floor), so raft resets the log and keeps its cached last
+// index, which the leader's log also holds. Leadership then moves to the
+// third member, whose first append to the follower has PrevLogEntry = that
+// stale index. hashicorp/raft v1.7.3 alone passes it on the cache, stores
+// the new entry above a hole and panics ("log not found") at the next
+// commit. Through the seam the append is refused, the follower does not
+// campaign, the leader is asked for a snapshot past the stale index
+// (stale.go) and the follower converges with a contiguous log.
+func TestStaleMatchingTailRefusesAppendAtStaleIndex(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	faults := transport.NewFaultNetwork(seed)
+	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 4 })
+	l := c.WaitLeader(wait)
+	proposeKeys(t, c, l, "a", 5)
+	c.WaitConverged(wait)
+	f, o := (l+1)%3, (l+2)%3
+	lead, fol, third := c.Nodes[l], c.Nodes[f], c.Nodes[o]
+	base := fol.Status()
+	last, term := base.LastIndex, base.Term
+	if base.CommitIndex != last || term < 2 || lead.Status().Term != term {
+		t.Fatalf("not idle: follower %+v, leader term %d", base, lead.Status().Term)
+	}
+	stream := kvSnapshotAt(t, c, f, last+1) // the state at last+1, a barrier
+
+	// The leader and the third member commit a barrier and three writes.
+	faults.Isolate(addr(fol))
+	if err := lead.Raft().Barrier(wait).Error(); err != nil {
+		t.Fatal(err)
+	}
+	proposeKeys(t, c, l, "t", 3)
+	tail := lead.Status().LastIndex
+	var entries []*hraft.Log
+	for i := last + 1; i <= tail; i++ {
+		e := new(hraft.Log)
+		if err := lead.Log().GetLog(i, e); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	if entries[0].Type != hraft.LogBarrier || tail < last+3 || lead.Status().Term != term {
+		t.Fatalf("leader's tail (%d, %d] in term %d, first entry %v: not the shape", last, tail, lead.Status().Term, entries[0].Type)
+	}
+	c.WaitConvergedOf(wait, l, o)
+
+	// The follower gets them without learning they are committed.
+	resp := sendAppend(t, fol.Addr(), &hraft.AppendEntriesRequest{
+		RPCHeader:    hraft.RPCHeader{ProtocolVersion: hraft.ProtocolVersionMax, ID: []byte(lead.ID()), Addr: []byte(lead.Addr())},
+		Term:         term,
+		PrevLogEntry: last, PrevLogTerm: termAt(t, fol, last),
+		Entries:           entries,
+		LeaderCommitIndex: last,
+	})
+	if !resp.Success {
+		t.Fatalf("tail append refused (term %d, last %d)", resp.Term, resp.LastLog)
+	}
+	if st := fol.Status(); st.LastIndex != tail || fol.Log().Floor() != last {
+		t.Fatalf("follower last %d floor %d, want %d and %d", st.LastIndex, fol.Log().Floor(), tail, last)
+	}
+
+	// A snapshot inside the tail, with a last term the log does not hold.
+	ir, err := sendInstall(t, fol.Addr(), installFrom(t, lead, term, last+1, term-1), stream)
+	if err != nil || !ir.Success {
+		t.Fatalf("install past the floor: success %v err %v", ir.Success, err)
+	}
+	if walLast, _ := fol.Log().LastIndex(); walLast != 0 || fol.Raft().LastIndex() != tail {
+		t.Fatalf("not the stale shape: wal last %d, raft last %d (want 0 and %d)", walLast, fol.Raft().LastIndex(), tail)
+	}
+
+	// Leadership moves to the third member, whose log ends at the stale
+	// index.
+	faults.Rejoin(addr(fol))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := lead.TransferLeadership(ctx, third.ID()); err != nil {
+		t.Fatal(err)
+	}
+	events, cancelEvents := fol.Events(4096)
+	defer cancelEvents()
+	nodetest.WaitFor(t, wait, "the third member leading", func() bool { return c.Leader() == o })
+	nodetest.WaitFor(t, wait, "an append at the stale index refused", func() bool {
+		return fol.Status().Seam.StaleAppendsRefused > 0
+	})
+	proposeKeys(t, c, o, "c", 5)
+	c.WaitConverged(wait)
+
+	st := fol.Status()
+	t.Logf("follower seam counters %+v", st.Seam)
+	if st.Role == "Leader" {
+		t.Error("the follower became leader")
+	}
+	// Its state comes from a snapshot past the stale index, and its log is
+	// contiguous from there.
+	snap, _ := strconv.ParseUint(fol.Raft().Stats()["last_snapshot_index"], 10, 64)
+	if snap <= tail {
+		t.Errorf("follower's latest snapshot ends at %d, at or below the stale index %d", snap, tail)
+	}
+	walFirst, _ := fol.Log().FirstIndex()
+	walLast, _ := fol.Log().LastIndex()
+	if walLast != 0 && walFirst > snap+1 {
+		t.Errorf("follower's log [%d, %d] does not connect to its snapshot at %d", walFirst, walLast, snap)
+	}
+	for i := walFirst; i <= walLast && walLast != 0; i++ {
+		var e hraft.Log
+		if err := fol.Log().GetLog(i, &e); err != nil {
+			t.Fatalf("follower's log has a hole at %d in [%d, %d]: %v", i, walFirst, walLast, err)
+		}
+	}
 	checkNoGuardRefusals(t, "the follower", events)
 	checkCommittedPrefix(t, c)
 	checkAppliedHistory(t, c)
