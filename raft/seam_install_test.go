@@ -119,7 +119,8 @@ func unchanged(t *testing.T, n *raft.Node, before raft.Status, what string) {
 // committed entries included, and keeps its cached last index, so the next
 // append panics ("log not found") and kills the process. Through the seam
 // the install is answered without restoring: the state, the applied index
-// and the log stay, the guard refuses nothing, and the cluster converges.
+// and the log stay, the guard refuses nothing, and the cluster converges
+// after leadership moves to the third member (the audit's U3(b) sequence).
 func TestStaleInstallSnapshotKeepsState(t *testing.T) {
 	faults := transport.NewFaultNetwork(1)
 	c := nodetest.Start(t, 3, faults, nil)
@@ -159,7 +160,17 @@ func TestStaleInstallSnapshotKeepsState(t *testing.T) {
 	}
 	checkNoGuardRefusals(t, "the follower", events)
 
-	proposeKeys(t, c, l, "c", 5)
+	// The audit's U3(b) sequence: leadership moves to the third member,
+	// whose first append to the follower starts at the follower's last
+	// index; then more writes.
+	o := (l + 2) % 3
+	ctx, cancel2 := context.WithTimeout(context.Background(), wait)
+	defer cancel2()
+	if err := c.Nodes[l].TransferLeadership(ctx, c.Nodes[o].ID()); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, wait, "the third member leading", func() bool { return c.Leader() == o })
+	proposeKeys(t, c, o, "c", 5)
 	c.WaitConverged(wait)
 	unchangedFirst := fol.Status().FirstIndex
 	if unchangedFirst != before.FirstIndex {
@@ -388,4 +399,27 @@ func TestStaleMatchingTailRefusesAppendAtStaleIndex(t *testing.T) {
 	checkCommittedPrefix(t, c)
 	checkAppliedHistory(t, c)
 	checkElectionSafety(t, faults)
+}
+
+// TestSeamMayCampaignGatesVoteRequests: while the MayCampaign hook says no,
+// the member's own vote and pre-vote requests are answered "not granted"
+// in their term without reaching the inner transport (here: no peer is
+// connected, so a request that reached it would fail).
+func TestSeamMayCampaignGatesVoteRequests(t *testing.T) {
+	_, inner := hraft.NewInmemTransport("a")
+	may := false
+	s := transport.Seam(inner, transport.SeamHooks{MayCampaign: func() bool { return may }})
+	defer s.(hraft.WithClose).Close()
+	var vr hraft.RequestVoteResponse
+	if err := s.RequestVote("b", "b", &hraft.RequestVoteRequest{Term: 7, LastLogIndex: 9}, &vr); err != nil || vr.Granted || vr.Term != 7 {
+		t.Fatalf("gated vote request: %+v %v", vr, err)
+	}
+	var pr hraft.RequestPreVoteResponse
+	if err := s.(hraft.WithPreVote).RequestPreVote("b", "b", &hraft.RequestPreVoteRequest{Term: 8}, &pr); err != nil || pr.Granted || pr.Term != 8 {
+		t.Fatalf("gated pre-vote request: %+v %v", pr, err)
+	}
+	may = true
+	if err := s.RequestVote("b", "b", &hraft.RequestVoteRequest{Term: 7}, &vr); err == nil {
+		t.Fatal("an allowed vote request did not reach the inner transport")
+	}
 }
