@@ -27,7 +27,12 @@
 //   - The log refuses, loudly and typed, anything that would break G1–G7
 //     (see package wal); refusals are events (EventGuardRefusal).
 //   - A follower whose cached last index went stale after a snapshot
-//     install (hashicorp/raft #697 shape) recovers: see stale.go.
+//     install (hashicorp/raft #697 shape) recovers: see stale.go. While it
+//     is stale, appends at that index and unsafe votes are refused and the
+//     member does not campaign.
+//   - A snapshot older than what the member committed never restores
+//     (Figure 13 step 6, seam_install.go): the state machine, the applied
+//     index and the committed log never go back.
 //   - Status (and StatusOf over the RPC) reports term, leader, first/last/
 //     commit/applied index, commit floor, digest and members; nothing in the
 //     project infers state from log text.
