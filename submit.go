@@ -6,7 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/raft"
@@ -33,8 +36,9 @@ const (
 type SubmitRequest struct {
 	// ID names the job. Empty: the controller assigns a unique,
 	// time-ordered ID. The ID is the job's idempotency key: a submit whose
-	// ID exists returns the existing job and creates nothing. IDs must not
-	// start with '@'.
+	// ID exists returns the existing job and creates nothing. IDs are UTF-8
+	// text without control characters, at most fsm.MaxIDLen bytes, and
+	// must not start with '@'.
 	ID    string
 	Queue string
 	Kind  string
@@ -43,7 +47,8 @@ type SubmitRequest struct {
 	// Priority: larger values are claimed first.
 	Priority int32
 	// RunAt delays the job until then, on the leader's clock; Delay, if
-	// set instead, is relative to this member's clock at submit.
+	// set instead (not both), is relative to this member's clock at
+	// submit, in [0, fsm.MaxDelay].
 	RunAt time.Time
 	Delay time.Duration
 	// MaxAttempts and Backoff override Config.MaxAttempts/Backoff.
@@ -156,7 +161,10 @@ func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
 	if nj.ID == "" {
 		nj.ID = NewID()
 	}
-	if req.Delay > 0 && nj.RunAt.IsZero() {
+	if p := requestProblem(req); p != "" {
+		return nj, 0, &classed{class: ErrInvalidRequest, cause: fmt.Errorf("%w: %s", fsm.ErrInvalidCommand, p)}
+	}
+	if req.Delay > 0 {
 		nj.RunAt = c.cfg.Clock().Add(req.Delay)
 	}
 	if nj.MaxAttempts == 0 {
@@ -173,6 +181,23 @@ func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
 		return nj, 0, mapErr(err)
 	}
 	return nj, len(b), nil
+}
+
+// requestProblem says what is wrong with req's ID or timing ("" if
+// nothing): checks the state machine does not make, done here so they
+// apply to new submits only.
+func requestProblem(req *SubmitRequest) string {
+	switch {
+	case req.Delay < 0 || req.Delay > fsm.MaxDelay:
+		return fmt.Sprintf("delay %v out of [0, %v]", req.Delay, fsm.MaxDelay)
+	case req.Delay != 0 && !req.RunAt.IsZero():
+		return "delay and run-at both set"
+	case !utf8.ValidString(req.ID):
+		return fmt.Sprintf("job id %q is not valid UTF-8", req.ID)
+	case strings.IndexFunc(req.ID, unicode.IsControl) >= 0:
+		return fmt.Sprintf("job id %q holds a control character", req.ID)
+	}
+	return ""
 }
 
 // submitPart submits jobs (the requests idx of out) until their outcome is

@@ -33,6 +33,12 @@
 //   - A snapshot older than what the member committed never restores
 //     (Figure 13 step 6, seam_install.go): the state machine, the applied
 //     index and the committed log never go back.
+//   - A member asked by a higher-term leader to cut entries at or below its
+//     commit floor, or sent a snapshot that contradicts an entry it
+//     committed (seam_install.go), is diverged: Status.Diverged, one EventDiverged, the
+//     gauge jobraft.raft.diverged; it keeps refusing, stands for no
+//     election and installs no snapshot until it is re-seeded (diverged.go,
+//     docs/node.md "A diverged member").
 //   - Status (and StatusOf over the RPC) reports term, leader, first/last/
 //     commit/applied index, commit floor, digest and members; nothing in the
 //     project infers state from log text.

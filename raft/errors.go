@@ -47,10 +47,16 @@ var (
 	// saw it (a stray TimeoutNow, docs/upstream.md). The sender's raft
 	// receives it as the RPC's error.
 	ErrRefusedAtSeam = errors.New("raft: refused at the reconcile seam")
+	// ErrDiverged: this member diverged from its leader's log (Status.Diverged)
+	// and refuses what would repair it in place: the snapshot store returns
+	// it for every snapshot raft would create, taken or installed. Re-seed
+	// the member (docs/node.md, "A diverged member").
+	ErrDiverged = errors.New("raft: member diverged from the leader's log; re-seed it")
 	// ErrCommittedDivergence: an InstallSnapshot whose last entry has
 	// another term than the entry this member committed at that index (its
 	// log or its latest snapshot). The seam refuses it (wrapped with
-	// ErrRefusedAtSeam) and publishes EventInstallDiverged; nothing changes.
+	// ErrRefusedAtSeam), the member is diverged (EventDiverged carries
+	// it); nothing else changes.
 	ErrCommittedDivergence = errors.New("raft: snapshot contradicts an entry this member committed")
 )
 

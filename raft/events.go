@@ -14,12 +14,10 @@ const (
 	EventRoleChange       EventKind = "role_change"       // Role
 	EventGuardRefusal     EventKind = "guard_refusal"     // Err (a *wal.GuardError)
 	EventSnapshotSealed   EventKind = "snapshot_sealed"   // Index, Term
-	EventSnapshotRejected EventKind = "snapshot_rejected" // Err (a *snapshot.GateError)
+	EventSnapshotRejected EventKind = "snapshot_rejected" // Err (a *snapshot.GateError, or ErrDiverged with Index, Term)
 	EventMemberAdded      EventKind = "member_added"      // Member
 	EventMemberRemoved    EventKind = "member_removed"    // Member
-	// EventInstallDiverged: a snapshot install claimed another term at an
-	// index this member committed; it was refused (docs/upstream.md U2).
-	EventInstallDiverged EventKind = "install_diverged" // Index, Term (the snapshot's), Leader (the sender), Err
+	EventDiverged         EventKind = "diverged"          // Divergence, Index, Term (the leader's), Leader, Err (the refusal)
 )
 
 // Event is one thing that happened on this member.
@@ -32,6 +30,9 @@ type Event struct {
 	Index  uint64
 	Member Member
 	Err    error
+	// Divergence is set for EventDiverged (published once per divergence,
+	// not per refused retry).
+	Divergence *Divergence
 }
 
 // eventHub fans events out to subscribers. A slow subscriber loses events

@@ -32,6 +32,7 @@ type Node struct {
 	caller transport.Caller
 	r      *hraft.Raft
 	events *eventHub
+	div    *divergence
 
 	readyTerm atomic.Uint64              // term whose first barrier this leader committed
 	raft      atomic.Pointer[hraft.Raft] // r, for the seam's hooks (set once NewRaft returns)
@@ -65,7 +66,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		return nil, err
 	}
 	o := nodeopt.Collect(opts)
-	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm, o.Applied), events: newEventHub(), closed: make(chan struct{})}
+	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm, o.Applied), events: newEventHub(), div: newDivergence(), closed: make(chan struct{})}
 	n.life, n.kill = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -75,10 +76,16 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		}
 	}()
 	logger := cfg.Logger
+	// The wal's and raft's lines that repeat on every refused retry are
+	// let through once per window (quietlog.go).
+	quiet := limitRepeats(logger, divergedReport)
 	walOpts := append([]wal.Option{
 		wal.RequireStamp(),
-		wal.WithLogger(logger.Named("wal")),
-		wal.OnRefusal(func(err error) { n.events.publish(Event{Kind: EventGuardRefusal, Err: err}) }),
+		wal.WithLogger(quiet.Named("wal")),
+		wal.OnRefusal(func(err error) {
+			n.events.publish(Event{Kind: EventGuardRefusal, Err: err})
+			n.div.offer(err, cfg.ID)
+		}),
 	}, cfg.WALOptions...)
 	if n.log, err = wal.Open(filepath.Join(cfg.DataDir, "log"), walOpts...); err != nil {
 		return nil, fmt.Errorf("raft: open log: %w", err)
@@ -109,15 +116,17 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		trans = cfg.Faults.Wrap(hraft.ServerAddress(n.mux.Addr()), trans)
 		n.caller = cfg.Faults.WrapCaller(n.mux.Addr(), n.mux)
 	}
-	// The reconcile seam: every incoming append has its commit index
-	// clamped to the last entry it verified before raft sees it
-	// (docs/upstream.md U1). Outermost, so whatever the layers below
-	// deliver (duplicates included) passes it.
-	// While raft's cached last index is stale, appends at it and unsafe
-	// votes are refused and the member does not campaign (stale.go, U3).
+	// No vote requests while the member is diverged (gates.go) or while
+	// raft's cached last index is stale (stale.go, docs/upstream.md U3).
+	trans = gateCampaigns(trans, n.noCampaign)
+	// The reconcile seam, outermost: every incoming RPC passes it before
+	// raft sees it (whatever the layers below deliver, duplicates
+	// included); it clamps each append's commit index to the last entry it
+	// verified and applies the member's policy (docs/upstream.md). While
+	// raft's cached last index is stale, appends at it and unsafe votes are
+	// refused (stale.go, U3).
 	hooks := n.seamHooks()
 	hooks.Intercept = n.staleIntercept(hooks.Intercept)
-	hooks.MayCampaign = n.mayCampaign
 	trans = transport.Seam(trans, hooks)
 
 	rc := hraft.DefaultConfig()
@@ -136,7 +145,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	// Close would close the log under raft's still-running goroutines and
 	// leave the raft transport open (its accept loop outliving Close).
 	rc.ShutdownOnRemove = false
-	rc.Logger = logger.Named("raft")
+	rc.Logger = quiet.Named("raft")
 	if err := hraft.ValidateConfig(rc); err != nil {
 		return nil, invalidConfig("%v", err)
 	}
@@ -151,11 +160,15 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		// Before NewRaft, which restores the latest snapshot.
 		o.Applied.Append([]history.Record{{Kind: history.KindStarted}})
 	}
-	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, n.snaps, trans); err != nil {
+	snaps := snapshotGate{Store: n.snaps, diverged: n.div.is, refused: func(index, term uint64, err error) {
+		n.events.publish(Event{Kind: EventSnapshotRejected, Index: index, Term: term, Err: err})
+	}}
+	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, snaps, trans); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
 	r := n.r
 	n.raft.Store(r)
+	n.div.raft.Store(r)
 	n.log.SetCommitFloor(func() uint64 { return max(r.CommitIndex(), n.fsm.applied.Load()) })
 	// hashicorp/raft seals a snapshot (taken or installed) before it resets
 	// the log; a reset of committed entries needs one reaching the floor
@@ -187,6 +200,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	n.mux.Handle(methodSnapshotPast, n.handleSnapshotPast)
 	n.observe()
 	n.watchStaleLastIndex()
+	n.watchDivergence()
 	ok = true
 	return n, nil
 }

@@ -15,7 +15,7 @@ import (
 
 // A follower may commit only what the leader's append verified: up to
 // PrevLogEntry + len(Entries) (the Raft paper's Figure 2), never its own
-// last index (hashicorp/raft v1.7.3, LESSONS.md §8).
+// last index (hashicorp/raft v1.7.3, docs/failures.md §8).
 //
 // The shape: leader m(old) of term T1 holds the committed log up to N, is
 // isolated, and appends N+1 in T1 (a proposal that cannot commit). The

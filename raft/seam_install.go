@@ -39,8 +39,10 @@ import (
 //     same term. Then the member already has what the snapshot holds.
 //   - If the member holds a different term at that committed index (its
 //     log, or its latest snapshot), the sender and this member disagree
-//     about a committed entry: the request is refused loudly
-//     (EventInstallDiverged, an ERROR line, a metric) and nothing changes.
+//     about a committed entry: the request is refused loudly and nothing
+//     changes. The member is diverged (diverged.go: Status.Diverged, one
+//     EventDiverged, the gauge; no campaign, no snapshot until re-seeded),
+//     every refusal is an ERROR line and counted.
 //   - In the sender's term, it is answered Success without restoring, when
 //     raft's next append from the snapshot's index will pass its log
 //     check: the log holds that entry, or it is raft's last entry (and
@@ -241,11 +243,30 @@ func (n *Node) finishInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest, a
 		metrics.IncrCounter([]string{"jobraft", "raft", "install_diverged"}, 1)
 		err := fmt.Errorf("%w: %w: snapshot ends at index %d term %d from %q (term %d); this member holds term %d there, at or below its commit floor %d",
 			ErrRefusedAtSeam, ErrCommittedDivergence, v.Index, v.Term, sender, v.ReqTerm, v.HeldTerm, v.Floor)
-		lg.Error("install snapshot refused: committed divergence", "from", sender, "index", v.Index,
-			"snapshot_term", v.Term, "held_term", v.HeldTerm, "floor", v.Floor, "request_term", v.ReqTerm)
-		n.events.publish(Event{Kind: EventInstallDiverged, Index: v.Index, Term: v.Term, Leader: sender, Err: err})
+		n.installDiverged(v, sender, err)
 		rpc.Respond(resp, err)
 	}
+}
+
+// installDiverged makes the member diverged (diverged.go): the sender's
+// snapshot and this member disagree about a committed entry, so one of
+// them holds a committed entry the other does not. The first one is
+// published (EventDiverged with the Divergence, the gauge, an ERROR line);
+// every refusal is logged at ERROR, with indexes and terms only.
+func (n *Node) installDiverged(v installView, sender string, err error) {
+	cur, first := n.div.record(Divergence{Index: v.Index, LocalTerm: v.HeldTerm, LeaderTerm: v.ReqTerm, Leader: sender, Floor: v.Floor}, time.Now())
+	n.cfg.Logger.Named("seam").Error("install snapshot refused: its last entry contradicts an entry this member committed",
+		"from", sender, "index", v.Index, "snapshot_term", v.Term, "held_term", v.HeldTerm, "floor", v.Floor,
+		"request_term", v.ReqTerm, "refusals", cur.Refusals)
+	if !first {
+		return
+	}
+	gaugeDiverged(n.cfg.ID, true)
+	n.cfg.Logger.Error("member diverged: a snapshot contradicts an entry at or below this member's commit floor; "+
+		"this member stands for no election and installs no snapshot until it is re-seeded (docs/node.md, \"A diverged member\")",
+		"index", cur.Index, "local_term", cur.LocalTerm, "leader", cur.Leader, "leader_term", cur.LeaderTerm, "floor", cur.Floor)
+	n.events.publish(Event{Kind: EventDiverged, Time: cur.Since, Leader: cur.Leader, Term: cur.LeaderTerm, Index: cur.Index,
+		Err: err, Divergence: &cur})
 }
 
 // drainInstall reads exactly size bytes of a snapshot stream and discards

@@ -129,6 +129,7 @@ func TestCraftedCommitAheadOfVerifiedAppendIsClamped(t *testing.T) {
 	}
 	checkNoGuardRefusals(t, "the old leader", events)
 	checkCommittedPrefix(t, c)
+	checkAppliedHistory(t, c)
 	if err := faults.CheckElectionSafety(); err != nil {
 		t.Fatal(err)
 	}

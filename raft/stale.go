@@ -135,7 +135,7 @@ func (n *Node) staleLast(r *hraft.Raft) uint64 {
 //     committed entries its snapshot holds. Checking both keeps the member
 //     a safe voter without taking its vote away, so the others can still
 //     elect a leader that will repair it;
-//   - it does not campaign (transport.SeamHooks.MayCampaign): its votes
+//   - it does not campaign (the campaign gate, gates.go): its vote
 //     requests would claim the stale entry, and as a leader it would hold
 //     neither the entries nor the state it claims.
 
@@ -219,16 +219,19 @@ func (n *Node) realLast(r *hraft.Raft) (index, term uint64) {
 	return index, term
 }
 
-// mayCampaign is the seam's MayCampaign hook: no vote requests while raft's
-// last index is stale.
-func (n *Node) mayCampaign() bool {
+// noCampaign is the campaign gate's predicate (gates.go): no vote requests
+// while the member is diverged or raft's last index is stale.
+func (n *Node) noCampaign() bool {
+	if n.div.is() {
+		return true
+	}
 	r := n.raftNow()
 	if r == nil || n.staleLast(r) == 0 {
-		return true
+		return false
 	}
 	n.inst.campaigns.Add(1)
 	metrics.IncrCounter([]string{"jobraft", "raft", "stale_campaign_refused"}, 1)
-	return false
+	return true
 }
 
 // handleSnapshotPast is the leader's side: move the log to at least the

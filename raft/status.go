@@ -26,6 +26,10 @@ type Status struct {
 	PersistedFloor uint64     `json:"persisted_floor"`
 	Digest         fsm.Digest `json:"digest"`
 	Members        []Member   `json:"members"`
+	// Diverged is set once the leader asked this member to cut entries at
+	// or below its commit floor (see Divergence); nil otherwise. It stays
+	// set until the member stops.
+	Diverged *Divergence `json:"diverged,omitempty"`
 	// Seam counts what the reconcile seam corrected since the member
 	// started (docs/upstream.md).
 	Seam SeamCounters `json:"seam"`
@@ -80,8 +84,8 @@ func (n *Node) Status() Status {
 		FirstIndex: first, LastIndex: last, LastTerm: lastTerm,
 		CommitIndex: n.r.CommitIndex(), AppliedIndex: n.AppliedIndex(),
 		Floor: n.log.Floor(), PersistedFloor: n.log.PersistedFloor(),
-		Digest: n.sm.Digest(),
-		Seam:   n.seamCounters(),
+		Digest: n.sm.Digest(), Diverged: n.div.current(),
+		Seam: n.seamCounters(),
 	}
 	if f := n.r.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// The regression test for the consistency gate (DESIGN.md lesson 8): the
+// The regression test for the consistency gate (docs/failures.md §7): the
 // artifact is altered between manifest sealing and the gate's re-read; the
 // candidate must be rejected, nothing published in its place, the previous
 // snapshot kept, and the diagnostic must name the mismatch.

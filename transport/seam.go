@@ -59,11 +59,6 @@ type SeamHooks struct {
 	// connection's goroutine. false sends it through the consumer (and
 	// Intercept) instead. nil: every heartbeat takes the fast path.
 	FastPath func(hb *raft.AppendEntriesRequest) bool
-	// MayCampaign reports whether this member may ask for votes now. false
-	// answers the member's own RequestVote and RequestPreVote "not granted"
-	// locally, in the request's term, without sending them: a member that
-	// cannot vouch for its own log must not win an election. nil: always.
-	MayCampaign func() bool
 }
 
 // ClampCommit applies the seam's rule to one request: it lowers
@@ -185,17 +180,10 @@ func (s *seam) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *
 	return s.inner.AppendEntries(id, target, args, resp)
 }
 
-// RequestVote implements raft.Transport: not sent while the MayCampaign
-// hook says no.
+// RequestVote implements raft.Transport.
 func (s *seam) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
-	if !s.mayCampaign() {
-		*resp = raft.RequestVoteResponse{RPCHeader: raft.RPCHeader{ProtocolVersion: args.ProtocolVersion}, Term: args.Term}
-		return nil
-	}
 	return s.inner.RequestVote(id, target, args, resp)
 }
-
-func (s *seam) mayCampaign() bool { return s.hooks.MayCampaign == nil || s.hooks.MayCampaign() }
 
 // InstallSnapshot implements raft.Transport.
 func (s *seam) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
@@ -215,12 +203,7 @@ func (s *seam) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raf
 	return s.inner.TimeoutNow(id, target, args, resp)
 }
 
-// RequestPreVote implements raft.WithPreVote: not sent while the
-// MayCampaign hook says no.
+// RequestPreVote implements raft.WithPreVote.
 func (s seamPreVote) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
-	if !s.mayCampaign() {
-		*resp = raft.RequestPreVoteResponse{RPCHeader: raft.RPCHeader{ProtocolVersion: args.ProtocolVersion}, Term: args.Term}
-		return nil
-	}
 	return s.inner.(raft.WithPreVote).RequestPreVote(id, target, args, resp)
 }

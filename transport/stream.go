@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -143,6 +144,10 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	}
 	c, op, err := s.m.dial(ctx, string(address), channelRaft)
 	if err != nil {
+		var oe *net.OpError
+		if op == "dial" && errors.As(err, &oe) {
+			return nil, err // the TCP connect's own error: it names the op and address already
+		}
 		return nil, &net.OpError{Op: op, Net: "tcp", Addr: advertiseAddr(address), Err: err}
 	}
 	return c, nil

@@ -11,7 +11,7 @@ import (
 )
 
 // One test per historic failure of the controller jobraft replaces
-// (DESIGN.md "Where this comes from", LESSONS.md). Each runs over *Log and
+// (docs/failures.md). Each runs over *Log and
 // over the Guard in front of raft-boltdb/v2 and raft.InmemStore.
 
 type storeUnderTest struct {

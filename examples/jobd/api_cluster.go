@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,9 +22,10 @@ type statusJSON struct {
 	raft.Status
 	Digest      string `json:"digest"`
 	DigestIndex uint64 `json:"digest_index"`
-	// Ready: a leader is known and the state machine applied everything up
-	// to the commit index (as /readyz). For other members, as they report
-	// it: applied >= commit.
+	// Ready: a leader is known, the member has not diverged (the embedded
+	// Status's "diverged") and the state machine applied everything up to
+	// the commit index (as /readyz). For other members, as they report it:
+	// not diverged and applied >= commit.
 	Ready bool `json:"ready"`
 }
 
@@ -38,7 +40,7 @@ func statusOf(st raft.Status, ready bool) statusJSON {
 func selfStatus(ctx context.Context, node *raft.Node) statusJSON {
 	st := node.Status()
 	ready := false
-	if st.LeaderID != "" {
+	if st.LeaderID != "" && st.Diverged == nil {
 		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		ready = node.WaitApplied(wctx, st.CommitIndex) == nil
 		cancel()
@@ -77,7 +79,7 @@ func memberStatuses(ctx context.Context, node *raft.Node, self statusJSON) []mem
 				out[i].Error = err.Error()
 				return
 			}
-			s := statusOf(st, st.LeaderID != "" && st.AppliedIndex >= st.CommitIndex)
+			s := statusOf(st, st.LeaderID != "" && st.Diverged == nil && st.AppliedIndex >= st.CommitIndex)
 			out[i].Status = &s
 			if self.LastIndex > st.LastIndex {
 				out[i].Lag = self.LastIndex - st.LastIndex
@@ -119,6 +121,9 @@ func (s *server) walcompare(w http.ResponseWriter, r *http.Request) error {
 			}
 			*dst = n
 		}
+	}
+	if opts.To != 0 && opts.From > opts.To {
+		return bad("from %d is above to %d", opts.From, opts.To)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
@@ -167,13 +172,23 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 	var f jobraft.WatchFilter
 	if v := q.Get("queue"); v != "" {
 		f.Queues = strings.Split(v, ",")
+		if slices.Contains(f.Queues, "") {
+			return bad("queue: an empty queue name in %q", v)
+		}
 	}
 	if v := q.Get("kind"); v != "" {
 		for _, k := range strings.Split(v, ",") {
+			if !slices.Contains(watchKinds, jobraft.EventKind(k)) {
+				return bad("kind %q is not an event kind (%s)", k, joinKinds(watchKinds))
+			}
 			f.Kinds = append(f.Kinds, jobraft.EventKind(k))
 		}
 	}
-	f.JobID = q.Get("job")
+	if f.JobID = q.Get("job"); f.JobID != "" {
+		if err := checkJobID(f.JobID); err != nil {
+			return err
+		}
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		return fmt.Errorf("streaming unsupported")
@@ -184,6 +199,10 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	rc := http.NewResponseController(w)
+	// Each write gets writeTimeout: a client that stops reading is cut.
+	writable := func() { _ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) }
+	writable()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
@@ -196,6 +215,7 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 			if !ok {
 				return nil
 			}
+			writable()
 			if err := writeEvent(w, ev); err != nil {
 				return nil // the client went away
 			}
@@ -207,12 +227,29 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 				return nil
 			}
 		case <-keepalive.C:
+			writable()
 			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
 				return nil
 			}
 			flusher.Flush()
 		}
 	}
+}
+
+// watchKinds are the kinds a watch may filter on (the stream's final
+// "error" event always comes, whatever the filter).
+var watchKinds = []jobraft.EventKind{
+	jobraft.EventSubmitted, jobraft.EventClaimed, jobraft.EventExtended, jobraft.EventAcked, jobraft.EventNaked,
+	jobraft.EventTermed, jobraft.EventCanceled, jobraft.EventRetried, jobraft.EventExpired, jobraft.EventPaused,
+	jobraft.EventResumed, jobraft.EventSwept,
+}
+
+func joinKinds(ks []jobraft.EventKind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }
 
 // eventJSON is one watch event on the wire.

@@ -71,7 +71,12 @@ type submitJSON struct {
 	IdempotencyKey string     `json:"idempotency_key"`
 }
 
-func (j *submitJSON) request() (jobraft.SubmitRequest, error) {
+func (j *submitJSON) request(now time.Time) (jobraft.SubmitRequest, error) {
+	if j.ID != "" {
+		if err := checkJobID(j.ID); err != nil {
+			return jobraft.SubmitRequest{}, err
+		}
+	}
 	if j.Queue == "" || j.Kind == "" {
 		return jobraft.SubmitRequest{}, bad("queue and kind are required")
 	}
@@ -80,6 +85,12 @@ func (j *submitJSON) request() (jobraft.SubmitRequest, error) {
 	}
 	if j.Delay < 0 || time.Duration(j.Delay) > fsm.MaxDelay {
 		return jobraft.SubmitRequest{}, bad("delay out of [0, %v]", fsm.MaxDelay)
+	}
+	if j.RunAt != nil && j.Delay != 0 {
+		return jobraft.SubmitRequest{}, bad("give delay or run_at, not both")
+	}
+	if j.RunAt != nil && j.RunAt.Sub(now) > fsm.MaxDelay {
+		return jobraft.SubmitRequest{}, bad("run_at %s is more than %v ahead", j.RunAt.Format(time.RFC3339), fsm.MaxDelay)
 	}
 	req := jobraft.SubmitRequest{ID: j.ID, Queue: j.Queue, Kind: j.Kind, Payload: j.Payload, Priority: j.Priority,
 		Delay: time.Duration(j.Delay), MaxAttempts: j.MaxAttempts, IdempotencyKey: j.IdempotencyKey}
@@ -105,7 +116,7 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in, false); err != nil {
 		return err
 	}
-	req, err := in.request()
+	req, err := in.request(time.Now())
 	if err != nil {
 		return err
 	}
@@ -147,9 +158,10 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 		return bad("jobs: 1..%d jobs per batch, got %d", maxBatch, len(in.Jobs))
 	}
 	reqs := make([]jobraft.SubmitRequest, len(in.Jobs))
+	now := time.Now()
 	for i := range in.Jobs {
 		var err error
-		if reqs[i], err = in.Jobs[i].request(); err != nil {
+		if reqs[i], err = in.Jobs[i].request(now); err != nil {
 			return bad("jobs[%d]: %v", i, err)
 		}
 	}
@@ -160,7 +172,8 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 	for i, x := range res {
 		out[i] = submitReply{Job: toJSON(x.Job), Duplicate: x.Duplicate}
 		if x.Err != nil {
-			_, out[i].Error, out[i].Reason = classify(x.Err)
+			_, out[i].Error, out[i].Reason = classify(x.Err, adviceSubmit)
+			out[i].Reason = nameLeaders(out[i].Reason, s.ctl.Node().Status().Members)
 		}
 	}
 	code := http.StatusOK
@@ -183,11 +196,15 @@ func consistency(r *http.Request) (jobraft.Consistency, error) {
 
 // GET /v1/jobs/{id}
 func (s *server) get(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
 	cons, err := consistency(r)
 	if err != nil {
 		return err
 	}
-	j, err := s.ctl.Get(r.Context(), r.PathValue("id"), cons)
+	j, err := s.ctl.Get(r.Context(), id, cons)
 	if err != nil {
 		return err
 	}
@@ -262,13 +279,17 @@ func (s *server) stats(w http.ResponseWriter, r *http.Request) error {
 
 // POST /v1/jobs/{id}/cancel {"reason": "..."}
 func (s *server) cancel(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
 	var in struct {
 		Reason string `json:"reason"`
 	}
 	if err := decode(r, &in, true); err != nil {
 		return err
 	}
-	j, err := s.ctl.Cancel(r.Context(), r.PathValue("id"), in.Reason)
+	j, err := s.ctl.Cancel(r.Context(), id, in.Reason)
 	if err != nil {
 		return err
 	}
@@ -278,10 +299,14 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request) error {
 
 // POST /v1/jobs/{id}/retry
 func (s *server) retry(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
 	if err := decode(r, &struct{}{}, true); err != nil {
 		return err
 	}
-	j, err := s.ctl.Retry(r.Context(), r.PathValue("id"))
+	j, err := s.ctl.Retry(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -345,18 +370,27 @@ type leaseReq struct {
 	Reason     string   `json:"reason"`
 }
 
-// lease rebuilds the lease of a job from its ID and token. The job is read
-// linearizably so the attempt number used to resolve unknown outcomes is
-// current; the token alone carries the authority, checked by the state
-// machine.
-func (s *server) lease(ctx context.Context, r *http.Request, in *leaseReq) (*jobraft.Lease, error) {
+// lease rebuilds the lease of a job from its ID and token, once the body
+// passed check. The job is read linearizably so the attempt number used to
+// resolve unknown outcomes is current; the token alone carries the
+// authority, checked by the state machine.
+func (s *server) lease(ctx context.Context, r *http.Request, in *leaseReq, check func() error) (*jobraft.Lease, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
 	if err := decode(r, in, false); err != nil {
 		return nil, err
 	}
 	if in.Token == 0 {
 		return nil, bad("token is required")
 	}
-	j, err := s.ctl.Get(ctx, r.PathValue("id"), jobraft.Linearizable)
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	j, err := s.ctl.Get(ctx, id, jobraft.Linearizable)
 	if err != nil {
 		return nil, err
 	}
@@ -365,38 +399,43 @@ func (s *server) lease(ctx context.Context, r *http.Request, in *leaseReq) (*job
 
 func (s *server) ack(w http.ResponseWriter, r *http.Request) error {
 	var in leaseReq
-	l, err := s.lease(r.Context(), r, &in)
+	var res []byte
+	l, err := s.lease(r.Context(), r, &in, func() error {
+		res = in.Result
+		if in.ResultText != nil {
+			if res != nil {
+				return bad("give result (base64) or result_text, not both")
+			}
+			res = []byte(*in.ResultText)
+		}
+		if len(res) > fsm.MaxResult {
+			return bad("result of %d bytes is above %d", len(res), fsm.MaxResult)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	res := in.Result
-	if in.ResultText != nil {
-		if res != nil {
-			return bad("give result (base64) or result_text, not both")
-		}
-		res = []byte(*in.ResultText)
-	}
-	if len(res) > fsm.MaxResult {
-		return bad("result of %d bytes is above %d", len(res), fsm.MaxResult)
 	}
 	return s.leaseReply(w, l, l.Ack(r.Context(), res))
 }
 
 func (s *server) nak(w http.ResponseWriter, r *http.Request) error {
 	var in leaseReq
-	l, err := s.lease(r.Context(), r, &in)
+	l, err := s.lease(r.Context(), r, &in, func() error {
+		if in.Delay < 0 || time.Duration(in.Delay) > fsm.MaxDelay {
+			return bad("delay out of [0, %v]", fsm.MaxDelay)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if in.Delay < 0 || time.Duration(in.Delay) > fsm.MaxDelay {
-		return bad("delay out of [0, %v]", fsm.MaxDelay)
 	}
 	return s.leaseReply(w, l, l.Nak(r.Context(), time.Duration(in.Delay), in.Error))
 }
 
 func (s *server) extend(w http.ResponseWriter, r *http.Request) error {
 	var in leaseReq
-	l, err := s.lease(r.Context(), r, &in)
+	l, err := s.lease(r.Context(), r, &in, nil)
 	if err != nil {
 		return err
 	}
@@ -405,7 +444,7 @@ func (s *server) extend(w http.ResponseWriter, r *http.Request) error {
 
 func (s *server) term(w http.ResponseWriter, r *http.Request) error {
 	var in leaseReq
-	l, err := s.lease(r.Context(), r, &in)
+	l, err := s.lease(r.Context(), r, &in, nil)
 	if err != nil {
 		return err
 	}

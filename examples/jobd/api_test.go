@@ -171,7 +171,7 @@ func TestBadRequestsRefusedWithReasonAndChangeNothing(t *testing.T) {
 		{"bad base64", "POST", "/v1/jobs", "application/json", `{"queue":"work","kind":"echo","payload":"%%%"}`, 400},
 		{"bad delay", "POST", "/v1/jobs", "application/json", `{"queue":"work","kind":"echo","delay":"soon"}`, 400},
 		{"reserved id", "POST", "/v1/jobs", "application/json", `{"id":"@x","queue":"work","kind":"echo"}`, 400},
-		{"form content type", "POST", "/v1/jobs", "application/x-www-form-urlencoded", `queue=work`, 400},
+		{"form content type", "POST", "/v1/jobs", "application/x-www-form-urlencoded", `queue=work`, 415},
 		{"oversize body", "POST", "/v1/jobs", "application/json", big, 413},
 		{"empty batch", "POST", "/v1/jobs/batch", "application/json", `{"jobs":[]}`, 400},
 		{"batch with a bad job", "POST", "/v1/jobs/batch", "application/json", `{"jobs":[{"queue":"work","kind":"echo"},{"kind":"echo"}]}`, 400},
@@ -296,7 +296,7 @@ func TestClassifyOutcomes(t *testing.T) {
 		{&jobraft.CompactedError{From: 1, Oldest: 5}, http.StatusGone, "compacted"},
 	}
 	for _, c := range cases {
-		if code, kind, _ := classify(c.err); code != c.code || kind != c.kind {
+		if code, kind, _ := classify(c.err, ""); code != c.code || kind != c.kind {
 			t.Errorf("%v: %d %s, want %d %s", c.err, code, kind, c.code, c.kind)
 		}
 	}

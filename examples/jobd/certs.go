@@ -38,7 +38,35 @@ func (o *options) clusterTLS() (*tls.Config, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("cluster CA %s: no PEM certificate", o.ClusterCA)
 	}
+	if err := verifyMember(cert, pool); err != nil {
+		return nil, fmt.Errorf("%w: %s (CA %s): %v", errClusterCert, o.ClusterCert, o.ClusterCA, err)
+	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// verifyMember checks this member's certificate the way its peers will:
+// chained to the cluster CA, currently valid, and usable as TLS server and
+// as TLS client (the same certificate is both).
+func verifyMember(cert tls.Certificate, roots *x509.CertPool) error {
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return err
+	}
+	inter := x509.NewCertPool()
+	for _, der := range cert.Certificate[1:] {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return err
+		}
+		inter.AddCert(c)
+	}
+	for _, use := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+		opts := x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{use}}
+		if _, err := leaf.Verify(opts); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // apiTLS loads the HTTP API's server certificate; nil without -api-cert.

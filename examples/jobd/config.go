@@ -24,6 +24,7 @@ type options struct { // the json tags name the config-file keys (= flag names)
 	HTTPAddr  string `json:"http-addr"`
 	Peers     string `json:"peers"` // id=host:port,id=host:port (the initial members, this one included)
 	Bootstrap bool   `json:"bootstrap"`
+	ClusterID string `json:"cluster-id"`
 
 	Token     string `json:"token"`
 	TokenFile string `json:"token-file"`
@@ -41,6 +42,8 @@ type options struct { // the json tags name the config-file keys (= flag names)
 	Exec          stringList    `json:"exec"` // kind=shell command (opt-in)
 	LeaseTTL      time.Duration `json:"lease-ttl"`
 	MaxBody       int64         `json:"max-body"`
+	MaxConns      int           `json:"max-conns"`
+	ReadTimeout   time.Duration `json:"read-timeout"`
 	Heartbeat     time.Duration `json:"heartbeat"`
 	Election      time.Duration `json:"election"`
 	RetainFor     time.Duration `json:"retain-for"`
@@ -59,6 +62,7 @@ func defaults() options {
 	return options{
 		RaftAddr: "127.0.0.1:7400", HTTPAddr: "127.0.0.1:8400",
 		Queues: "default=8", Workers: true, LeaseTTL: 30 * time.Second, MaxBody: 2 << 20,
+		MaxConns: 1024, ReadTimeout: 10 * time.Second,
 		Heartbeat: time.Second, Election: time.Second, RetainFor: 24 * time.Hour,
 		LogLevel: "info", ShutdownGrace: 10 * time.Second,
 	}
@@ -72,6 +76,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPAddr, "http-addr", o.HTTPAddr, "HTTP API listen address")
 	fs.StringVar(&o.Peers, "peers", o.Peers, "initial members id=host:port,... (this member included); empty: a one-member cluster (bootstrapped)")
 	fs.BoolVar(&o.Bootstrap, "bootstrap", o.Bootstrap, "bootstrap the cluster with -peers when the data dir is empty (give it to every initial member)")
+	fs.StringVar(&o.ClusterID, "cluster-id", o.ClusterID, "cluster name kept in the data dir at first start and checked at every start (default: derived from -peers)")
 	fs.StringVar(&o.Token, "token", o.Token, "API bearer token (or env JOBD_TOKEN, or -token-file)")
 	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "file holding the API bearer token")
 	fs.StringVar(&o.APICert, "api-cert", o.APICert, "TLS certificate for the HTTP API (PEM); with -api-key enables HTTPS")
@@ -85,6 +90,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.Var(&o.Exec, "exec", "opt-in shell handler kind=command (repeatable): runs `sh -c command` with the payload on stdin")
 	fs.DurationVar(&o.LeaseTTL, "lease-ttl", o.LeaseTTL, "default lease TTL")
 	fs.Int64Var(&o.MaxBody, "max-body", o.MaxBody, "largest accepted request body in bytes")
+	fs.IntVar(&o.MaxConns, "max-conns", o.MaxConns, "most concurrent API connections (watch streams included); more wait to be accepted")
+	fs.DurationVar(&o.ReadTimeout, "read-timeout", o.ReadTimeout, "how long a client may take to send a request's headers, and then its body")
 	fs.DurationVar(&o.Heartbeat, "heartbeat", o.Heartbeat, "raft heartbeat timeout")
 	fs.DurationVar(&o.Election, "election", o.Election, "raft election timeout")
 	fs.DurationVar(&o.RetainFor, "retain-for", o.RetainFor, "how long finished jobs are kept (negative: forever)")
@@ -180,6 +187,12 @@ func (o *options) validate() error {
 	if o.MaxBody < 1024 {
 		errs = append(errs, errors.New("-max-body must be at least 1024"))
 	}
+	if o.MaxConns < 1 {
+		errs = append(errs, errors.New("-max-conns must be at least 1"))
+	}
+	if o.ReadTimeout <= 0 {
+		errs = append(errs, errors.New("-read-timeout must be positive"))
+	}
 	if _, err := o.members(); err != nil {
 		errs = append(errs, err)
 	}
@@ -199,7 +212,7 @@ func (o *options) members() ([]raft.Member, error) {
 	}
 	var out []raft.Member
 	self := false
-	seen := map[string]bool{}
+	seen, seenAddr := map[string]bool{}, map[string]bool{}
 	for _, p := range strings.Split(o.Peers, ",") {
 		id, addr, ok := strings.Cut(strings.TrimSpace(p), "=")
 		if !ok || id == "" || addr == "" {
@@ -211,14 +224,52 @@ func (o *options) members() ([]raft.Member, error) {
 		if seen[id] {
 			return nil, fmt.Errorf("-peers: member %q twice", id)
 		}
-		seen[id] = true
-		self = self || id == o.ID
+		if seenAddr[addr] {
+			return nil, fmt.Errorf("-peers: address %s twice", addr)
+		}
+		seen[id], seenAddr[addr] = true, true
+		if id == o.ID {
+			self = true
+			if mine := o.advertised(); !sameEndpoint(addr, mine) {
+				return nil, fmt.Errorf("%w: -peers has %s=%s, but this member is at %s (-raft-addr/-advertise): is another member started with -id %s?",
+					errSelfAddress, id, addr, mine, id)
+			}
+		}
 		out = append(out, raft.Member{ID: id, Address: addr, Voter: true})
 	}
 	if !self {
 		return nil, fmt.Errorf("-peers does not name this member (%q)", o.ID)
 	}
 	return out, nil
+}
+
+// advertised is the address peers dial to reach this member.
+func (o *options) advertised() string {
+	if o.Advertise != "" {
+		return o.Advertise
+	}
+	return o.RaftAddr
+}
+
+// sameEndpoint reports whether the -peers address of this member can be
+// the one it listens on or advertises: the same port, and the same host
+// unless either is a name or this member listens on every address. (A
+// mismatch it lets through, such as a name for another host, is not
+// caught here.)
+func sameEndpoint(peer, mine string) bool {
+	ph, pp, err1 := net.SplitHostPort(peer)
+	mh, mp, err2 := net.SplitHostPort(mine)
+	if err1 != nil || err2 != nil || pp != mp {
+		return false
+	}
+	if ph == mh || mh == "" {
+		return true
+	}
+	pip, mip := net.ParseIP(ph), net.ParseIP(mh)
+	if pip == nil || mip == nil {
+		return true // a name: not resolved here
+	}
+	return mip.IsUnspecified() || pip.Equal(mip)
 }
 
 // token returns the API token from -token, JOBD_TOKEN or -token-file.

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -31,17 +32,15 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "gencerts" {
 		if err := gencerts(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "jobd:", err)
-			os.Exit(2)
+			exitUsage(err)
 		}
 		return
 	}
 	o, err := parseOptions(os.Args[1:])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "jobd:", err)
-		os.Exit(2)
+		exitUsage(err)
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "jobd", Level: hclog.LevelFromString(o.LogLevel), Output: os.Stderr})
+	log, filter := newLogger(o.LogLevel, os.Stderr)
 	m := newMetrics()
 	if err := m.installRaftSink(); err != nil {
 		log.Error("metrics", "error", err)
@@ -56,11 +55,22 @@ func main() {
 	}
 	<-ctx.Done()
 	log.Info("shutting down", "grace", o.ShutdownGrace)
+	filter.shuttingDown()
 	if err := d.shutdown(o.ShutdownGrace); err != nil {
 		log.Error("shutdown", "error", err)
 		os.Exit(1)
 	}
 	log.Info("stopped")
+}
+
+// exitUsage ends jobd after a command-line error: status 2, or 0 when
+// the usage was asked for (-h, -help; the flag package printed it).
+func exitUsage(err error) {
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	fmt.Fprintln(os.Stderr, "jobd:", err)
+	os.Exit(2)
 }
 
 // daemon is one running jobd: controller, workers, background watchers and
@@ -69,6 +79,7 @@ type daemon struct {
 	ctl      *jobraft.Controller
 	srv      *http.Server
 	ln       net.Listener
+	unlock   func() // releases the data dir's lock
 	scheme   string
 	log      hclog.Logger
 	stopWork context.CancelFunc
@@ -98,9 +109,21 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	}
 	queues, _ := parseQueues(o.Queues)
 	execs, _ := parseExec(o.Exec)
+	// The data dir: locked, then its identity checked, before the member
+	// opens it.
+	unlock, err := lockDataDir(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	want := identity{Version: identityVersion, Cluster: o.clusterID(members), Member: o.ID, Peers: o.Peers}
+	if err := checkIdentity(o.DataDir, want, o.ClusterID != ""); err != nil {
+		unlock()
+		return nil, err
+	}
 	// Listen first: a taken port fails before the member opens.
 	ln, err := net.Listen("tcp", o.HTTPAddr)
 	if err != nil {
+		unlock()
 		return nil, fmt.Errorf("http listen: %w", err)
 	}
 	ctl, err := jobraft.Open(ctx, jobraft.Config{
@@ -114,9 +137,10 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	})
 	if err != nil {
 		ln.Close()
+		unlock()
 		return nil, err
 	}
-	d := &daemon{ctl: ctl, ln: ln, log: log, scheme: "http"}
+	d := &daemon{ctl: ctl, ln: ln, unlock: unlock, log: log, scheme: "http"}
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	d.stopBg = stopBg
 	d.bg.Add(2)
@@ -145,16 +169,20 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 
 	reqCtx, stopReqs := context.WithCancel(context.Background())
 	d.stopReqs = stopReqs
-	s := newServer(ctl, o.ID, token, o.MaxBody, m, log.Named("http"), ctls)
+	s := newServer(ctl, o.ID, token, o, m, log.Named("http"), ctls)
+	// Bounded: -max-conns connections at a time; -read-timeout for a
+	// request's headers (and the TLS handshake), then again for its body
+	// (boundBody); writeTimeout for each reply; idle keep-alive connections
+	// closed after a minute.
 	d.srv = &http.Server{
-		Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		Handler: s.handler(), ReadHeaderTimeout: o.ReadTimeout, IdleTimeout: time.Minute,
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
 		ErrorLog:    log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
-	serveLn := ln
+	var serveLn net.Listener = newLimitListener(ln, o.MaxConns)
 	if atls != nil {
 		d.scheme = "https"
-		serveLn = tls.NewListener(ln, atls)
+		serveLn = tls.NewListener(serveLn, atls)
 	}
 	go func() {
 		if err := d.srv.Serve(serveLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -182,6 +210,7 @@ func (d *daemon) shutdown(grace time.Duration) error {
 	d.stopBg()
 	err := d.ctl.Close(ctx)
 	waitGroup(&d.bg, grace)
+	d.unlock()
 	return errors.Join(httpErr, err)
 }
 

@@ -79,8 +79,8 @@ func (m *metrics) observeExecution(handler string, err error, d time.Duration) {
 type cluster struct {
 	ctl *jobraft.Controller
 
-	term, commit, applied, last, leader *prometheus.Desc
-	jobs, lag, memberApplied, up        *prometheus.Desc
+	term, commit, applied, last, leader, diverged *prometheus.Desc
+	jobs, lag, memberApplied, up                  *prometheus.Desc
 }
 
 func newClusterCollector(ctl *jobraft.Controller) *cluster {
@@ -94,6 +94,7 @@ func newClusterCollector(ctl *jobraft.Controller) *cluster {
 		applied:       d("jobd_raft_applied_index", "Index applied by the job state machine."),
 		last:          d("jobd_raft_last_index", "Last index in this member's log."),
 		leader:        d("jobd_raft_is_leader", "1 if this member is the leader."),
+		diverged:      d("jobd_raft_diverged", "1 if this member diverged from its leader's log (re-seed it; docs/node.md)."),
 		jobs:          d("jobd_jobs", "Jobs by queue and state (this member's applied state).", "queue", "state"),
 		lag:           d("jobd_member_lag_entries", "Leader only: entries a member's log is behind the leader's last index.", "member"),
 		memberApplied: d("jobd_member_applied_index", "Leader only: a member's applied index.", "member"),
@@ -102,7 +103,7 @@ func newClusterCollector(ctl *jobraft.Controller) *cluster {
 }
 
 func (c *cluster) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.term, c.commit, c.applied, c.last, c.leader, c.jobs, c.lag, c.memberApplied, c.up} {
+	for _, d := range []*prometheus.Desc{c.term, c.commit, c.applied, c.last, c.leader, c.diverged, c.jobs, c.lag, c.memberApplied, c.up} {
 		ch <- d
 	}
 }
@@ -122,6 +123,11 @@ func (c *cluster) Collect(ch chan<- prometheus.Metric) {
 		isLeader = 1
 	}
 	g(c.leader, isLeader)
+	diverged := 0.0
+	if st.Diverged != nil {
+		diverged = 1
+	}
+	g(c.diverged, diverged)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, q := range c.ctl.LocalStats().Queues {

@@ -1,101 +1,148 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // server is jobd's HTTP API over one Controller.
 type server struct {
-	ctl        *jobraft.Controller
-	member     string
-	tokenSum   [32]byte
-	maxBody    int64
-	m          *metrics
-	log        hclog.Logger
-	clusterTLS *tls.Config // client side of the members' mTLS (walcompare), nil without
+	ctl         *jobraft.Controller
+	member      string
+	tokenSum    [32]byte
+	maxBody     int64
+	readTimeout time.Duration
+	m           *metrics
+	log         hclog.Logger
+	clusterTLS  *tls.Config // client side of the members' mTLS (walcompare), nil without
 }
 
-func newServer(ctl *jobraft.Controller, member, token string, maxBody int64, m *metrics, log hclog.Logger, clusterTLS *tls.Config) *server {
-	return &server{ctl: ctl, member: member, tokenSum: sha256.Sum256([]byte(token)), maxBody: maxBody, m: m, log: log, clusterTLS: clusterTLS}
+func newServer(ctl *jobraft.Controller, member, token string, o options, m *metrics, log hclog.Logger, clusterTLS *tls.Config) *server {
+	return &server{ctl: ctl, member: member, tokenSum: sha256.Sum256([]byte(token)), maxBody: o.MaxBody,
+		readTimeout: o.ReadTimeout, m: m, log: log, clusterTLS: clusterTLS}
 }
+
+// openPaths are the probes: no token needed.
+var openPaths = map[string]bool{"/healthz": true, "/readyz": true}
 
 // handler returns the routes. /healthz and /readyz are open (probes); every
-// other route, /metrics included, requires the bearer token.
+// other route, /metrics included, requires the bearer token, checked before
+// any of the body is read. A path without a route is 404, a route with
+// another method 405 with an Allow header.
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-		route := pattern
-		mux.Handle(pattern, s.auth(s.instrument(route, h)))
+	api := func(pattern, advice string, h func(http.ResponseWriter, *http.Request) error) {
+		mux.Handle(pattern, s.auth(s.instrument(pattern, advice, h)))
 	}
-	api("POST /v1/jobs", s.submit)
-	api("POST /v1/jobs/batch", s.submitBatch)
-	api("GET /v1/jobs", s.list)
-	api("GET /v1/jobs/{id}", s.get)
-	api("POST /v1/jobs/{id}/cancel", s.cancel)
-	api("POST /v1/jobs/{id}/retry", s.retry)
-	api("POST /v1/jobs/{id}/ack", s.ack)
-	api("POST /v1/jobs/{id}/nak", s.nak)
-	api("POST /v1/jobs/{id}/extend", s.extend)
-	api("POST /v1/jobs/{id}/term", s.term)
-	api("POST /v1/claim", s.claim)
-	api("GET /v1/stats", s.stats)
-	api("GET /v1/watch", s.watch)
-	api("GET /v1/cluster/status", s.clusterStatus)
-	api("GET /v1/cluster/walcompare", s.walcompare)
+	api("POST /v1/jobs", adviceSubmit, s.submit)
+	api("POST /v1/jobs/batch", adviceSubmit, s.submitBatch)
+	api("GET /v1/jobs", "", s.list)
+	api("GET /v1/jobs/{id}", "", s.get)
+	api("POST /v1/jobs/{id}/cancel", adviceCancel, s.cancel)
+	api("POST /v1/jobs/{id}/retry", adviceRetry, s.retry)
+	api("POST /v1/jobs/{id}/ack", adviceSettle, s.ack)
+	api("POST /v1/jobs/{id}/nak", adviceSettle, s.nak)
+	api("POST /v1/jobs/{id}/extend", adviceExtend, s.extend)
+	api("POST /v1/jobs/{id}/term", adviceSettle, s.term)
+	api("POST /v1/claim", adviceClaim, s.claim)
+	api("GET /v1/stats", "", s.stats)
+	api("GET /v1/watch", "", s.watch)
+	api("GET /v1/cluster/status", "", s.clusterStatus)
+	api("GET /v1/cluster/walcompare", "", s.walcompare)
 	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
-	})))
-	return mux
-}
-
-// auth refuses requests without the bearer token (401). The comparison is
-// constant-time over SHA-256 sums, so neither content nor length leaks.
-func (s *server) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		tok, ok := strings.CutPrefix(h, "Bearer ")
-		sum := sha256.Sum256([]byte(tok))
-		if !ok || subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="jobd"`)
-			reason := "missing bearer token (Authorization: Bearer <token>)"
-			if ok {
-				reason = "invalid bearer token"
-			}
-			writeError(w, http.StatusUnauthorized, "unauthorized", reason)
+	return boundBody(s.readTimeout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
+		if !openPaths[r.URL.Path] && !s.authorized(w, r) {
+			return
+		}
+		dropBody(w, r) // no route reads it
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed",
+				fmt.Sprintf("%s is not allowed on %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
+			return
+		}
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	}))
+}
+
+// allowed lists the methods that have a route for r's path.
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, pattern := mux.Handler(r2); pattern != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// auth refuses requests without the bearer token (401).
+func (s *server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.authorized(w, r) {
+			next.ServeHTTP(w, r)
+		}
 	})
 }
 
-// instrument bounds the body, runs h, turns its error into a JSON reply and
+// authorized checks the bearer token and answers 401 if it is missing or
+// wrong. The comparison is constant-time over SHA-256 sums, so neither
+// content nor length leaks. A refused request's body is never read: the
+// connection is closed after the reply instead.
+func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	sum := sha256.Sum256([]byte(tok))
+	if ok && subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1 {
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="jobd"`)
+	dropBody(w, r)
+	reason := "missing bearer token (Authorization: Bearer <token>)"
+	if ok {
+		reason = "invalid bearer token"
+	}
+	writeError(w, http.StatusUnauthorized, "unauthorized", reason)
+	return false
+}
+
+// instrument bounds the body, runs h, turns its error into a JSON reply
+// (advice: what a caller does about an unknown outcome of this route) and
 // counts the request.
-func (s *server) instrument(route string, h func(http.ResponseWriter, *http.Request) error) http.Handler {
+func (s *server) instrument(route, advice string, h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		if err := h(sw, r); err != nil {
-			code, kind, reason := classify(err)
+			code, kind, reason := classify(err, advice)
+			reason = nameLeaders(reason, s.ctl.Node().Status().Members)
 			if code >= 500 {
 				s.log.Warn("request failed", "route", route, "code", code, "error", err)
+			}
+			var ce *clientError
+			var mbe *http.MaxBytesError
+			if errors.As(err, &ce) && ce.close || errors.As(err, &mbe) {
+				dropBody(sw, r)
 			}
 			writeError(sw, code, kind, reason)
 		}
@@ -122,51 +169,8 @@ func (w *statusWriter) Flush() {
 	}
 }
 
-// badRequest is a client error found before anything was proposed.
-type badRequest struct{ reason string }
-
-func (e *badRequest) Error() string { return e.reason }
-
-func bad(format string, args ...any) error { return &badRequest{fmt.Sprintf(format, args...)} }
-
-// classify maps an error to an HTTP status, a machine-readable kind and a
-// reason. Every 4xx means nothing changed. An error that says the
-// operation may have happened is checked first: it is never reported as a
-// 4xx, whatever else it matches (the controller's errors match exactly one
-// outcome class; this order keeps the rule even if one did not).
-func classify(err error) (int, string, string) {
-	var br *badRequest
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.Is(err, jobraft.ErrMayExist), errors.Is(err, jobraft.ErrOutcomeUnknown), errors.Is(err, raft.ErrIndeterminate):
-		return http.StatusServiceUnavailable, "outcome_unknown", err.Error() + " (it may have happened: retry the same request; a repeated submit, ack, nak or term is idempotent)"
-	case errors.As(err, &mbe):
-		return http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body above %d bytes", mbe.Limit)
-	case errors.As(err, &br):
-		return http.StatusBadRequest, "bad_request", br.reason
-	case errors.Is(err, jobraft.ErrInvalidRequest):
-		return http.StatusBadRequest, "invalid", err.Error()
-	case errors.Is(err, jobraft.ErrNotFound):
-		return http.StatusNotFound, "not_found", err.Error()
-	case errors.Is(err, jobraft.ErrStaleLease):
-		return http.StatusConflict, "stale_lease", err.Error()
-	case errors.Is(err, jobraft.ErrInvalidState):
-		return http.StatusConflict, "invalid_state", err.Error()
-	case errors.Is(err, jobraft.ErrQueuePaused):
-		return http.StatusConflict, "queue_paused", err.Error()
-	case errors.Is(err, jobraft.ErrCompacted):
-		return http.StatusGone, "compacted", err.Error()
-	case errors.Is(err, jobraft.ErrNotSubmitted):
-		return http.StatusServiceUnavailable, "not_submitted", err.Error() + " (nothing was created; retry)"
-	case errors.Is(err, jobraft.ErrNotApplied):
-		return http.StatusServiceUnavailable, "not_applied", err.Error() + " (nothing changed; retry)"
-	case errors.Is(err, jobraft.ErrClosed):
-		return http.StatusServiceUnavailable, "closed", err.Error()
-	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusGatewayTimeout, "timeout", err.Error()
-	}
-	return http.StatusInternalServerError, "internal", err.Error()
-}
+// Unwrap gives http.ResponseController the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 type errorJSON struct {
 	Error  string `json:"error"`
@@ -177,41 +181,21 @@ func writeError(w http.ResponseWriter, code int, kind, reason string) {
 	writeJSON(w, code, errorJSON{Error: kind, Reason: reason})
 }
 
+// writeTimeout bounds writing one reply (or one watch event): a client
+// that stops reading does not hold its connection for ever.
+const writeTimeout = 30 * time.Second
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	_ = enc.Encode(v)
 }
 
-// decode reads exactly one JSON object with known fields only. An empty
-// body decodes as {} when allowEmpty.
-func decode(r *http.Request, v any, allowEmpty bool) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return bad("Content-Type must be application/json, not %q", ct)
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return err // *http.MaxBytesError: 413
-	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		if allowEmpty {
-			return nil
-		}
-		return bad("empty body: a JSON object is required")
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return bad("malformed JSON: %v", err)
-	}
-	if dec.More() {
-		return bad("malformed JSON: trailing data after the object")
-	}
-	return nil
-}
-
-// duration is a JSON duration: "1.5s" or a number of seconds.
+// duration is a JSON duration: "1.5s" or a number of seconds. A negative
+// number of seconds stays negative however small (routes refuse negative
+// durations); one beyond time.Duration's range is refused.
 type duration time.Duration
 
 func (d *duration) UnmarshalJSON(b []byte) error {
@@ -228,7 +212,14 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return errors.New("a duration is a string like \"1.5s\" or a number of seconds")
 	}
-	*d = duration(f * float64(time.Second))
+	ns := math.Round(f * float64(time.Second))
+	switch {
+	case math.Abs(ns) >= math.MaxInt64:
+		return fmt.Errorf("duration of %g seconds is out of range", f)
+	case f < 0 && ns == 0:
+		ns = -1
+	}
+	*d = duration(ns)
 	return nil
 }
 
@@ -238,13 +229,16 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "member": s.member})
 }
 
-// readyz: ready when the member knows a leader and has applied up to the
-// commit index it knows.
+// readyz: ready when the member knows a leader, has not diverged from it,
+// and has applied up to the commit index it knows.
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	st := selfStatus(r.Context(), s.ctl.Node())
 	switch {
 	case st.LeaderID == "":
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "no leader known")
+	case st.Diverged != nil:
+		writeError(w, http.StatusServiceUnavailable, "diverged", fmt.Sprintf("diverged from leader %s at index %d (local term %d, leader term %d); re-seed this member",
+			st.Diverged.Leader, st.Diverged.Index, st.Diverged.LocalTerm, st.Diverged.LeaderTerm))
 	case !st.Ready:
 		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("applied %d of commit %d", st.AppliedIndex, st.CommitIndex))
 	default:

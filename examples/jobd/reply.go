@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// What a caller does about an unknown outcome (503 outcome_unknown), per
+// route: each operation has its own way to find out.
+const (
+	adviceSubmit = "resubmit with the same job ID (and idempotency key): the job exists at most once, and the reply says whether it does"
+	adviceClaim  = "jobs may have been leased by this claim; nobody holds those leases, and the jobs return to their queue when the leases expire: claim again"
+	adviceSettle = "retry with the same token: if the retry is refused with 409 the lease has ended, by this attempt or otherwise; GET the job to see its state"
+	adviceExtend = "retry with the same token: extending twice is harmless"
+	adviceCancel = "retry the cancel: a 409 invalid_state then means the job is finished or already canceled; GET the job to see which"
+	adviceRetry  = "GET the job: it is pending (or running again) if the retry took effect"
+	adviceOther  = "retry"
+)
+
+// classify maps an error to an HTTP status, a machine-readable kind and a
+// reason. Every 4xx means nothing changed. advice is the route's advice for
+// an unknown outcome ("" for routes that change nothing).
+func classify(err error, advice string) (int, string, string) {
+	var ce *clientError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body above %d bytes", mbe.Limit)
+	case errors.As(err, &ce):
+		return ce.code, ce.kind, ce.reason
+	case errors.Is(err, jobraft.ErrMayExist), errors.Is(err, jobraft.ErrOutcomeUnknown), errors.Is(err, raft.ErrIndeterminate):
+		// "It may have happened" is checked first: never a 4xx, whatever
+		// else it matches (the controller's errors match exactly one
+		// outcome class; this order keeps the rule even if one did not).
+		if advice == "" {
+			advice = adviceOther
+		}
+		var se *jobraft.SubmitError
+		if errors.As(err, &se) && se.ID != "" {
+			advice = fmt.Sprintf("resubmit with job ID %q (and the same idempotency key): the job exists at most once, and the reply says whether it does", se.ID)
+		}
+		return http.StatusServiceUnavailable, "outcome_unknown", err.Error() + " (" + advice + ")"
+	case errors.Is(err, jobraft.ErrInvalidRequest):
+		return http.StatusBadRequest, "invalid", err.Error()
+	case errors.Is(err, jobraft.ErrNotFound):
+		return http.StatusNotFound, "not_found", err.Error()
+	case errors.Is(err, jobraft.ErrStaleLease):
+		return http.StatusConflict, "stale_lease", err.Error()
+	case errors.Is(err, jobraft.ErrInvalidState):
+		return http.StatusConflict, "invalid_state", err.Error()
+	case errors.Is(err, jobraft.ErrQueuePaused):
+		return http.StatusConflict, "queue_paused", err.Error()
+	case errors.Is(err, jobraft.ErrCompacted):
+		return http.StatusGone, "compacted", err.Error()
+	case errors.Is(err, jobraft.ErrNotSubmitted):
+		return http.StatusServiceUnavailable, "not_submitted", err.Error() + " (nothing was created; retry)"
+	case errors.Is(err, jobraft.ErrNotApplied):
+		return http.StatusServiceUnavailable, "not_applied", err.Error() + " (nothing changed; retry)"
+	case errors.Is(err, jobraft.ErrClosed):
+		return http.StatusServiceUnavailable, "closed", err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, "timeout", err.Error()
+	}
+	return http.StatusInternalServerError, "internal", err.Error()
+}
+
+// leaderRef is how raft.ProposeError names the leader it tried: its ID when
+// the proposal was local, its address when it was forwarded.
+var leaderRef = regexp.MustCompile(`\(leader "([^"]*)"\)`)
+
+// nameLeaders rewrites each leader reference in text as "ID (address)",
+// looked up in members, whichever of the two the error carried.
+func nameLeaders(text string, members []raft.Member) string {
+	return leaderRef.ReplaceAllStringFunc(text, func(ref string) string {
+		who := leaderRef.FindStringSubmatch(ref)[1]
+		if who == "" {
+			return "(no leader known)"
+		}
+		for _, m := range members {
+			if who == m.ID || who == m.Address {
+				return fmt.Sprintf("(leader %s (%s))", m.ID, m.Address)
+			}
+		}
+		return ref
+	})
+}

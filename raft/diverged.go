@@ -1,0 +1,193 @@
+package raft
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
+)
+
+// A diverged member.
+//
+// The guard refuses every suffix truncation at or below the commit floor
+// (wal G4). When the leader of a higher term asks a follower to cut its log
+// from an index at or below that floor, the follower holds — and may have
+// applied — an entry the cluster's leader does not have at an index it
+// believes committed: it has diverged. Raft alone cannot reach that state
+// (the leader's log holds every committed entry); disk damage, a data dir
+// copied between members, or a bug can. The guard is right to refuse, and
+// keeps refusing on every retry of the leader. The node makes it loud — a
+// Status field, one EventDiverged, a gauge, a rate-limited log — and keeps
+// the member out of the way until an operator re-seeds it: it does not
+// stand for election and installs no snapshot (gates.go). docs/node.md,
+// "A diverged member", has the reasoning and the recovery.
+
+// Divergence describes how this member's log diverged from its leader's.
+type Divergence struct {
+	// Index is where the leader asked to cut this member's log: the first
+	// index of the refused suffix truncation, at or below Floor.
+	Index uint64 `json:"index"`
+	// LocalTerm is the term of this member's own entry at Index.
+	LocalTerm uint64 `json:"local_term"`
+	// LeaderTerm is the term of the leader that asked, Leader its ID.
+	LeaderTerm uint64 `json:"leader_term"`
+	Leader     string `json:"leader"`
+	// Floor is this member's commit floor when the truncation was refused.
+	Floor uint64 `json:"floor"`
+	// Since is when the divergence was detected.
+	Since time.Time `json:"since"`
+	// Refusals counts the refused truncations since then (the leader
+	// retries with backoff, up to every ~10 s).
+	Refusals uint64 `json:"refusals"`
+}
+
+// refusalView is what the member knew when its guard refused a truncation.
+type refusalView struct {
+	Follower   bool
+	Self       string
+	Leader     string // the leader's ID ("" when none is known)
+	LeaderTerm uint64 // raft's current term: the term of the append that asked
+	LocalTerm  uint64 // term of the member's own entry at the refused index (0: unknown)
+}
+
+// divergedBy decides whether a guard refusal means the member diverged: a
+// suffix truncation (from above the first entry through the tail) refused
+// because it reaches the commit floor, asked while the member follows a
+// leader whose term is higher than that of its own entry at the cut.
+func divergedBy(ge *wal.GuardError, v refusalView) (Divergence, bool) {
+	if ge.Op != wal.OpDelete || ge.Err != wal.ErrCommittedTruncate {
+		return Divergence{}, false
+	}
+	if ge.Min <= ge.First || ge.Max < ge.Last || ge.Min > ge.Floor {
+		return Divergence{}, false // compaction, reset, or not at the floor
+	}
+	if !v.Follower || v.Leader == "" || v.Leader == v.Self || v.LocalTerm == 0 || v.LeaderTerm <= v.LocalTerm {
+		return Divergence{}, false
+	}
+	return Divergence{Index: ge.Min, LocalTerm: v.LocalTerm, LeaderTerm: v.LeaderTerm, Leader: v.Leader, Floor: ge.Floor}, true
+}
+
+// divergedReport is how often the diverged gauge is emitted again (a
+// metrics sink expires gauges it does not hear about), and the window of
+// the repeated-log limiter.
+const divergedReport = 10 * time.Second
+
+// refusal is a guard refusal waiting to be classified, with the raft view
+// taken when it happened.
+type refusal struct {
+	ge   *wal.GuardError
+	view refusalView
+}
+
+// divergence is the member's divergence state. Once set it stays set until
+// the member stops: a diverged member is re-seeded, not healed in place.
+type divergence struct {
+	raft    atomic.Pointer[hraft.Raft] // set once raft runs
+	set     atomic.Bool
+	pending chan refusal
+
+	mu sync.Mutex
+	d  *Divergence
+}
+
+func newDivergence() *divergence { return &divergence{pending: make(chan refusal, 16)} }
+
+// is reports whether the member diverged (cheap: the gates ask on every
+// vote request and snapshot).
+func (d *divergence) is() bool { return d.set.Load() }
+
+// current returns a copy of the divergence, or nil.
+func (d *divergence) current() *Divergence {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.d == nil {
+		return nil
+	}
+	c := *d.d
+	return &c
+}
+
+// record counts a divergent refusal; the first one sets the state and is
+// returned with first = true.
+func (d *divergence) record(div Divergence, now time.Time) (cur Divergence, first bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.d == nil {
+		div.Since = now
+		d.d = &div
+		first = true
+		d.set.Store(true)
+	}
+	d.d.Refusals++
+	return *d.d, first
+}
+
+// offer queues a guard refusal for classification. It runs in the log's
+// OnRefusal hook, on raft's goroutine: it only reads raft's atomics and
+// never blocks (a refusal dropped on a full queue comes again with the
+// leader's retry).
+func (d *divergence) offer(err error, self string) {
+	var ge *wal.GuardError
+	if !errors.As(err, &ge) || ge.Op != wal.OpDelete || ge.Err != wal.ErrCommittedTruncate {
+		return
+	}
+	r := d.raft.Load()
+	if r == nil {
+		return
+	}
+	_, leader := r.LeaderWithID()
+	v := refusalView{Follower: r.State() == hraft.Follower, Self: self, Leader: string(leader), LeaderTerm: r.CurrentTerm()}
+	select {
+	case d.pending <- refusal{ge: ge, view: v}:
+	default:
+	}
+}
+
+// watchDivergence classifies queued refusals and keeps the gauge fresh,
+// until Close.
+func (n *Node) watchDivergence() {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		gaugeDiverged(n.cfg.ID, false)
+		tick := time.NewTicker(divergedReport)
+		defer tick.Stop()
+		for {
+			select {
+			case <-n.closed:
+				return
+			case <-tick.C:
+				gaugeDiverged(n.cfg.ID, n.div.is())
+			case rf := <-n.div.pending:
+				n.classify(rf)
+			}
+		}
+	}()
+}
+
+// classify reads the member's own term at the refused index (off raft's
+// goroutine and outside the log's hook) and records a divergence.
+func (n *Node) classify(rf refusal) {
+	var e hraft.Log
+	if n.log.GetLog(rf.ge.Min, &e) != nil {
+		return
+	}
+	rf.view.LocalTerm = e.Term
+	div, ok := divergedBy(rf.ge, rf.view)
+	if !ok {
+		return
+	}
+	cur, first := n.div.record(div, time.Now())
+	if !first {
+		return
+	}
+	gaugeDiverged(n.cfg.ID, true)
+	n.cfg.Logger.Error("member diverged: the leader asks to cut entries at or below this member's commit floor; the guard refuses, "+
+		"and this member stands for no election and installs no snapshot until it is re-seeded (docs/node.md, \"A diverged member\")",
+		"index", cur.Index, "local_term", cur.LocalTerm, "leader", cur.Leader, "leader_term", cur.LeaderTerm, "floor", cur.Floor)
+	n.events.publish(Event{Kind: EventDiverged, Time: cur.Since, Leader: cur.Leader, Term: cur.LeaderTerm, Index: cur.Index,
+		Err: rf.ge, Divergence: &cur})
+}

@@ -1,0 +1,42 @@
+package transport
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// TestRaftDialErrorNamesAddressOnce: a refused raft dial reads "dial tcp A:
+// connect: connection refused", not "dial tcp A: dial tcp A: ..." (the
+// text hashicorp/raft logs for every failed heartbeat and append).
+func TestRaftDialErrorNamesAddressOnce(t *testing.T) {
+	m, _ := newTestMux(t, "a", Config{})
+	nt, err := m.RaftTransport(RaftOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nt.Close() })
+	// A port that was free a moment ago: connections are refused.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	sl := m.raft
+	_, err = sl.Dial(raft.ServerAddress(addr), time.Second)
+	if err == nil {
+		t.Fatalf("dial %s succeeded", addr)
+	}
+	if n := strings.Count(err.Error(), addr); n != 1 {
+		t.Fatalf("dial error names %s %d times: %v", addr, n, err)
+	}
+	var oe *net.OpError
+	if !errors.As(err, &oe) || oe.Op != "dial" {
+		t.Fatalf("dial error %v (%T) is not a *net.OpError of op dial", err, err)
+	}
+}

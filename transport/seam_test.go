@@ -1,0 +1,86 @@
+package transport_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/transport"
+)
+
+// hbCapture is a raft transport that keeps the heartbeat handler raft
+// registers, so a test can play the connection goroutine that calls it.
+type hbCapture struct {
+	*raft.InmemTransport
+	cb func(raft.RPC)
+}
+
+func (h *hbCapture) SetHeartbeatHandler(cb func(raft.RPC)) { h.cb = cb }
+
+// TestSeamRoutesHeartbeatsByFastPath: a heartbeat the member's FastPath
+// hook refuses reaches raft through the consumer (its main loop), never the
+// fast-path callback; one it allows goes to the callback, not the consumer.
+func TestSeamRoutesHeartbeatsByFastPath(t *testing.T) {
+	_, inner := raft.NewInmemTransport("a")
+	cap := &hbCapture{InmemTransport: inner}
+	allow := map[uint64]bool{5: true}
+	s := transport.Seam(cap, transport.SeamHooks{FastPath: func(hb *raft.AppendEntriesRequest) bool { return allow[hb.Term] }})
+	defer s.(raft.WithClose).Close()
+	fast := make(chan raft.RPC, 1)
+	s.SetHeartbeatHandler(func(rpc raft.RPC) { fast <- rpc })
+	for _, term := range []uint64{5, 6} {
+		rpc := raft.RPC{Command: &raft.AppendEntriesRequest{Term: term}, RespChan: make(chan raft.RPCResponse, 1)}
+		go cap.cb(rpc)
+		select {
+		case got := <-fast:
+			if !allow[term] {
+				t.Fatalf("term %d heartbeat took the fast path", got.Command.(*raft.AppendEntriesRequest).Term)
+			}
+		case got := <-s.Consumer():
+			if allow[term] {
+				t.Fatalf("term %d heartbeat went through the consumer", got.Command.(*raft.AppendEntriesRequest).Term)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("term %d heartbeat delivered nowhere", term)
+		}
+	}
+}
+
+// TestSeamInterceptAnswersInsteadOfRaft: an RPC the Intercept hook handles
+// never reaches the consumer; the others do, in order, clamped.
+func TestSeamInterceptAnswersInsteadOfRaft(t *testing.T) {
+	_, ta := raft.NewInmemTransport("a")
+	b, tb := raft.NewInmemTransport("b")
+	ta.Connect(b, tb)
+	s := transport.Seam(tb, transport.SeamHooks{Intercept: func(rpc raft.RPC) bool {
+		if _, ok := rpc.Command.(*raft.TimeoutNowRequest); ok {
+			rpc.Respond(&raft.TimeoutNowResponse{}, nil)
+			return true
+		}
+		return false
+	}})
+	defer s.(raft.WithClose).Close()
+	if err := ta.TimeoutNow("b", b, &raft.TimeoutNowRequest{}, &raft.TimeoutNowResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- ta.AppendEntries("b", b, &raft.AppendEntriesRequest{Term: 1, PrevLogEntry: 3, LeaderCommitIndex: 9}, &raft.AppendEntriesResponse{})
+	}()
+	select {
+	case rpc := <-s.Consumer():
+		ae, ok := rpc.Command.(*raft.AppendEntriesRequest)
+		if !ok {
+			t.Fatalf("consumer got %T, want the append (the TimeoutNow was intercepted)", rpc.Command)
+		}
+		if ae.LeaderCommitIndex != 3 {
+			t.Fatalf("leader commit %d reached raft, want it clamped to 3", ae.LeaderCommitIndex)
+		}
+		rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+	case <-time.After(10 * time.Second):
+		t.Fatal("append never reached the consumer")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
