@@ -47,6 +47,8 @@ type Node struct {
 	closeOnce     sync.Once
 	closeErr      error
 	wg            sync.WaitGroup
+
+	appendsRefused atomic.Uint64 // appends refused whole at the seam (U4; nil entries)
 }
 
 // RPC methods served on the member's listener.

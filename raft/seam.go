@@ -32,6 +32,8 @@ func (n *Node) intercept(rpc hraft.RPC) bool {
 	switch req := rpc.Command.(type) {
 	case *hraft.TimeoutNowRequest:
 		return n.interceptTimeoutNow(rpc, req)
+	case *hraft.AppendEntriesRequest:
+		return n.checkAppend(rpc, req)
 	case *hraft.InstallSnapshotRequest:
 		return n.interceptInstall(rpc, req)
 	}

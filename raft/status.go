@@ -46,6 +46,10 @@ type SeamCounters struct {
 	// TimeoutNowRefused: TimeoutNow requests not from the current leader,
 	// or to a member that is not a voting follower (U5).
 	TimeoutNowRefused uint64 `json:"timeout_now_refused"`
+	// AppendsRefused: appends refused whole because the guard would refuse
+	// their entries after raft had truncated the conflicting suffix (U4),
+	// or because an entry was nil (hashicorp/raft would panic).
+	AppendsRefused uint64 `json:"appends_refused"`
 	// InstallsAnswered: snapshot installs answered without restoring,
 	// because the member holds the snapshot's last entry (U2, Figure 13
 	// step 6); InstallsDeferred: refused until raft adopts the sender's
@@ -115,6 +119,7 @@ func (n *Node) handleStatus(_ context.Context, _ []byte) ([]byte, error) {
 func (n *Node) seamCounters() SeamCounters {
 	return SeamCounters{
 		CommitClamps: n.clamps.Load(), HeartbeatsRerouted: n.rerouted.Load(), TimeoutNowRefused: n.strayTimeouts.Load(),
+		AppendsRefused:   n.appendsRefused.Load(),
 		InstallsAnswered: n.inst.answered.Load(), InstallsDeferred: n.inst.deferred.Load(),
 		InstallsBehind: n.inst.behind.Load(), InstallsDiverged: n.inst.diverged.Load(),
 		StaleAppendsRefused: n.inst.staleAppends.Load(), StaleVotesRefused: n.inst.staleVotes.Load(),

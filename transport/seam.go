@@ -101,12 +101,17 @@ func (s *seam) clamp(rpc raft.RPC) {
 }
 
 // forward hands the inner transport's RPCs to raft, clamped, until Close.
+// It hands over one at a time and waits for raft's answer before the next,
+// so the member's policy (Intercept) always decides on the state raft left
+// after the previous RPC — a log that raft is still writing to would make
+// "what would this append do to my log" a guess. raft's main loop handles
+// RPCs one at a time anyway, so this costs no concurrency.
 func (s *seam) forward() {
 	in := s.inner.Consumer()
 	for {
 		select {
 		case rpc := <-in:
-			if !s.deliver(rpc) {
+			if !s.deliver(rpc, true) {
 				return
 			}
 		case <-s.stop:
@@ -115,18 +120,33 @@ func (s *seam) forward() {
 	}
 }
 
-// deliver hands one RPC to raft (or to the intercept), clamped. false:
-// the seam is closing.
-func (s *seam) deliver(rpc raft.RPC) bool {
+// deliver hands one RPC to raft (or to the intercept), clamped, and with
+// wait, returns once raft has answered it. false: the seam is closing.
+func (s *seam) deliver(rpc raft.RPC, wait bool) bool {
 	s.clamp(rpc)
 	if s.hooks.Intercept != nil && s.hooks.Intercept(rpc) {
 		return true
 	}
+	orig := rpc.RespChan
+	var answer chan raft.RPCResponse
+	if wait {
+		answer = make(chan raft.RPCResponse, 1)
+		rpc.RespChan = answer
+	}
 	select {
 	case s.out <- rpc:
+	case <-s.stop:
+		orig <- raft.RPCResponse{Error: raft.ErrTransportShutdown}
+		return false
+	}
+	if !wait {
+		return true
+	}
+	select {
+	case r := <-answer:
+		orig <- r // the transport's channel has room for its one answer
 		return true
 	case <-s.stop:
-		rpc.Respond(nil, raft.ErrTransportShutdown)
 		return false
 	}
 }
@@ -148,7 +168,7 @@ func (s *seam) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
 		if hb, ok := rpc.Command.(*raft.AppendEntriesRequest); ok && s.hooks.FastPath != nil && !s.hooks.FastPath(hb) {
 			// raft's main loop handles it; the inner transport waits for
 			// the answer on rpc.RespChan as for any RPC.
-			s.deliver(rpc)
+			s.deliver(rpc, false)
 			return
 		}
 		s.clamp(rpc)

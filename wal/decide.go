@@ -15,10 +15,14 @@ type shape struct {
 	First, Last uint64 // 0, 0 when empty
 	LastTerm    uint64
 	Floor       uint64 // highest index known committed
-	// ResetGated says whole-log resets are gated (SetResetBound); ResetUpTo
-	// is then the index of the snapshot that allows one (0: none).
-	ResetGated bool
-	ResetUpTo  uint64
+}
+
+// resetGate is the reset bound (SetResetBound): Gated says whole-log resets
+// are gated, UpTo is then the index of the snapshot that allows one (0:
+// none).
+type resetGate struct {
+	Gated bool
+	UpTo  uint64
 }
 
 func (s shape) refusal(op Op, err error) *GuardError {
@@ -107,14 +111,19 @@ func (k deleteKind) String() string {
 //     snapshot reaches the last entry. Entries at or below the floor go as in
 //     compaction, entries above it as in truncation, and the floor survives
 //     it, so no committed index can be written again. When resets are gated
-//     (ResetGated), a reset that removes committed entries (first <= floor)
-//     is allowed only if the snapshot that allows it reaches the floor
-//     (ResetUpTo >= floor): hashicorp/raft v1.7.3 also resets after
+//     (checkDeleteGated), a reset that removes committed entries (first <=
+//     floor) is allowed only if the snapshot that allows it reaches the
+//     floor (UpTo >= floor): hashicorp/raft v1.7.3 also resets after
 //     installing a snapshot older than what the member committed
 //     (docs/upstream.md U2), which would delete committed entries the
 //     snapshot does not hold;
 //   - anything else would punch a hole and is refused.
 func checkDelete(s shape, min, max uint64) (deleteKind, *GuardError) {
+	return checkDeleteGated(s, min, max, resetGate{})
+}
+
+// checkDeleteGated is checkDelete with the reset gate r (G4, see above).
+func checkDeleteGated(s shape, min, max uint64, r resetGate) (deleteKind, *GuardError) {
 	fail := func(err error, detail string) *GuardError {
 		g := s.refusal(OpDelete, err)
 		g.Min, g.Max, g.Detail = min, max, detail
@@ -128,9 +137,9 @@ func checkDelete(s shape, min, max uint64) (deleteKind, *GuardError) {
 	}
 	switch {
 	case min <= s.First && max >= s.Last:
-		if s.ResetGated && s.First <= s.Floor && s.ResetUpTo < s.Floor {
+		if r.Gated && s.First <= s.Floor && r.UpTo < s.Floor {
 			return deleteNone, fail(ErrCommittedTruncate, fmt.Sprintf(
-				"reset of committed entries: the latest snapshot (index %d) does not reach the commit floor", s.ResetUpTo))
+				"reset of committed entries: the latest snapshot (index %d) does not reach the commit floor", r.UpTo))
 		}
 		return deleteAll, nil
 	case min <= s.First:
@@ -146,6 +155,19 @@ func checkDelete(s shape, min, max uint64) (deleteKind, *GuardError) {
 	default:
 		return deleteNone, fail(ErrInvalidRange, "hole in the middle of the log")
 	}
+}
+
+// truncated returns the shape after a DeleteRange(at, s.Last) of the given
+// kind: termBefore is the term of the entry at at-1 (used for a suffix
+// truncation only). A reset empties the log and keeps the floor.
+func truncated(s shape, kind deleteKind, at, termBefore uint64) shape {
+	switch kind {
+	case deleteSuffix:
+		s.Last, s.LastTerm = at-1, termBefore
+	case deleteAll:
+		s = shape{Floor: s.Floor}
+	}
+	return s
 }
 
 // overwriteDiag fills the stored-versus-offered fields of an ErrOverwrite.

@@ -20,8 +20,7 @@ func (l *Log) DeleteRange(min, max uint64) error {
 	if err != nil {
 		return err
 	}
-	sh.ResetUpTo, sh.ResetGated = l.floor.resetBound()
-	kind, g := checkDelete(sh, min, max)
+	kind, g := checkDeleteGated(sh, min, max, l.floor.resetGate())
 	if g != nil {
 		l.refused(g)
 		l.opts.logger.Error("guard refused DeleteRange", "error", g)

@@ -49,10 +49,10 @@ func (f *floorState) setReset(fn func() uint64) {
 	f.reset.Store(&fn)
 }
 
-// resetBound returns the reset bound and whether resets are gated at all.
-func (f *floorState) resetBound() (upTo uint64, gated bool) {
+// resetGate returns the reset bound, if one is set.
+func (f *floorState) resetGate() resetGate {
 	if p := f.reset.Load(); p != nil {
-		return (*p)(), true
+		return resetGate{Gated: true, UpTo: (*p)()}
 	}
-	return 0, false
+	return resetGate{}
 }

@@ -191,8 +191,7 @@ func (g *Guard) DeleteRange(min, max uint64) error {
 		return err
 	}
 	sh := g.shape()
-	sh.ResetUpTo, sh.ResetGated = g.floor.resetBound()
-	kind, ge := checkDelete(sh, min, max)
+	kind, ge := checkDeleteGated(sh, min, max, g.floor.resetGate())
 	if ge != nil {
 		countRefusal(ge)
 		g.opts.logger.Error("guard refused DeleteRange", "error", ge)

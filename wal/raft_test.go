@@ -12,17 +12,27 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// counterFSM sums the little-endian uint64 commands it applies.
+// counterFSM sums the values of the commands it applies. A command is
+// (id, value), two little-endian uint64s; ids are proposed one at a time in
+// increasing order, so an id not above the highest applied is a retry of a
+// proposal whose outcome was unknown (ErrLeadershipLost: the next leader
+// may still commit it) and is applied once only.
 type counterFSM struct {
-	mu  sync.Mutex
-	sum uint64
-	n   uint64
+	mu    sync.Mutex
+	sum   uint64
+	n     uint64
+	maxID uint64
 }
 
 func (f *counterFSM) Apply(l *raft.Log) interface{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sum += binary.LittleEndian.Uint64(l.Data)
+	id := binary.LittleEndian.Uint64(l.Data)
+	if id <= f.maxID {
+		return nil
+	}
+	f.maxID = id
+	f.sum += binary.LittleEndian.Uint64(l.Data[8:])
 	f.n++
 	return nil
 }
@@ -33,11 +43,12 @@ func (f *counterFSM) state() (uint64, uint64) {
 	return f.sum, f.n
 }
 
-type counterSnap struct{ sum, n uint64 }
+type counterSnap struct{ sum, n, maxID uint64 }
 
 func (s counterSnap) Persist(sink raft.SnapshotSink) error {
 	b := binary.LittleEndian.AppendUint64(nil, s.sum)
 	b = binary.LittleEndian.AppendUint64(b, s.n)
+	b = binary.LittleEndian.AppendUint64(b, s.maxID)
 	if _, err := sink.Write(b); err != nil {
 		sink.Cancel()
 		return err
@@ -47,8 +58,9 @@ func (s counterSnap) Persist(sink raft.SnapshotSink) error {
 func (counterSnap) Release() {}
 
 func (f *counterFSM) Snapshot() (raft.FSMSnapshot, error) {
-	sum, n := f.state()
-	return counterSnap{sum, n}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return counterSnap{f.sum, f.n, f.maxID}, nil
 }
 
 func (f *counterFSM) Restore(r io.ReadCloser) error {
@@ -56,11 +68,11 @@ func (f *counterFSM) Restore(r io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
-	if len(b) != 16 {
+	if len(b) != 24 {
 		return fmt.Errorf("snapshot of %d bytes", len(b))
 	}
 	f.mu.Lock()
-	f.sum, f.n = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+	f.sum, f.n, f.maxID = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:])
 	f.mu.Unlock()
 	return nil
 }
@@ -133,11 +145,12 @@ func TestRaftClusterOnLog(t *testing.T) {
 		return nil
 	}
 	waitFor(t, 5*time.Second, "a leader", func() bool { return leader() != nil })
-	var want uint64
+	var want, id uint64
 	apply := func(k int) {
 		for i := 0; i < k; i++ {
 			v := uint64(i + 1)
-			e := raft.Log{Data: binary.LittleEndian.AppendUint64(nil, v)}
+			id++
+			e := raft.Log{Data: binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, id), v)}
 			Stamp(&e)
 			var err error
 			for attempt := 0; attempt < 50; attempt++ {

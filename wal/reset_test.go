@@ -40,8 +40,7 @@ func TestResetGateDecision(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.s
-			s.ResetGated, s.ResetUpTo = tc.gated, tc.upTo
-			kind, g := checkDelete(s, tc.min, tc.max)
+			kind, g := checkDeleteGated(s, tc.min, tc.max, resetGate{Gated: tc.gated, UpTo: tc.upTo})
 			if tc.wantErr != nil {
 				if g == nil || !errors.Is(g, tc.wantErr) {
 					t.Fatalf("got %v %v, want %v", kind, g, tc.wantErr)
@@ -74,9 +73,7 @@ func TestResetGateDifferential(t *testing.T) {
 		upTo := rapid.Uint64Range(0, 110).Draw(t, "upTo")
 
 		plainKind, plainErr := checkDelete(s, min, max)
-		gs := s
-		gs.ResetGated, gs.ResetUpTo = true, upTo
-		kind, g := checkDelete(gs, min, max)
+		kind, g := checkDeleteGated(s, min, max, resetGate{Gated: true, UpTo: upTo})
 
 		removesCommitted := plainErr == nil && plainKind == deleteAll && s.First <= s.Floor
 		if removesCommitted && upTo < s.Floor {
