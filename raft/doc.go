@@ -27,9 +27,15 @@
 //   - The log refuses, loudly and typed, anything that would break G1–G7
 //     (see package wal); refusals are events (EventGuardRefusal).
 //   - A follower whose cached last index went stale after a snapshot
-//     install (hashicorp/raft #697 shape) recovers: see stale.go.
+//     install (hashicorp/raft #697 shape) recovers: see stale.go. While it
+//     is stale, appends at that index and unsafe votes are refused and the
+//     member does not campaign.
+//   - A snapshot older than what the member committed never restores
+//     (Figure 13 step 6, seam_install.go): the state machine, the applied
+//     index and the committed log never go back.
 //   - A member asked by a higher-term leader to cut entries at or below its
-//     commit floor is diverged: Status.Diverged, one EventDiverged, the
+//     commit floor, or sent a snapshot that contradicts an entry it
+//     committed (seam_install.go), is diverged: Status.Diverged, one EventDiverged, the
 //     gauge jobraft.raft.diverged; it keeps refusing, stands for no
 //     election and installs no snapshot until it is re-seeded (diverged.go,
 //     docs/node.md "A diverged member").

@@ -52,6 +52,12 @@ var (
 	// it for every snapshot raft would create, taken or installed. Re-seed
 	// the member (docs/node.md, "A diverged member").
 	ErrDiverged = errors.New("raft: member diverged from the leader's log; re-seed it")
+	// ErrCommittedDivergence: an InstallSnapshot whose last entry has
+	// another term than the entry this member committed at that index (its
+	// log or its latest snapshot). The seam refuses it (wrapped with
+	// ErrRefusedAtSeam), the member is diverged (EventDiverged carries
+	// it); nothing else changes.
+	ErrCommittedDivergence = errors.New("raft: snapshot contradicts an entry this member committed")
 )
 
 // ProposeError is the diagnostic of a failed proposal.

@@ -40,6 +40,7 @@ type Node struct {
 	clamps        atomic.Uint64 // appends whose commit index the seam clamped (U1)
 	rerouted      atomic.Uint64 // heartbeats sent through raft's main loop (U6)
 	strayTimeouts atomic.Uint64 // TimeoutNow requests refused at the seam (U5)
+	inst          installSeam   // installs and a stale last index at the seam (U2, U3)
 	closed        chan struct{}
 	life          context.Context // canceled when Close begins
 	kill          context.CancelFunc
@@ -121,12 +122,18 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	}
 	// A call to a member's address expects that member (identity.go).
 	n.caller = memberCaller{n: n, inner: caller}
-	trans = gateCampaigns(trans, n.div.is)
+	// No vote requests while the member is diverged (gates.go) or while
+	// raft's cached last index is stale (stale.go, docs/upstream.md U3).
+	trans = gateCampaigns(trans, n.noCampaign)
 	// The reconcile seam, outermost: every incoming RPC passes it before
 	// raft sees it (whatever the layers below deliver, duplicates
 	// included); it clamps each append's commit index to the last entry it
-	// verified and applies the member's policy (docs/upstream.md).
-	trans = transport.Seam(trans, n.seamHooks())
+	// verified and applies the member's policy (docs/upstream.md). While
+	// raft's cached last index is stale, appends at it and unsafe votes are
+	// refused (stale.go, U3).
+	hooks := n.seamHooks()
+	hooks.Intercept = n.staleIntercept(hooks.Intercept)
+	trans = transport.Seam(trans, hooks)
 
 	rc := hraft.DefaultConfig()
 	rc.LocalID = hraft.ServerID(cfg.ID)
@@ -169,6 +176,10 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	n.raft.Store(r)
 	n.div.raft.Store(r)
 	n.log.SetCommitFloor(func() uint64 { return max(r.CommitIndex(), n.fsm.applied.Load()) })
+	// hashicorp/raft seals a snapshot (taken or installed) before it resets
+	// the log; a reset of committed entries needs one reaching the floor
+	// (docs/upstream.md U2).
+	n.log.SetResetBound(n.inst.sealed.Load)
 	if cfg.Bootstrap && !hasState {
 		members := cfg.InitialMembers
 		if len(members) == 0 {
@@ -206,6 +217,7 @@ func (n *Node) snapshotEvent(e snapshot.Event) {
 		ev := Event{Kind: EventSnapshotSealed}
 		if e.Manifest != nil {
 			ev.Index, ev.Term = e.Manifest.Index, e.Manifest.Term
+			n.inst.sealed.Store(e.Manifest.Index) // the wal's reset bound
 		}
 		n.events.publish(ev)
 	case snapshot.Rejected, snapshot.Refused:

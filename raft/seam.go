@@ -34,6 +34,8 @@ func (n *Node) intercept(rpc hraft.RPC) bool {
 		return n.interceptTimeoutNow(rpc, req)
 	case *hraft.AppendEntriesRequest:
 		return n.checkAppend(rpc, req)
+	case *hraft.InstallSnapshotRequest:
+		return n.interceptInstall(rpc, req)
 	}
 	return false
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/transport"
 )
@@ -86,18 +87,151 @@ func (n *Node) staleLastIndex() uint64 {
 	if n.r.State() != hraft.Follower {
 		return 0
 	}
+	return n.staleLast(n.r)
+}
+
+// staleLast is staleLastIndex in any role. Raft's cache is read before the
+// log: an append stores its entries before it moves the cache, so a normal
+// append is never seen as stale; a conflict truncation is, for the instant
+// before its entries are stored.
+func (n *Node) staleLast(r *hraft.Raft) uint64 {
+	cached := r.LastIndex()
 	logLast, err := n.log.LastIndex()
-	if err != nil || n.r.LastIndex() <= logLast {
+	if err != nil || cached <= logLast {
 		return 0 // the common case, without Stats
 	}
-	st := n.r.Stats()
+	st := r.Stats()
 	num := func(k string) uint64 { v, _ := strconv.ParseUint(st[k], 10, 64); return v }
 	last, lastTerm := num("last_log_index"), num("last_log_term")
 	snap, snapTerm := num("last_snapshot_index"), num("last_snapshot_term")
+	if logLast, err = n.log.LastIndex(); err != nil {
+		return 0
+	}
 	if last <= logLast || last < snap || (last == snap && lastTerm == snapTerm) {
 		return 0
 	}
 	return last
+}
+
+// While raft's cached last index is stale, the member cannot vouch for it
+// (docs/upstream.md U3). In the matching-tail shape — its entries past the
+// snapshot agreed with the leader's before the log was reset — the leader's
+// next append has PrevLogEntry = the stale index; raft's check passes on
+// the cache, the entries land in the empty log above a hole, and the next
+// commit panics ("log not found") when raft applies from the snapshot's
+// index + 1. So, at the seam:
+//
+//   - an AppendEntries whose PrevLogEntry is the stale index is refused
+//     (Success false, NoRetryBackoff, LastLog the member's real last index)
+//     without raft: the leader walks back, and the repair above (or the
+//     install refused as behind, seam_install.go) brings a snapshot past the
+//     stale index;
+//   - a vote or pre-vote is refused when the candidate's log is less
+//     up-to-date than what the member really holds (its log's last entry,
+//     or its snapshot). raft itself compares with the cache, which in the
+//     matching shape overstates the member's log (a stricter check, safe)
+//     but in the divergent shape (a former leader's tail, older term) can
+//     understate it: the member would vote for a candidate lacking the
+//     committed entries its snapshot holds. Checking both keeps the member
+//     a safe voter without taking its vote away, so the others can still
+//     elect a leader that will repair it;
+//   - it does not campaign (the campaign gate, gates.go): its vote
+//     requests would claim the stale entry, and as a leader it would hold
+//     neither the entries nor the state it claims.
+
+// staleIntercept runs the stale checks before the seam's other intercepts
+// (next).
+func (n *Node) staleIntercept(next func(hraft.RPC) bool) func(hraft.RPC) bool {
+	return func(rpc hraft.RPC) bool {
+		if r := n.raftNow(); r != nil {
+			switch req := rpc.Command.(type) {
+			case *hraft.AppendEntriesRequest:
+				if req.PrevLogEntry != 0 && n.refuseStaleAppend(r, rpc, req) {
+					return true
+				}
+			case *hraft.RequestVoteRequest:
+				if n.refuseStaleVote(r, req.LastLogIndex, req.LastLogTerm, string(req.ID)) {
+					rpc.Respond(&hraft.RequestVoteResponse{RPCHeader: hraft.RPCHeader{ProtocolVersion: req.ProtocolVersion}, Term: r.CurrentTerm()}, nil)
+					return true
+				}
+			case *hraft.RequestPreVoteRequest:
+				if n.refuseStaleVote(r, req.LastLogIndex, req.LastLogTerm, string(req.ID)) {
+					rpc.Respond(&hraft.RequestPreVoteResponse{RPCHeader: hraft.RPCHeader{ProtocolVersion: req.ProtocolVersion}, Term: r.CurrentTerm()}, nil)
+					return true
+				}
+			}
+		}
+		return next != nil && next(rpc)
+	}
+}
+
+// refuseStaleAppend answers an append whose PrevLogEntry is raft's stale
+// last index.
+func (n *Node) refuseStaleAppend(r *hraft.Raft, rpc hraft.RPC, req *hraft.AppendEntriesRequest) bool {
+	stale := n.staleLast(r)
+	if stale == 0 || req.PrevLogEntry != stale {
+		return false
+	}
+	realIdx, _ := n.realLast(r)
+	n.inst.staleAppends.Add(1)
+	metrics.IncrCounter([]string{"jobraft", "raft", "stale_append_refused"}, 1)
+	n.cfg.Logger.Named("seam").Warn("append at raft's stale last index refused: the log does not hold that entry",
+		"from", string(req.ID), "prev_index", req.PrevLogEntry, "entries", len(req.Entries), "real_last_index", realIdx)
+	rpc.Respond(&hraft.AppendEntriesResponse{
+		RPCHeader: hraft.RPCHeader{ProtocolVersion: req.ProtocolVersion},
+		Term:      r.CurrentTerm(), LastLog: realIdx, NoRetryBackoff: true,
+	}, nil)
+	return true
+}
+
+// refuseStaleVote reports whether a (pre-)vote request must be refused
+// because raft's last index is stale and the candidate's log is less
+// up-to-date than what the member really holds.
+func (n *Node) refuseStaleVote(r *hraft.Raft, candIdx, candTerm uint64, candidate string) bool {
+	stale := n.staleLast(r)
+	if stale == 0 {
+		return false
+	}
+	realIdx, realTerm := n.realLast(r)
+	if candTerm > realTerm || (candTerm == realTerm && candIdx >= realIdx) {
+		return false // raft checks the cache as well
+	}
+	n.inst.staleVotes.Add(1)
+	metrics.IncrCounter([]string{"jobraft", "raft", "stale_vote_refused"}, 1)
+	n.cfg.Logger.Named("seam").Warn("vote refused: the candidate's log is behind what this member holds (raft's last index is stale)",
+		"candidate", candidate, "candidate_last_index", candIdx, "candidate_last_term", candTerm,
+		"real_last_index", realIdx, "real_last_term", realTerm, "stale_last_index", stale)
+	return true
+}
+
+// realLast is the last entry the member really holds: its log's last entry,
+// or raft's latest snapshot when the log is empty or behind it.
+func (n *Node) realLast(r *hraft.Raft) (index, term uint64) {
+	st := r.Stats()
+	index, _ = strconv.ParseUint(st["last_snapshot_index"], 10, 64)
+	term, _ = strconv.ParseUint(st["last_snapshot_term"], 10, 64)
+	if last, err := n.log.LastIndex(); err == nil && last > index {
+		var e hraft.Log
+		if n.log.GetLog(last, &e) == nil {
+			return last, e.Term
+		}
+	}
+	return index, term
+}
+
+// noCampaign is the campaign gate's predicate (gates.go): no vote requests
+// while the member is diverged or raft's last index is stale.
+func (n *Node) noCampaign() bool {
+	if n.div.is() {
+		return true
+	}
+	r := n.raftNow()
+	if r == nil || n.staleLast(r) == 0 {
+		return false
+	}
+	n.inst.campaigns.Add(1)
+	metrics.IncrCounter([]string{"jobraft", "raft", "stale_campaign_refused"}, 1)
+	return true
 }
 
 // handleSnapshotPast is the leader's side: move the log to at least the

@@ -56,6 +56,22 @@ type SeamCounters struct {
 	// their entries after raft had truncated the conflicting suffix (U4),
 	// or because an entry was nil (hashicorp/raft would panic).
 	AppendsRefused uint64 `json:"appends_refused"`
+	// InstallsAnswered: snapshot installs answered without restoring,
+	// because the member holds the snapshot's last entry (U2, Figure 13
+	// step 6); InstallsDeferred: refused until raft adopts the sender's
+	// higher term; InstallsBehind: at or below the floor but past what the
+	// member can continue from, refused and a newer snapshot asked for;
+	// InstallsDiverged: another term at a committed index, refused loudly.
+	InstallsAnswered uint64 `json:"installs_answered"`
+	InstallsDeferred uint64 `json:"installs_deferred"`
+	InstallsBehind   uint64 `json:"installs_behind"`
+	InstallsDiverged uint64 `json:"installs_diverged"`
+	// While raft's cached last index was stale (U3): appends at it refused,
+	// votes refused to candidates behind the member's real log, and the
+	// member's own (pre-)vote requests not sent.
+	StaleAppendsRefused   uint64 `json:"stale_appends_refused"`
+	StaleVotesRefused     uint64 `json:"stale_votes_refused"`
+	StaleCampaignsRefused uint64 `json:"stale_campaigns_refused"`
 }
 
 // Status returns this member's status.
@@ -79,8 +95,7 @@ func (n *Node) Status() Status {
 		CommitIndex: n.r.CommitIndex(), AppliedIndex: n.AppliedIndex(),
 		Floor: n.log.Floor(), PersistedFloor: n.log.PersistedFloor(),
 		Digest: n.sm.Digest(), Diverged: n.div.current(),
-		Seam: SeamCounters{CommitClamps: n.clamps.Load(), HeartbeatsRerouted: n.rerouted.Load(), TimeoutNowRefused: n.strayTimeouts.Load(),
-			AppendsRefused: n.appendsRefused.Load()},
+		Seam:            n.seamCounters(),
 		IdentityRefused: n.mux.IdentityStats(),
 	}
 	if f := n.r.GetConfiguration(); f.Error() == nil {
@@ -108,4 +123,15 @@ func (n *Node) StatusOf(ctx context.Context, addr string) (Status, error) {
 
 func (n *Node) handleStatus(_ context.Context, _ []byte) ([]byte, error) {
 	return json.Marshal(n.Status())
+}
+
+func (n *Node) seamCounters() SeamCounters {
+	return SeamCounters{
+		CommitClamps: n.clamps.Load(), HeartbeatsRerouted: n.rerouted.Load(), TimeoutNowRefused: n.strayTimeouts.Load(),
+		AppendsRefused:   n.appendsRefused.Load(),
+		InstallsAnswered: n.inst.answered.Load(), InstallsDeferred: n.inst.deferred.Load(),
+		InstallsBehind: n.inst.behind.Load(), InstallsDiverged: n.inst.diverged.Load(),
+		StaleAppendsRefused: n.inst.staleAppends.Load(), StaleVotesRefused: n.inst.staleVotes.Load(),
+		StaleCampaignsRefused: n.inst.campaigns.Load(),
+	}
 }

@@ -1,6 +1,10 @@
 package wal
 
-import "github.com/hashicorp/raft"
+import (
+	"fmt"
+
+	"github.com/hashicorp/raft"
+)
 
 // This file is the guard's pure core: decisions as functions of the log's
 // shape and the operation, with no IO. Both *Log and *Guard call it, and the
@@ -11,6 +15,14 @@ type shape struct {
 	First, Last uint64 // 0, 0 when empty
 	LastTerm    uint64
 	Floor       uint64 // highest index known committed
+}
+
+// resetGate is the reset bound (SetResetBound): Gated says whole-log resets
+// are gated, UpTo is then the index of the snapshot that allows one (0:
+// none).
+type resetGate struct {
+	Gated bool
+	UpTo  uint64
 }
 
 func (s shape) refusal(op Op, err error) *GuardError {
@@ -95,11 +107,23 @@ func (k deleteKind) String() string {
 //     only when min > floor;
 //   - the whole log [<=first, >=last] is a reset. hashicorp/raft does it after
 //     installing or restoring a snapshot on a MonotonicLogStore (the state
-//     machine already holds the snapshot). It is allowed: entries at or below
-//     the floor go as in compaction, entries above it as in truncation, and
-//     the floor survives it, so no committed index can be written again;
+//     machine already holds the snapshot), and compaction does it when the
+//     snapshot reaches the last entry. Entries at or below the floor go as in
+//     compaction, entries above it as in truncation, and the floor survives
+//     it, so no committed index can be written again. When resets are gated
+//     (checkDeleteGated), a reset that removes committed entries (first <=
+//     floor) is allowed only if the snapshot that allows it reaches the
+//     floor (UpTo >= floor): hashicorp/raft v1.7.3 also resets after
+//     installing a snapshot older than what the member committed
+//     (docs/upstream.md U2), which would delete committed entries the
+//     snapshot does not hold;
 //   - anything else would punch a hole and is refused.
 func checkDelete(s shape, min, max uint64) (deleteKind, *GuardError) {
+	return checkDeleteGated(s, min, max, resetGate{})
+}
+
+// checkDeleteGated is checkDelete with the reset gate r (G4, see above).
+func checkDeleteGated(s shape, min, max uint64, r resetGate) (deleteKind, *GuardError) {
 	fail := func(err error, detail string) *GuardError {
 		g := s.refusal(OpDelete, err)
 		g.Min, g.Max, g.Detail = min, max, detail
@@ -113,6 +137,10 @@ func checkDelete(s shape, min, max uint64) (deleteKind, *GuardError) {
 	}
 	switch {
 	case min <= s.First && max >= s.Last:
+		if r.Gated && s.First <= s.Floor && r.UpTo < s.Floor {
+			return deleteNone, fail(ErrCommittedTruncate, fmt.Sprintf(
+				"reset of committed entries: the latest snapshot (index %d) does not reach the commit floor", r.UpTo))
+		}
 		return deleteAll, nil
 	case min <= s.First:
 		if max > s.Floor {

@@ -20,7 +20,7 @@ func (l *Log) DeleteRange(min, max uint64) error {
 	if err != nil {
 		return err
 	}
-	kind, g := checkDelete(sh, min, max)
+	kind, g := checkDeleteGated(sh, min, max, l.floor.resetGate())
 	if g != nil {
 		l.refused(g)
 		l.opts.logger.Error("guard refused DeleteRange", "error", g)
@@ -50,6 +50,16 @@ func (l *Log) DeleteRange(min, max uint64) error {
 	l.opts.logger.Info("log range deleted", "kind", kind.String(), "min", min, "max", max, "floor", sh.Floor)
 	return nil
 }
+
+// SetResetBound gates whole-log resets (G4): fn returns the index of the
+// latest snapshot the caller made durable, and a reset that would remove
+// committed entries (the log's first index at or below the commit floor) is
+// refused with ErrCommittedTruncate unless that index reaches the floor.
+// The node passes the index of the last snapshot its store sealed, which
+// hashicorp/raft always seals before it resets the log. Without a bound
+// (nil, the default) resets are not gated. fn must be cheap and must not
+// call back into the log.
+func (l *Log) SetResetBound(fn func() uint64) { l.floor.setReset(fn) }
 
 // compact drops entries through max (max < last). Whole segments below the
 // new first index are removed; a partly compacted segment keeps its file and

@@ -17,7 +17,9 @@
 //   - G4: a suffix truncation never reaches the commit floor, prefix
 //     compaction never passes it, and no hole is punched; removing the whole
 //     log (what hashicorp/raft does after a snapshot install on a monotonic
-//     store) is a reset, and the floor survives it.
+//     store) is a reset, and the floor survives it. With SetResetBound, a
+//     reset that removes committed entries needs a snapshot reaching the
+//     floor (the node binds the last snapshot its store sealed).
 //   - G5: a stamped command payload (Stamp, carried in Log.Extensions) is
 //     verified against its stamp before it becomes durable and again on every
 //     read; an empty or altered body is never persisted and never returned.

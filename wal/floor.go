@@ -8,6 +8,10 @@ import "sync/atomic"
 type floorState struct {
 	fn        atomic.Pointer[func() uint64]
 	persisted atomic.Uint64
+	// reset is the late-bound reset bound (SetResetBound): the index up to
+	// which a whole-log reset may remove committed entries. nil: resets are
+	// not gated.
+	reset atomic.Pointer[func() uint64]
 }
 
 func (f *floorState) set(fn func() uint64) {
@@ -35,4 +39,20 @@ func (f *floorState) raise(v uint64) {
 			return
 		}
 	}
+}
+
+func (f *floorState) setReset(fn func() uint64) {
+	if fn == nil {
+		f.reset.Store(nil)
+		return
+	}
+	f.reset.Store(&fn)
+}
+
+// resetGate returns the reset bound, if one is set.
+func (f *floorState) resetGate() resetGate {
+	if p := f.reset.Load(); p != nil {
+		return resetGate{Gated: true, UpTo: (*p)()}
+	}
+	return resetGate{}
 }

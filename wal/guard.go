@@ -87,6 +87,9 @@ func (g *Guard) Inner() raft.LogStore { return g.inner }
 // SetCommitFloor binds the commit floor source (see Log.SetCommitFloor).
 func (g *Guard) SetCommitFloor(fn func() uint64) { g.floor.set(fn) }
 
+// SetResetBound gates whole-log resets (see Log.SetResetBound).
+func (g *Guard) SetResetBound(fn func() uint64) { g.floor.setReset(fn) }
+
 // Floor returns the current commit floor.
 func (g *Guard) Floor() uint64 { return g.floor.now() }
 
@@ -188,7 +191,7 @@ func (g *Guard) DeleteRange(min, max uint64) error {
 		return err
 	}
 	sh := g.shape()
-	kind, ge := checkDelete(sh, min, max)
+	kind, ge := checkDeleteGated(sh, min, max, g.floor.resetGate())
 	if ge != nil {
 		countRefusal(ge)
 		g.opts.logger.Error("guard refused DeleteRange", "error", ge)
