@@ -147,7 +147,8 @@ func Ctx(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// WaitFor polls cond until it holds or d passes.
+// WaitFor polls cond until it holds or d passes, d widened by the measured
+// scheduling stalls (see nodetest.WaitFor).
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	nodetest.WaitFor(t, d, what, cond)

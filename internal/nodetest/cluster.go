@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
@@ -155,13 +156,15 @@ func (c *Cluster) Leader() int {
 	return best
 }
 
-// WaitFor polls cond until it holds or d passes.
+// WaitFor polls cond until it holds or d passes. d is a liveness bound:
+// it is widened by the scheduling stalls the process suffered during the
+// wait (stalltest), and a failure prints the stall it measured.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	w := stalltest.Start()
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
+		if w.Exceeded(d) {
+			t.Fatalf("timed out after %s waiting for %s", w.Report(d), what)
 		}
 		time.Sleep(10 * time.Millisecond) // poll interval
 	}
@@ -222,9 +225,9 @@ func (c *Cluster) WaitConverged(d time.Duration) uint64 {
 func (c *Cluster) WaitConvergedOf(d time.Duration, members ...int) uint64 {
 	c.t.Helper()
 	var idx uint64
-	deadline := time.Now().Add(d)
+	converged := false
 	defer func() {
-		if time.Now().After(deadline) {
+		if !converged { // WaitFor failed: show where each member stands
 			for _, i := range members {
 				if n := c.Nodes[i]; n != nil {
 					s := n.Status()
@@ -255,6 +258,7 @@ func (c *Cluster) WaitConvergedOf(d time.Duration, members ...int) uint64 {
 		idx = first.Digest.Index
 		return true
 	})
+	converged = true
 	return idx
 }
 
