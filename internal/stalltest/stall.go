@@ -107,6 +107,38 @@ func (h *history) between(from, to time.Time) Stall {
 	return s
 }
 
+// worst returns the largest stall total inside any span-long window within
+// [from, to): how long the process stood still in its worst stretch of
+// that length. (A window covering the most stall can start where a late
+// interval starts, or end where one ends; both are tried.)
+func (h *history) worst(from, to time.Time, span time.Duration) time.Duration {
+	var starts []time.Time
+	for i := len(h.events) - 1; i >= 0; i-- {
+		e := h.events[i]
+		if !e.to.After(from) {
+			break
+		}
+		starts = append(starts, e.from, e.to.Add(-span))
+	}
+	if !h.last.IsZero() {
+		if want := h.last.Add(Tick); to.Sub(want) > Grace {
+			starts = append(starts, want, to.Add(-span))
+		}
+	}
+	var best time.Duration
+	for _, a := range starts {
+		if a.Before(from) {
+			a = from
+		}
+		b := a.Add(span)
+		if b.After(to) {
+			b = to
+		}
+		best = max(best, h.between(a, b).Total)
+	}
+	return best
+}
+
 var watcher struct {
 	once sync.Once
 	mu   sync.Mutex
@@ -145,6 +177,15 @@ func Between(from, to time.Time) Stall {
 	return watcher.h.between(from, to)
 }
 
+// Worst returns the largest stall inside any span-long stretch of
+// [from, to): e.g. whether the process stood still for most of a leader's
+// lease at some point.
+func Worst(from, to time.Time, span time.Duration) time.Duration {
+	watcher.mu.Lock()
+	defer watcher.mu.Unlock()
+	return watcher.h.worst(from, to, span)
+}
+
 // Window is a liveness measurement that started at a point in time.
 type Window struct{ start time.Time }
 
@@ -170,6 +211,10 @@ func (w Window) Elapsed() time.Duration { return time.Since(w.start) }
 
 // Stall returns the stall measured since the window started.
 func (w Window) Stall() Stall { return Between(w.start, time.Now()) }
+
+// Worst returns the largest stall inside any span-long stretch of the
+// window so far.
+func (w Window) Worst(span time.Duration) time.Duration { return Worst(w.start, time.Now(), span) }
 
 // Exceeded reports whether the window has run longer than bound plus the
 // stall measured during it.

@@ -39,6 +39,34 @@ func TestHistoryBetween(t *testing.T) {
 	}
 }
 
+func TestHistoryWorst(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var h history
+	// Stalls [20, 50), [60, 90), [300, 340); last wake-up at 340.
+	h.add(at(20), at(50))
+	h.add(at(60), at(90))
+	h.add(at(300), at(340))
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	cases := []struct {
+		from, to, span int
+		want           int
+	}{
+		{0, 345, 100, 60},  // [20, 120) holds both early stalls
+		{0, 345, 40, 40},   // the longest stall alone
+		{0, 345, 25, 25},   // a part of one
+		{0, 345, 50, 40},   // [300, 340) whole, or [40, 90) = 10 + 30
+		{55, 345, 100, 40}, // the window clips the first stall away
+		{0, 70, 100, 40},   // and its end clips the second
+		{0, 345, 1000, 100},
+	}
+	for _, c := range cases {
+		if got := h.worst(at(c.from), at(c.to), ms(c.span)); got != ms(c.want) {
+			t.Errorf("worst(%d, %d, %d) = %v, want %dms", c.from, c.to, c.span, got, c.want)
+		}
+	}
+}
+
 func TestHistoryBounded(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	var h history
