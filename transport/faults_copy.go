@@ -32,6 +32,7 @@ func copyLog(l *raft.Log) *raft.Log {
 func copyAppendEntries(r *raft.AppendEntriesRequest) *raft.AppendEntriesRequest {
 	c := *r
 	c.RPCHeader = copyHeader(r.RPCHeader)
+	//lint:ignore SA1019 a copy holds every field the sender set, the legacy one too
 	c.Leader = bytes.Clone(r.Leader)
 	if r.Entries != nil {
 		c.Entries = make([]*raft.Log, len(r.Entries))
@@ -45,6 +46,7 @@ func copyAppendEntries(r *raft.AppendEntriesRequest) *raft.AppendEntriesRequest 
 func copyRequestVote(r *raft.RequestVoteRequest) *raft.RequestVoteRequest {
 	c := *r
 	c.RPCHeader = copyHeader(r.RPCHeader)
+	//lint:ignore SA1019 a copy holds every field the sender set, the legacy one too
 	c.Candidate = bytes.Clone(r.Candidate)
 	return &c
 }
