@@ -28,8 +28,11 @@ import (
 func leaseOf(c *nodetest.Cluster) time.Duration { return c.Cfgs[0].LeaderLeaseTimeout }
 
 // churnExplained reports whether the stalls measured in [from, to) explain
-// a leader losing its lease, and describes what was measured.
+// a leader losing its lease, and describes what was measured. The search
+// starts two leases before from: a lease lost just after from ran out
+// during that time.
 func churnExplained(from, to time.Time, lease time.Duration) (bool, string) {
+	from = from.Add(-2 * lease)
 	worst := stalltest.Worst(from, to, lease)
 	return worst >= lease/2, fmt.Sprintf("worst stall %v within a %v lease stretch (explains a lost lease from %v); %v over %v",
 		worst.Round(time.Millisecond), lease, lease/2, stalltest.Between(from, to), to.Sub(from).Round(time.Millisecond))

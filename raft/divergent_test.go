@@ -1,6 +1,7 @@
 package raft_test
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -80,7 +81,17 @@ func TestDivergentFollowerInstallsSnapshot(t *testing.T) {
 		_, err := c.Propose(nl, key+"=v", wait)
 		led.record(key, err)
 		if err != nil {
-			t.Fatal(err)
+			// The majority's leader may lose its lease under a scheduling
+			// stall (legal; the ledger judges the outcome): carry on with
+			// its successor. Any other failure is one.
+			if !errors.Is(err, hraft.ErrLeadershipLost) && !errors.Is(err, hraft.ErrNotLeader) {
+				t.Fatal(err)
+			}
+			t.Logf("proposal %s on m%d: %v; carrying on with the majority's next leader", key, nl, err)
+			nodetest.WaitFor(t, wait, "a leader among the others", func() bool {
+				nl = c.Leader()
+				return nl >= 0 && nl != old && c.Nodes[nl].Status().Term > oldTerm
+			})
 		}
 	}
 	majority := []int{}

@@ -162,17 +162,28 @@ func TestStatusOverRPCAndEvents(t *testing.T) {
 			t.Fatalf("status of m%d over RPC %+v, local %+v", i, s, local)
 		}
 	}
-	nodetest.WaitFor(t, wait, "a leader-change event", func() bool {
+	// The first election may be over before the subscription (events are
+	// not replayed; on a loaded machine the members open slowly): hand the
+	// leadership on, and m0 must report that change.
+	to := (l + 1) % 3
+	nodetest.WaitFor(t, wait, fmt.Sprintf("m0's leader-change event naming m%d", to), func() bool {
 		for {
 			select {
 			case e := <-events:
-				if e.Kind == raft.EventLeaderChange && e.Leader != "" {
+				if e.Kind == raft.EventLeaderChange && e.Leader == c.Cfgs[to].ID {
 					return true
 				}
+				continue
 			default:
-				return false
 			}
+			break
 		}
+		if ld := c.Leader(); ld >= 0 && ld != to {
+			tctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = c.Nodes[ld].TransferLeadership(tctx, c.Cfgs[to].ID) // refused while to catches up: the next poll retries
+			cancel()
+		}
+		return false
 	})
 }
 
