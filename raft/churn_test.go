@@ -1,12 +1,14 @@
 package raft_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/stalltest"
+	"github.com/jobraft/jobraft/raft"
 )
 
 // Leadership churn under a scheduling stall. A leader that does not hear
@@ -72,4 +74,32 @@ func holdLeader(t *testing.T, c *nodetest.Cluster, ld int, term uint64, d time.D
 	}
 	checkChurn(t, start, lostAt, leaseOf(c), fmt.Sprintf("%s: %v after %v", what, lost, lostAt.Sub(start).Round(time.Millisecond)))
 	return false
+}
+
+// proposeAcrossChurn proposes cmd on member i until it commits. An attempt
+// whose outcome is unknown because the leadership moved while it was in
+// flight (a leader that lost its lease: checkChurn judges that) is
+// proposed again once there is a leader; cmd must be idempotent (a KV set).
+// Any other failure fails the test. retried reports a second attempt: its
+// result may then show the first attempt's effect.
+func proposeAcrossChurn(t *testing.T, c *nodetest.Cluster, i int, cmd string, d time.Duration) (res raft.Result, retried bool) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		ld := c.Leader()
+		var term uint64
+		if ld >= 0 {
+			term = c.Nodes[ld].Status().Term
+		}
+		start := time.Now()
+		res, err := c.Propose(i, cmd, d)
+		if err == nil {
+			return res, attempt > 0
+		}
+		moved := ld >= 0 && (c.Nodes[ld].Status().Role != "Leader" || c.Nodes[ld].Status().Term != term)
+		if !errors.Is(err, raft.ErrIndeterminate) || !moved || attempt == 3 {
+			t.Fatalf("propose %q on m%d: %v", cmd, i, err)
+		}
+		checkChurn(t, start, time.Now(), leaseOf(c), fmt.Sprintf("propose %q on m%d: %v", cmd, i, err))
+		c.WaitLeader(d)
+	}
 }
