@@ -76,30 +76,50 @@ func holdLeader(t *testing.T, c *nodetest.Cluster, ld int, term uint64, d time.D
 	return false
 }
 
-// proposeAcrossChurn proposes cmd on member i until it commits. An attempt
-// whose outcome is unknown because the leadership moved while it was in
-// flight (a leader that lost its lease: checkChurn judges that) is
-// proposed again once there is a leader; cmd must be idempotent (a KV set).
-// Any other failure fails the test. retried reports a second attempt: its
+// leadership is who led a cluster when an operation started.
+type leadership struct {
+	ld   int // -1: nobody
+	term uint64
+	at   time.Time
+}
+
+func leadershipOf(c *nodetest.Cluster) leadership {
+	l := leadership{ld: c.Leader(), at: time.Now()}
+	if l.ld >= 0 {
+		l.term = c.Nodes[l.ld].Status().Term
+	}
+	return l
+}
+
+// excuse accepts err, the failure of an operation started under l, only
+// as an outcome left unknown by a leadership change since l, which
+// checkChurn must find explained by a measured stall; it then waits for a
+// leader. Any other failure fails the test now.
+func (l leadership) excuse(t *testing.T, c *nodetest.Cluster, err error, what string) {
+	t.Helper()
+	moved := l.ld >= 0 && (c.Nodes[l.ld] == nil || c.Nodes[l.ld].Status().Role != "Leader" || c.Nodes[l.ld].Status().Term != l.term)
+	if !errors.Is(err, raft.ErrIndeterminate) || !moved {
+		t.Fatalf("%s: %v", what, err)
+	}
+	checkChurn(t, l.at, time.Now(), leaseOf(c), fmt.Sprintf("%s: %v", what, err))
+	c.WaitLeader(wait)
+}
+
+// proposeAcrossChurn proposes cmd on member i until it commits; an attempt
+// excused by a leadership change (leadership.excuse) is proposed again.
+// cmd must be idempotent (a KV set). retried reports a second attempt: its
 // result may then show the first attempt's effect.
 func proposeAcrossChurn(t *testing.T, c *nodetest.Cluster, i int, cmd string, d time.Duration) (res raft.Result, retried bool) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		ld := c.Leader()
-		var term uint64
-		if ld >= 0 {
-			term = c.Nodes[ld].Status().Term
-		}
-		start := time.Now()
+		l := leadershipOf(c)
 		res, err := c.Propose(i, cmd, d)
 		if err == nil {
 			return res, attempt > 0
 		}
-		moved := ld >= 0 && (c.Nodes[ld].Status().Role != "Leader" || c.Nodes[ld].Status().Term != term)
-		if !errors.Is(err, raft.ErrIndeterminate) || !moved || attempt == 3 {
-			t.Fatalf("propose %q on m%d: %v", cmd, i, err)
+		if attempt == 3 {
+			t.Fatalf("propose %q on m%d, attempt %d: %v", cmd, i, attempt+1, err)
 		}
-		checkChurn(t, start, time.Now(), leaseOf(c), fmt.Sprintf("propose %q on m%d: %v", cmd, i, err))
-		c.WaitLeader(d)
+		l.excuse(t, c, err, fmt.Sprintf("propose %q on m%d", cmd, i))
 	}
 }

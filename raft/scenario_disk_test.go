@@ -145,6 +145,7 @@ func others(n, f int) []int {
 // safety.
 func finishInProcess(t *testing.T, c *nodetest.Cluster, faults *transport.FaultNetwork, l *ledger) {
 	t.Helper()
+	c.Settle(wait) // proposals given up on may still commit
 	idx := c.WaitConverged(wait)
 	counts := l.check(t, dumpAll(c))
 	rep := checkCommittedPrefix(t, c)

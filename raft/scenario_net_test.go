@@ -241,6 +241,7 @@ func converge(t *testing.T, c *nodetest.Cluster, load *loadRun, what string) uin
 	t.Helper()
 	load.Stop()
 	start := time.Now()
+	c.Settle(convergeBound) // proposals given up on may still commit
 	idx := c.WaitConverged(convergeBound)
 	t.Logf("liveness: converged at index %d %v after %s (bound %v)", idx, time.Since(start).Round(time.Millisecond), what, convergeBound)
 	return idx

@@ -213,6 +213,25 @@ func (c *Cluster) Running() []int {
 	return out
 }
 
+// Settle waits until every proposal the leader's raft has accepted so far
+// is applied on the leader: a barrier queued behind them (hashicorp/raft
+// dispatches in order). A caller that gave up on a proposal (its context
+// ended: outcome unknown) leaves it queued, and on a loaded machine the
+// leader may be stuck behind a slow fsync long enough that every member
+// looks converged while such entries are still to come. Call Settle after
+// stopping a load and before WaitConverged. d is a liveness bound (widened
+// by measured stalls); a leader change is retried on the new leader.
+func (c *Cluster) Settle(d time.Duration) {
+	c.t.Helper()
+	WaitFor(c.t, d, "a barrier behind every accepted proposal to apply on the leader", func() bool {
+		l := c.Leader()
+		if l < 0 {
+			return false
+		}
+		return c.Nodes[l].Raft().Barrier(2*time.Second).Error() == nil
+	})
+}
+
 // WaitConverged waits until every running member has applied the same
 // index with the same digest, and returns that index.
 func (c *Cluster) WaitConverged(d time.Duration) uint64 {
