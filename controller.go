@@ -155,7 +155,9 @@ func (c *Controller) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, er
 // attempt is resolved by resolve (given a linearizable read of the job):
 // applied means the earlier attempt applied; !known means the read cannot
 // tell. It returns ErrOutcomeUnknown (with raft.ErrIndeterminate) when it
-// cannot tell.
+// cannot tell, and then the last attempt's error only as text: a refusal
+// of the retry (stale, invalid state) or a rejected last attempt is not the
+// outcome, and matching its class would tell the caller nothing changed.
 func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id string, resolve func(fsm.Job) (applied, known bool)) (fsm.Result, error) {
 	unknown := false
 	for {
@@ -175,7 +177,7 @@ func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id str
 					return fsm.Result{Jobs: []fsm.Job{j}}, nil
 				}
 				if !known {
-					return r, fmt.Errorf("%w: %w: %w", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
+					return r, fmt.Errorf("%w: %w: %v", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
 				}
 			}
 			if gerr != nil {
@@ -186,13 +188,13 @@ func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id str
 			return r, err
 		default:
 			if unknown {
-				return r, fmt.Errorf("%w: %w: %w", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
+				return r, fmt.Errorf("%w: %w: %v", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
 			}
 			return r, err
 		}
 		if ctx.Err() != nil || c.isClosed() {
 			if unknown {
-				return r, fmt.Errorf("%w: %w: %w", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
+				return r, fmt.Errorf("%w: %w: %v", ErrOutcomeUnknown, raft.ErrIndeterminate, err)
 			}
 			return r, err
 		}
