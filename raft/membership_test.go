@@ -15,9 +15,7 @@ import (
 func proposeN(t *testing.T, c *nodetest.Cluster, on int, prefix string, n int) {
 	t.Helper()
 	for k := 0; k < n; k++ {
-		if _, err := c.Propose(on, fmt.Sprintf("%s%d=v", prefix, k), wait); err != nil {
-			t.Fatalf("propose %s%d on m%d: %v", prefix, k, on, err)
-		}
+		proposeAcrossChurn(t, c, on, fmt.Sprintf("%s%d=v", prefix, k), wait)
 	}
 }
 

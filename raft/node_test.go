@@ -48,9 +48,7 @@ func TestLinearizableReadOnFollower(t *testing.T) {
 	l := c.WaitLeader(wait)
 	f := (l + 1) % 3
 	for k := 0; k < 20; k++ {
-		if _, err := c.Propose(l, fmt.Sprintf("x=%d", k), wait); err != nil {
-			t.Fatal(err)
-		}
+		proposeAcrossChurn(t, c, l, fmt.Sprintf("x=%d", k), wait)
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		idx, err := c.Nodes[f].LinearizableRead(ctx)
 		cancel()
@@ -70,9 +68,7 @@ func TestLeaderStopAndRestart(t *testing.T) {
 	c := nodetest.Start(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	for k := 0; k < 50; k++ {
-		if _, err := c.Propose((l+k)%3, fmt.Sprintf("a%d=1", k), wait); err != nil {
-			t.Fatal(err)
-		}
+		proposeAcrossChurn(t, c, (l+k)%3, fmt.Sprintf("a%d=1", k), wait)
 	}
 	term := c.Nodes[l].Status().Term
 	c.StopMember(l)
@@ -81,9 +77,7 @@ func TestLeaderStopAndRestart(t *testing.T) {
 		t.Fatalf("new leader m%d term %d, old term %d", nl, c.Nodes[nl].Status().Term, term)
 	}
 	for k := 50; k < 100; k++ {
-		if _, err := c.Propose(nl, fmt.Sprintf("a%d=1", k), wait); err != nil {
-			t.Fatal(err)
-		}
+		proposeAcrossChurn(t, c, nl, fmt.Sprintf("a%d=1", k), wait)
 	}
 	c.StartMember(l)
 	c.WaitConverged(wait)
@@ -102,9 +96,7 @@ func TestPartitionedLeaderProposalIndeterminate(t *testing.T) {
 	faults := transport.NewFaultNetwork(1)
 	c := nodetest.Start(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
-	if _, err := c.Propose(l, "before=1", wait); err != nil {
-		t.Fatal(err)
-	}
+	proposeAcrossChurn(t, c, l, "before=1", wait)
 	c.WaitConverged(wait)
 	faults.Isolate(hraft.ServerAddress(c.Nodes[l].Addr()))
 	_, err := c.Propose(l, "lost=1", 3*time.Second)
@@ -125,9 +117,7 @@ func TestPartitionedLeaderProposalIndeterminate(t *testing.T) {
 		}
 		return false
 	})
-	if _, err := c.Propose(nl, "after=1", wait); err != nil {
-		t.Fatal(err)
-	}
+	proposeAcrossChurn(t, c, nl, "after=1", wait)
 	faults.Heal()
 	c.WaitConverged(wait)
 	if _, ok := c.KVs[l].Get("lost"); ok && errors.Is(err, raft.ErrRejected) {
@@ -143,9 +133,7 @@ func TestStatusOverRPCAndEvents(t *testing.T) {
 	events, cancel := c.Nodes[0].Events(64)
 	defer cancel()
 	l := c.WaitLeader(wait)
-	if _, err := c.Propose(l, "s=1", wait); err != nil {
-		t.Fatal(err)
-	}
+	proposeAcrossChurn(t, c, l, "s=1", wait)
 	c.WaitConverged(wait)
 	ctx, cancelCtx := context.WithTimeout(context.Background(), wait)
 	defer cancelCtx()
@@ -188,9 +176,7 @@ func TestAddAndRemoveMember(t *testing.T) {
 	c := nodetest.Start(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	for k := 0; k < 30; k++ {
-		if _, err := c.Propose(l, fmt.Sprintf("m%d=1", k), wait); err != nil {
-			t.Fatal(err)
-		}
+		proposeAcrossChurn(t, c, l, fmt.Sprintf("m%d=1", k), wait)
 	}
 	cfg := nodetest.FastConfig(t, "m3", t.TempDir(), nodetest.FreeAddr(t))
 	kv := nodetest.NewKV()
@@ -233,9 +219,7 @@ func TestSnapshotInstallToLaggingMember(t *testing.T) {
 	lag := (l + 1) % 3
 	faults.Isolate(hraft.ServerAddress(c.Nodes[lag].Addr()))
 	for k := 0; k < 100; k++ {
-		if _, err := c.Propose(l, fmt.Sprintf("s%d=1", k), wait); err != nil {
-			t.Fatal(err)
-		}
+		proposeAcrossChurn(t, c, l, fmt.Sprintf("s%d=1", k), wait)
 	}
 	for i, n := range c.Nodes {
 		if i != lag {
@@ -260,9 +244,7 @@ func TestSnapshotInstallToLaggingMember(t *testing.T) {
 func TestAppliedIndexReachesCommitWhenIdle(t *testing.T) {
 	c := nodetest.Start(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
-	if _, err := c.Propose(l, "x=1", wait); err != nil {
-		t.Fatal(err)
-	}
+	proposeAcrossChurn(t, c, l, "x=1", wait)
 	c.StopMember(l) // the next leader commits a no-op of its term and nothing else
 	nl := c.WaitLeader(wait)
 	nodetest.WaitFor(t, wait, "applied to reach commit on every member", func() bool {
