@@ -196,10 +196,26 @@ func (c *Cluster) Join(via int, id string, d time.Duration) int {
 	c.StartMember(i)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	if err := c.Nodes[via].AddMember(ctx, id, c.Nodes[i].Addr()); err != nil {
-		c.t.Fatalf("add %s through %s: %v", id, c.Cfgs[via].ID, err)
+	for {
+		ld := c.Leader()
+		var term uint64
+		if ld >= 0 {
+			term = c.Nodes[ld].Status().Term
+		}
+		err := c.Nodes[via].AddMember(ctx, id, c.Nodes[i].Addr())
+		if err == nil {
+			return i
+		}
+		// A leader that lost its lease (a scheduling stall on a loaded
+		// machine) fails the change in flight; AddMember is idempotent, so
+		// it is asked again of the next leader. Any other failure is one.
+		moved := ld >= 0 && (c.Nodes[ld] == nil || c.Nodes[ld].Status().Role != "Leader" || c.Nodes[ld].Status().Term != term)
+		if !moved || ctx.Err() != nil {
+			c.t.Fatalf("add %s through %s: %v", id, c.Cfgs[via].ID, err)
+		}
+		c.t.Logf("add %s through %s: %v; the leadership moved, asking again", id, c.Cfgs[via].ID, err)
+		c.WaitLeader(d)
 	}
-	return i
 }
 
 // Running returns the indexes of the running members.
