@@ -123,3 +123,17 @@ func proposeAcrossChurn(t *testing.T, c *nodetest.Cluster, i int, cmd string, d 
 		l.excuse(t, c, err, fmt.Sprintf("propose %q on m%d", cmd, i))
 	}
 }
+
+// holdRunning keeps a fault in place for d of the process's running time:
+// the wall time minus the scheduling stalls measured meanwhile (at most
+// 3×d of wall time). A "progress in every stretch of d" check is a
+// liveness bound and must not count time the process stood still. It
+// returns the stall measured over the hold.
+func holdRunning(d time.Duration) stalltest.Stall {
+	w := stalltest.Start()
+	_ = hold(d, nil)
+	for !w.Exceeded(d) && w.Elapsed() < 3*d {
+		_ = hold(10*time.Millisecond, nil)
+	}
+	return w.Stall()
+}

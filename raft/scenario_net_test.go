@@ -759,9 +759,9 @@ func delayDropDuplicate(t *testing.T, drop, dup float64, leaderOnly bool) {
 	faults.SetDuplicate(dup)
 	before := faults.Stats()
 	term0, acked0 := maxTerm(c), l.successes()
-	_ = hold(window/2, nil)
+	st1 := holdRunning(window / 2) // each half is a liveness window: stalls extend it
 	acked1 := l.successes()
-	_ = hold(window-window/2, nil)
+	st2 := holdRunning(window - window/2)
 	acked2, term1 := l.successes(), maxTerm(c)
 	after := faults.Stats()
 	d := func(kind string) FaultDelta { return faultDelta(before[kind], after[kind]) }
@@ -769,7 +769,7 @@ func delayDropDuplicate(t *testing.T, drop, dup float64, leaderOnly bool) {
 		drop, dup, window, acked1-acked0, acked2-acked1, term0, term1,
 		d(transport.KindAppendEntries), d(transport.KindRequestPreVote), d(transport.KindRequestVote), d(transport.KindCall))
 	if acked1 == acked0 || acked2 == acked1 {
-		t.Errorf("no progress in a half of the fault window (acknowledged %d, then %d)", acked1-acked0, acked2-acked1)
+		t.Errorf("no progress in a half of the fault window (acknowledged %d, then %d; halves extended by %v, then %v)", acked1-acked0, acked2-acked1, st1, st2)
 	}
 	if dup > 0 && d(transport.KindAppendEntries).Duplicated == 0 {
 		t.Errorf("no append-entries was duplicated")
