@@ -325,7 +325,7 @@ func TestWatchResumeAndCompacted(t *testing.T) {
 	for len(got) < 8 {
 		ev := <-ch
 		if ev.Kind != jobraft.EventSubmitted {
-			t.Fatalf("%+v", ev)
+			t.Fatalf("%+v (context: %v)", ev, context.Cause(ctx))
 		}
 		got = append(got, ev.JobID)
 	}
