@@ -3,7 +3,10 @@ package jobraft_test
 import (
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -184,10 +187,58 @@ func TestLinearizableUnderLeaderKills(t *testing.T) {
 	}
 }
 
-func writeViz(t *testing.T, info porcupine.LinearizationInfo) {
-	path := t.TempDir() + "/history.html"
-	if err := porcupine.VisualizePath(jobmodel.Model.ToModel(), info, path); err == nil {
-		t.Logf("visualization: %s", path)
+// writeViz writes porcupine's visualization of a checked history where it
+// outlives the test (t.TempDir is removed when the test ends, failed or
+// not): under $JOBRAFT_ARTIFACTS if set, else under os.TempDir()'s
+// jobraft-artifacts, in a new directory named after the test. It logs and
+// returns the file's path ("" when it could not be written, with why).
+func writeViz(t *testing.T, info porcupine.LinearizationInfo) string {
+	t.Helper()
+	base := os.Getenv("JOBRAFT_ARTIFACTS")
+	if base == "" {
+		base = filepath.Join(os.TempDir(), "jobraft-artifacts")
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	var dir string
+	err := os.MkdirAll(base, 0o755)
+	if err == nil {
+		dir, err = os.MkdirTemp(base, name+"-*")
+	}
+	if err != nil {
+		t.Logf("visualization not written: %v", err)
+		return ""
+	}
+	path := filepath.Join(dir, "history.html")
+	if err := porcupine.VisualizePath(jobmodel.Model.ToModel(), info, path); err != nil {
+		t.Logf("visualization not written: %v", err)
+		return ""
+	}
+	t.Logf("visualization of the history: %s", path)
+	return path
+}
+
+// TestVisualizationOutlivesTheTest: the visualization of a failing history
+// is still on disk after the test that wrote it ended (it used to go to
+// t.TempDir, removed at the end of the very test that failed).
+func TestVisualizationOutlivesTheTest(t *testing.T) {
+	artifacts := t.TempDir()
+	t.Setenv("JOBRAFT_ARTIFACTS", artifacts)
+	// A submit acknowledged, then a read that does not find the job.
+	ops := []porcupine.Operation{
+		{ClientId: 0, Input: jobmodel.Input{Kind: jobmodel.Submit, Job: "j"}, Output: jobmodel.Output{Outcome: jobmodel.OK}, Call: 1, Return: 2},
+		{ClientId: 1, Input: jobmodel.Input{Kind: jobmodel.Get, Job: "j"}, Output: jobmodel.Output{Outcome: jobmodel.OK, State: jobmodel.Absent}, Call: 3, Return: 4},
+	}
+	res, info := jobmodel.Check(ops, time.Minute)
+	if res != porcupine.Illegal {
+		t.Fatalf("history checked %s, want illegal", res)
+	}
+	var path string
+	t.Run("failing", func(t *testing.T) { path = writeViz(t, info) })
+	if path == "" || !strings.HasPrefix(path, artifacts+string(filepath.Separator)) {
+		t.Fatalf("visualization at %q, want under $JOBRAFT_ARTIFACTS %s", path, artifacts)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Fatalf("visualization gone after the test that wrote it: %v", err)
 	}
 }
 

@@ -26,7 +26,6 @@ func TestPausedWorkerLateAckRefused(t *testing.T) {
 		t.Fatalf("claim: %v %+v", err, rep)
 	}
 	first := rep.Jobs[0]
-	claimed := time.Now()
 	p.Pause(w1)
 	resumed := false
 	defer func() {
@@ -40,8 +39,17 @@ func TestPausedWorkerLateAckRefused(t *testing.T) {
 		t.Fatalf("second claim: %v %+v", err, rep)
 	}
 	second := rep.Jobs[0]
-	if since := time.Since(claimed); since < ttl {
-		t.Fatalf("lease reclaimed %v after the claim, TTL %v", since, ttl)
+	// Timing on the leader's clock, which stamped both leases (the members
+	// share this machine's clock): the second lease was granted no earlier
+	// than the first one's deadline. (A wall clock started when the claim
+	// returned starts late: under load the reply can arrive most of a TTL
+	// after the leader stamped the lease.)
+	if first.Deadline.IsZero() || first.TTL != ttl {
+		t.Fatalf("first lease %+v: no deadline, or TTL not %v", first, ttl)
+	}
+	if granted := second.Deadline.Add(-second.TTL); granted.Before(first.Deadline) {
+		t.Fatalf("lease reclaimed at %v, %v before the first lease's deadline %v",
+			granted.Format(time.StampMicro), first.Deadline.Sub(granted), first.Deadline.Format(time.StampMicro))
 	}
 	if second.ID != id || second.Token <= first.Token || second.Attempts != 2 {
 		t.Fatalf("second lease %+v, first %+v", second, first)

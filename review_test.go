@@ -30,7 +30,10 @@ func TestStaleAckNotResolvedAsSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := c.Ctls[l].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"stale"}, Worker: "w1"})
+	// The lease outlives the test: the job must leave w1 by the cancel
+	// below, not by an expiry that a slow election under load could let
+	// happen first (the scenario would then be another one).
+	ls, err := c.Ctls[l].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"stale"}, Worker: "w1", LeaseTTL: time.Hour})
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("claim: %v %v", ls, err)
 	}
@@ -66,6 +69,9 @@ func TestStaleAckNotResolvedAsSuccess(t *testing.T) {
 		}
 		return false
 	})
+	if got, err := c.Ctls[n].Get(ctx, j.ID, jobraft.Linearizable); err != nil || got.Lease == nil || got.Lease.Token != w1.Token {
+		t.Fatalf("before the cancel the job is %+v (%v), want running under w1's lease %d", got, err, w1.Token)
+	}
 	if _, err := c.Ctls[n].Cancel(ctx, j.ID, "stuck"); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/proctest"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/walcompare"
@@ -104,13 +105,15 @@ func checkElectionSafety(t testing.TB, faults *transport.FaultNetwork) {
 	}
 }
 
-// liveness measures how long cond takes to hold, failing past bound.
+// liveness measures how long cond takes to hold, failing past bound plus
+// the scheduling stalls measured meanwhile (nodetest.WaitFor); it logs the
+// stall with the time.
 func liveness(t testing.TB, what string, bound time.Duration, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
+	w := stalltest.Start()
 	nodetest.WaitFor(t, bound, what, cond)
-	d := time.Since(start)
-	t.Logf("liveness: %s in %v (bound %v)", what, d.Round(time.Millisecond), bound)
+	d := w.Elapsed()
+	t.Logf("liveness: %s in %v (bound %v, %v)", what, d.Round(time.Millisecond), bound, w.Stall())
 	return d
 }
 

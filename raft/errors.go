@@ -85,3 +85,35 @@ func indeterminate(leader string, cause error) error {
 func invalidConfig(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 }
+
+// UnrestorableError is the diagnostic of ErrUnrestorable (errors.As): the
+// log's first index, the newest snapshot that passed verification (none:
+// Verified is "") and the snapshots refused before it, newest first.
+type UnrestorableError struct {
+	FirstIndex    uint64
+	Verified      string
+	VerifiedIndex uint64
+	Refused       []RefusedSnapshot
+}
+
+// RefusedSnapshot is a snapshot that failed verification when opened.
+type RefusedSnapshot struct {
+	ID    string
+	Index uint64
+	Err   error
+}
+
+func (e *UnrestorableError) Error() string {
+	refused := make([]string, len(e.Refused))
+	for i, r := range e.Refused {
+		refused[i] = fmt.Sprintf("%s at %d (%v)", r.ID, r.Index, r.Err)
+	}
+	if e.Verified == "" {
+		return fmt.Sprintf("%v: no verified snapshot, the log starts at %d (refused: %v)", ErrUnrestorable, e.FirstIndex, refused)
+	}
+	return fmt.Sprintf("%v: newest verified snapshot %s ends at index %d, the log starts at %d (refused: %v)",
+		ErrUnrestorable, e.Verified, e.VerifiedIndex, e.FirstIndex, refused)
+}
+
+// Unwrap returns ErrUnrestorable.
+func (e *UnrestorableError) Unwrap() error { return ErrUnrestorable }

@@ -1,8 +1,6 @@
 package raft
 
 import (
-	"fmt"
-
 	"github.com/jobraft/jobraft/snapshot"
 	"github.com/jobraft/jobraft/wal"
 )
@@ -13,7 +11,8 @@ import (
 // from that snapshot's index + 1. When the newest snapshot fails
 // verification and the log was compacted past the older one, that entry is
 // gone and NewRaft panics ("log not found"); this check turns the panic into
-// a typed refusal (ErrUnrestorable) naming what is missing.
+// a typed refusal (ErrUnrestorable, diagnosed by *UnrestorableError)
+// naming what is missing.
 func checkRestorable(log *wal.Log, snaps *snapshot.Store) error {
 	first, err := log.FirstIndex()
 	if err != nil {
@@ -26,19 +25,19 @@ func checkRestorable(log *wal.Log, snaps *snapshot.Store) error {
 	if err != nil {
 		return err
 	}
-	var refused []string
+	ue := &UnrestorableError{FirstIndex: first}
 	for _, m := range metas {
 		_, rc, err := snaps.Open(m.ID)
 		if err != nil {
-			refused = append(refused, fmt.Sprintf("%s (%v)", m.ID, err))
+			ue.Refused = append(ue.Refused, RefusedSnapshot{ID: m.ID, Index: m.Index, Err: err})
 			continue
 		}
 		rc.Close()
 		if m.Index+1 >= first {
 			return nil
 		}
-		return fmt.Errorf("%w: newest verified snapshot %s ends at index %d, the log starts at %d (refused: %v)",
-			ErrUnrestorable, m.ID, m.Index, first, refused)
+		ue.Verified, ue.VerifiedIndex = m.ID, m.Index
+		return ue
 	}
-	return fmt.Errorf("%w: no verified snapshot, the log starts at %d (refused: %v)", ErrUnrestorable, first, refused)
+	return ue
 }

@@ -10,6 +10,7 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
@@ -240,6 +241,7 @@ func converge(t *testing.T, c *nodetest.Cluster, load *loadRun, what string) uin
 	t.Helper()
 	load.Stop()
 	start := time.Now()
+	c.Settle(convergeBound) // proposals given up on may still commit
 	idx := c.WaitConverged(convergeBound)
 	t.Logf("liveness: converged at index %d %v after %s (bound %v)", idx, time.Since(start).Round(time.Millisecond), what, convergeBound)
 	return idx
@@ -414,25 +416,37 @@ func TestScenarioDivergentFormerLeaderRejoins(t *testing.T) {
 	if netLong() {
 		window = 10 * time.Second
 	}
+	watched, leaderChanged := time.Now(), false
 	err := hold(window, func() error {
 		sl, so := c.Nodes[nl].Status(), c.Nodes[old].Status()
 		switch {
 		case sl.Role != "Leader" || sl.Term != newTerm:
+			leaderChanged = true
 			return fmt.Errorf("the live leader m%d changed: role %s term %d (was term %d)", nl, sl.Role, sl.Term, newTerm)
 		case so.Term != sl.Term:
 			return fmt.Errorf("the former leader's term %d differs from the leader's %d", so.Term, sl.Term)
 		}
 		return nil
 	})
-	if err != nil {
+	// The live leader losing its lease under a measured stall is legal
+	// (churn_test.go); the former leader then may campaign too, so its
+	// vote requests after it followed count only without such a change.
+	churned := false
+	if err != nil && leaderChanged {
+		checkChurn(t, watched, time.Now(), leaseOf(c), fmt.Sprintf("observation window after the rejoin: %v", err))
+		churned = true
+	} else if err != nil {
 		t.Errorf("observation window after the rejoin: %v", err)
 	}
 	votesEnd, preEnd := votesFrom(faults, oldAddr)
 	t.Logf("former leader's vote requests: before isolation %d/%d pre-votes; isolated %d/%d; heal → follow (%v) %d/%d; following %v: %d/%d",
 		votes0, pre0, votesHeal-votes0, preHeal-pre0, follow.Round(time.Millisecond), votesFollow-votesHeal, preFollow-preHeal,
 		window, votesEnd-votesFollow, preEnd-preFollow)
-	if n := votesEnd - votesHeal; n != 0 {
-		t.Errorf("the former leader sent %d RequestVote after the heal: it started an election against a reachable leader", n)
+	if n := votesFollow - votesHeal; n != 0 {
+		t.Errorf("the former leader sent %d RequestVote between the heal and following: it started an election against a reachable leader", n)
+	}
+	if n := votesEnd - votesFollow; n != 0 && !churned {
+		t.Errorf("the former leader sent %d RequestVote while following a reachable leader", n)
 	}
 	// One pre-vote round (2 peers) per election timeout (150 ms, the
 	// smallest randomized wait) while it had not heard from the leader,
@@ -443,7 +457,7 @@ func TestScenarioDivergentFormerLeaderRejoins(t *testing.T) {
 	// Following a live leader it has no reason to campaign; one round is
 	// allowed for a heartbeat delayed past the timeout by a starved
 	// scheduler (-race on two shared cores).
-	if n := preEnd - preFollow; n > 2 {
+	if n := preEnd - preFollow; n > 2 && !churned {
 		t.Errorf("the former leader sent %d pre-votes while following a reachable leader", n)
 	}
 	t.Logf("leaders reported: %v", watch.leaders())
@@ -484,6 +498,7 @@ func TestScenarioFlappingLink(t *testing.T) {
 	votes0, pre0 := votesFrom(faults, fa)
 	applied0 := c.Nodes[f].Status().AppliedIndex
 	acked0 := l.successes()
+	flapped := stalltest.Start().Began()
 	faults.Flap(la, fa, period)
 	_ = hold(dur, nil)
 	faults.Flap(la, fa, 0)
@@ -494,7 +509,7 @@ func TestScenarioFlappingLink(t *testing.T) {
 	t.Logf("flapping m%d<->m%d every %v for %v: term %d → %d, follower applied %d → %d, %d acknowledged meanwhile; follower sent %d RequestVote, %d pre-votes",
 		ld, f, period, dur, term0, term1, applied0, fs.AppliedIndex, l.successes()-acked0, votes1-votes0, pre1-pre0)
 	if n := term1 - term0; n > 1 {
-		t.Errorf("%d term changes during the flapping (bound 1): leadership churn", n)
+		checkChurn(t, flapped, settled, leaseOf(c), fmt.Sprintf("%d term changes during the flapping (bound 1): leadership churn", n))
 	}
 	// A RequestVote bumps the sender's term, so it is bounded by the term
 	// changes: one election round (2 peers) at most.
@@ -624,15 +639,7 @@ func partitionRounds(t *testing.T, size, rounds int) {
 			}
 		}
 		v0, acked := votes(minority), l.successes()
-		err := hold(holdFor, func() error {
-			if s := c.Nodes[ld].Status(); s.Role != "Leader" || s.Term != term {
-				return fmt.Errorf("leader m%d lost its leadership (role %s, term %d, was %d)", ld, s.Role, s.Term, term)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Errorf("round %d, minority %v isolated: %v", round, minority, err)
-		}
+		holdLeader(t, c, ld, term, holdFor, fmt.Sprintf("round %d, minority %v isolated", round, minority))
 		if n := votes(minority) - v0; n != 0 {
 			t.Errorf("round %d: the isolated minority %v sent %d RequestVote", round, minority, n)
 		}
@@ -663,15 +670,7 @@ func partitionRounds(t *testing.T, size, rounds int) {
 			waitProgress(t, l, 10, "with the old leader unable to receive")
 			_ = hold(holdFor/2, nil)
 		} else {
-			err := hold(holdFor, func() error {
-				if s := c.Nodes[ld].Status(); s.Role != "Leader" || s.Term != term {
-					return fmt.Errorf("leader m%d lost its leadership (role %s, term %d, was %d)", ld, s.Role, s.Term, term)
-				}
-				return nil
-			})
-			if err != nil {
-				t.Errorf("round %d, follower m%d unable to receive: %v", round, x, err)
-			}
+			holdLeader(t, c, ld, term, holdFor, fmt.Sprintf("round %d, follower m%d unable to receive", round, x))
 		}
 		if n := votes([]int{x}) - v0; n != 0 {
 			t.Errorf("round %d: %s m%d, unable to receive, sent %d RequestVote", round, who, x, n)
@@ -761,9 +760,9 @@ func delayDropDuplicate(t *testing.T, drop, dup float64, leaderOnly bool) {
 	faults.SetDuplicate(dup)
 	before := faults.Stats()
 	term0, acked0 := maxTerm(c), l.successes()
-	_ = hold(window/2, nil)
+	st1 := holdRunning(window / 2) // each half is a liveness window: stalls extend it
 	acked1 := l.successes()
-	_ = hold(window-window/2, nil)
+	st2 := holdRunning(window - window/2)
 	acked2, term1 := l.successes(), maxTerm(c)
 	after := faults.Stats()
 	d := func(kind string) FaultDelta { return faultDelta(before[kind], after[kind]) }
@@ -771,7 +770,7 @@ func delayDropDuplicate(t *testing.T, drop, dup float64, leaderOnly bool) {
 		drop, dup, window, acked1-acked0, acked2-acked1, term0, term1,
 		d(transport.KindAppendEntries), d(transport.KindRequestPreVote), d(transport.KindRequestVote), d(transport.KindCall))
 	if acked1 == acked0 || acked2 == acked1 {
-		t.Errorf("no progress in a half of the fault window (acknowledged %d, then %d)", acked1-acked0, acked2-acked1)
+		t.Errorf("no progress in a half of the fault window (acknowledged %d, then %d; halves extended by %v, then %v)", acked1-acked0, acked2-acked1, st1, st2)
 	}
 	if dup > 0 && d(transport.KindAppendEntries).Duplicated == 0 {
 		t.Errorf("no append-entries was duplicated")

@@ -51,6 +51,9 @@ type FaultNetwork struct {
 	flaps    map[link]flap // keyed by both directions
 	senders  map[uint64]map[Sender]struct{}
 	stats    map[statKey]*FaultCounts
+	// callLosses: responses to lose once (LoseCallResponses); not
+	// cleared by Heal.
+	callLosses map[callLoss]int
 }
 
 // statKey attributes a count to a message kind and the request's direction

@@ -16,7 +16,8 @@ import (
 //   - request delay: if ctx ends during it, ErrNotDelivered;
 //   - duplicate: inner is called a second time after the first returns, with
 //     the same request, and that outcome is discarded;
-//   - response lost (after inner returned, whatever it returned):
+//   - a response lost once on purpose (LoseCallResponses), then
+//     response lost (after inner returned, whatever it returned):
 //     ErrIndeterminate wrapping ErrFaultInjected; a response delay cut short
 //     by ctx is ErrIndeterminate too.
 func (n *FaultNetwork) WrapCaller(local string, inner Caller) Caller {
@@ -47,6 +48,9 @@ func (c *faultCaller) Call(ctx context.Context, addr, method string, req []byte)
 	}
 	if errors.Is(err, ErrNotDelivered) || errors.Is(err, ErrIndeterminate) {
 		return reply, err // no response came back, so there is none to lose
+	}
+	if c.n.takeCallLoss(c.local, target, method) {
+		return nil, lostOnce(addr, method)
 	}
 	rv := c.n.decide(KindCall, target, c.local, false)
 	if rv.lost != "" {

@@ -287,3 +287,30 @@ func TestFaultCaller(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+func TestFaultLoseCallResponses(t *testing.T) {
+	srv, _ := newTestMux(t, "srv", Config{})
+	cli, _ := newTestMux(t, "cli", Config{})
+	var runs atomic.Int64
+	srv.Handle("count", func(context.Context, []byte) ([]byte, error) { runs.Add(1); return []byte("ok"), nil })
+	srv.Handle("other", func(context.Context, []byte) ([]byte, error) { return []byte("ok"), nil })
+	n := NewFaultNetwork(5)
+	c := n.WrapCaller(cli.Addr(), cli)
+	ctx := context.Background()
+	n.LoseCallResponses(raft.ServerAddress(cli.Addr()), raft.ServerAddress(srv.Addr()), "count", 1)
+	if _, err := c.Call(ctx, srv.Addr(), "other", nil); err != nil {
+		t.Fatalf("another method lost its response: %v", err)
+	}
+	if _, err := c.Call(ctx, srv.Addr(), "count", nil); !errors.Is(err, ErrIndeterminate) || !errors.Is(err, ErrFaultInjected) {
+		t.Fatalf("first call: %v, want its response lost", err)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the call whose response was lost ran %d times, want 1", runs.Load())
+	}
+	if got, err := c.Call(ctx, srv.Addr(), "count", nil); err != nil || string(got) != "ok" {
+		t.Fatalf("second call: %q %v, want a normal answer", got, err)
+	}
+	if st := n.Stats()[KindCall]; st.Lost != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}

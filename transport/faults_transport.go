@@ -153,9 +153,11 @@ func (t *faultTransport) Close() error {
 }
 
 // roundTrip applies the network's rules around one synchronous RPC. call
-// performs the real RPC; dup, if non-nil, performs a duplicate delivery whose
-// outcome is discarded.
-func (t *faultTransport) roundTrip(kind string, target raft.ServerAddress, call func() error, dup func()) error {
+// performs the real RPC. dup, if non-nil, is called at send time when the
+// message is to be duplicated: it takes a deep copy of the request (the
+// caller may reuse its request once call returns, see faults_copy.go) and
+// returns the delivery of that copy, whose outcome is discarded.
+func (t *faultTransport) roundTrip(kind string, target raft.ServerAddress, call func() error, dup func() func()) error {
 	v := t.n.decide(kind, t.local, target, true)
 	if v.lost != "" {
 		return fmt.Errorf("%w: %s %s->%s refused: %s", ErrFaultInjected, kind, t.local, target, v.lost)
@@ -164,11 +166,12 @@ func (t *faultTransport) roundTrip(kind string, target raft.ServerAddress, call 
 		return raft.ErrTransportShutdown
 	}
 	if v.dup && dup != nil {
+		deliver := dup()
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
 			if sleep(context.Background(), t.done, v.dupLag) {
-				dup()
+				deliver()
 			}
 		}()
 	}
@@ -190,21 +193,30 @@ func (t *faultTransport) AppendEntries(id raft.ServerID, target raft.ServerAddre
 	t.n.recordAppend(t.local, args)
 	return t.roundTrip(KindAppendEntries, target,
 		func() error { return t.inner.AppendEntries(id, target, args, resp) },
-		func() { _ = t.inner.AppendEntries(id, target, args, new(raft.AppendEntriesResponse)) })
+		func() func() {
+			c := copyAppendEntries(args)
+			return func() { _ = t.inner.AppendEntries(id, target, c, new(raft.AppendEntriesResponse)) }
+		})
 }
 
 // RequestVote implements raft.Transport.
 func (t *faultTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
 	return t.roundTrip(KindRequestVote, target,
 		func() error { return t.inner.RequestVote(id, target, args, resp) },
-		func() { _ = t.inner.RequestVote(id, target, args, new(raft.RequestVoteResponse)) })
+		func() func() {
+			c := copyRequestVote(args)
+			return func() { _ = t.inner.RequestVote(id, target, c, new(raft.RequestVoteResponse)) }
+		})
 }
 
 func (t *faultTransport) requestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
 	pv := t.inner.(raft.WithPreVote) // only reachable through the pre-vote wrappers
 	return t.roundTrip(KindRequestPreVote, target,
 		func() error { return pv.RequestPreVote(id, target, args, resp) },
-		func() { _ = pv.RequestPreVote(id, target, args, new(raft.RequestPreVoteResponse)) })
+		func() func() {
+			c := copyPreVote(args)
+			return func() { _ = pv.RequestPreVote(id, target, c, new(raft.RequestPreVoteResponse)) }
+		})
 }
 
 // InstallSnapshot implements raft.Transport. It is never duplicated (the data
@@ -218,7 +230,10 @@ func (t *faultTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAdd
 func (t *faultTransport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
 	return t.roundTrip(KindTimeoutNow, target,
 		func() error { return t.inner.TimeoutNow(id, target, args, resp) },
-		func() { _ = t.inner.TimeoutNow(id, target, args, new(raft.TimeoutNowResponse)) })
+		func() func() {
+			c := copyTimeoutNow(args)
+			return func() { _ = t.inner.TimeoutNow(id, target, c, new(raft.TimeoutNowResponse)) }
+		})
 }
 
 // AppendEntriesPipeline implements raft.Transport: the inner pipeline wrapped
@@ -271,11 +286,12 @@ func (p *faultPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raf
 		return nil, raft.ErrPipelineShutdown
 	}
 	if v.dup {
+		c := copyAppendEntries(args) // taken now: see faults_copy.go
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
 			if sleep(context.Background(), t.done, v.dupLag) {
-				_ = t.inner.AppendEntries(p.id, p.target, args, new(raft.AppendEntriesResponse))
+				_ = t.inner.AppendEntries(p.id, p.target, c, new(raft.AppendEntriesResponse))
 			}
 		}()
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft/internal/stalltest"
 )
 
 // logSink collects log lines; tests dump it on failure and may look for a
@@ -46,10 +47,10 @@ func testLogger(t *testing.T, name string) (hclog.Logger, *logSink) {
 // waitFor polls cond until it holds or timeout elapses.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	w := stalltest.Start() // timeout is a liveness bound, widened by measured stalls
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		if w.Exceeded(timeout) {
+			t.Fatalf("timed out after %s waiting for %s", w.Report(timeout), what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

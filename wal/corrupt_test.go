@@ -100,6 +100,15 @@ func corSegs(t *testing.T, dir string) []corSeg {
 		if sc.bad != nil {
 			t.Fatalf("%s damaged before the test: %+v", n, sc.bad)
 		}
+		// Cases count frames of entries: leave out the first-index mark
+		// that starts every segment after the first.
+		var frames []scanFrame
+		for _, fr := range sc.frames {
+			if fr.firstMark == 0 {
+				frames = append(frames, fr)
+			}
+		}
+		sc.frames = frames
 		out = append(out, corSeg{name: n, path: p, sc: sc})
 	}
 	if len(out) < 4 {

@@ -628,8 +628,8 @@ func crashSegDigest(dir string) (map[string][32]byte, error) {
 
 // crashVerify reopens dir and checks it holds pre or post (the model before
 // and after the in-flight operation); it returns the one it holds, with the
-// first index the log actually has (a compaction is not durable, so entries
-// below a reported compaction may reappear — intact). inflightDone reports
+// first index the log actually has (the model's: a compaction is durable
+// when it returns). inflightDone reports
 // that it holds post; cut that Open changed the segment files. A second Open
 // must change nothing.
 func crashVerify(dir string, pre, post *crashModel) (got *crashModel, inflightDone, cut bool, err error) {
@@ -722,8 +722,8 @@ func crashCheck(l *Log, first, last uint64, m *crashModel) error {
 		}
 		return nil
 	}
-	if first == 0 || first > m.first {
-		return fmt.Errorf("first index %d, want 1..%d", first, m.first)
+	if first != m.first {
+		return fmt.Errorf("first index %d, want %d (a compaction is durable per entry)", first, m.first)
 	}
 	for i := first; i <= last; i++ {
 		term, ok := m.terms[i]

@@ -11,8 +11,9 @@ import (
 // DeleteRange implements raft.LogStore under the guard's G4 (see
 // checkDelete): prefix compaction up to the floor, suffix truncation above
 // it, or a whole-log reset as snapshot install does it. A refusal changes
-// nothing. A truncation or reset is durable when it returns: it is recorded
-// by a new segment whose header says where the log continues.
+// nothing. Each is durable when it returns: a truncation or reset is
+// recorded by a new segment whose header says where the log continues, a
+// compaction by a first-index mark.
 func (l *Log) DeleteRange(min, max uint64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
@@ -28,7 +29,9 @@ func (l *Log) DeleteRange(min, max uint64) error {
 	}
 	switch kind {
 	case deletePrefix:
-		l.compact(max)
+		if err := l.compact(max); err != nil {
+			return err
+		}
 	case deleteSuffix:
 		if err := l.truncate(min); err != nil {
 			return err
@@ -61,11 +64,15 @@ func (l *Log) DeleteRange(min, max uint64) error {
 // call back into the log.
 func (l *Log) SetResetBound(fn func() uint64) { l.floor.setReset(fn) }
 
-// compact drops entries through max (max < last). Whole segments below the
-// new first index are removed; a partly compacted segment keeps its file and
-// after a restart its entries below the old first index reappear, which is
-// harmless: they are committed and intact.
-func (l *Log) compact(max uint64) {
+// compact drops entries through max (max < last). The new first index is
+// made durable first (a first-index mark, see first.go), so FirstIndex never
+// moves backwards across a restart; then whole segments below it are
+// removed, oldest first. A partly compacted segment keeps its file, and its
+// entries below the first index stay on disk but are never served again.
+func (l *Log) compact(max uint64) error {
+	if err := l.persistFirst(max + 1); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	l.first = max + 1
 	var drop []*segment
@@ -80,6 +87,7 @@ func (l *Log) compact(max uint64) {
 	l.cache.dropThrough(max)
 	l.mu.Unlock()
 	l.keepSegments(l.removeSegments(drop))
+	return nil
 }
 
 // truncate cuts the suffix from min (first < min <= last, min > floor).

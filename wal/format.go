@@ -9,8 +9,15 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// On-disk format, version 1. All integers little endian. docs/wal.md draws
+// On-disk format, version 2. All integers little endian. docs/wal.md draws
 // the same layout and states crash safety per operation.
+//
+// Versions: a segment's header says which version wrote it, and a log may
+// mix versions (an older log continues in newer segments). Version 1 has no
+// first-index mark (frame kind 3), so a compaction inside a segment was not
+// durable. Version 2 adds that mark and nothing else; version 1 segments are
+// read as before and never get a version 2 frame appended: the writer
+// rotates to a new segment first.
 //
 // A log directory holds segment files named %020d.seg by sequence number, and
 // stable.db (bbolt, the raft.StableStore). Segments are replayed in sequence
@@ -19,7 +26,7 @@ import (
 // Segment header (48 bytes):
 //
 //	 0  [8]  magic "JRWALSEG"
-//	 8  u16  format version (1)
+//	 8  u16  format version (1 or 2)
 //	10  u16  flags: 1 = reset (discard every earlier segment)
 //	12  u32  reserved, 0
 //	16  u64  sequence number (equals the file name's)
@@ -35,12 +42,21 @@ import (
 //
 //	 0  [4]  magic "JRB1"
 //	 4  u32  CRC32C of bytes [8, 32)
-//	 8  u8   kind: 1 = batch of entries, 2 = floor mark (no entries)
+//	 8  u8   kind: 1 = batch of entries, 2 = floor mark (no entries),
+//	         3 = first-index mark (no entries; version 2 segments only)
 //	 9  [3]  reserved, 0
 //	12  u32  entry count
 //	16  u64  commit floor observed when the frame was written
 //	24  u32  body length in bytes (the entry records that follow)
 //	28  u32  reserved, 0
+//
+// First-index mark body (16 bytes): the log's first index from here on, so
+// a compaction is durable per entry, not per segment (entries of a partly
+// compacted segment below it do not reappear after a restart):
+//
+//	 0  u64  first index (> 0)
+//	 8  u32  reserved, 0
+//	12  u32  CRC32C of bytes [0, 12)
 //
 // Entry record (48 bytes + extensions + data):
 //
@@ -60,15 +76,21 @@ import (
 // by the stamp's CRC32C inside the extensions, so each byte is checksummed
 // once. A batch is written with one write and made durable with one fsync.
 const (
-	formatVersion   = 1
+	formatVersion   = 2 // written by this code
+	oldestVersion   = 1 // the oldest this code reads
 	segHeaderSize   = 48
 	frameHeaderSize = 32
 	recHeaderSize   = 48
+	firstMarkSize   = 16
 
 	segFlagReset = 1
 
 	frameBatch = 1
 	frameFloor = 2
+	frameFirst = 3
+
+	// firstMarkVersion is the first format version with frameFirst.
+	firstMarkVersion = 2
 
 	// maxRecord bounds one entry record (and so a data length read from
 	// disk) to keep a corrupt length from allocating wildly.
@@ -127,8 +149,8 @@ func decodeSegHeader(b []byte) (segHeader, error) {
 
 // Validate checks a decoded segment header's invariants.
 func (h segHeader) Validate() error {
-	if h.Version != formatVersion {
-		return fmt.Errorf("segment header: unsupported format version %d", h.Version)
+	if h.Version < oldestVersion || h.Version > formatVersion {
+		return fmt.Errorf("segment header: unsupported format version %d (this code reads %d to %d)", h.Version, oldestVersion, formatVersion)
 	}
 	if h.Flags&^segFlagReset != 0 {
 		return fmt.Errorf("segment header: unknown flags %#x", h.Flags)
@@ -187,10 +209,36 @@ func (h frameHeader) Validate() error {
 		if h.Count != 0 || h.BodyLen != 0 {
 			return fmt.Errorf("frame header: floor mark with a body")
 		}
+	case frameFirst:
+		if h.Count != 0 || h.BodyLen != firstMarkSize {
+			return fmt.Errorf("frame header: first-index mark of %d entries in %d bytes", h.Count, h.BodyLen)
+		}
 	default:
 		return fmt.Errorf("frame header: unknown kind %d", h.Kind)
 	}
 	return nil
+}
+
+// putFirstMark encodes a first-index mark body into b (firstMarkSize bytes).
+func putFirstMark(b []byte, first uint64) {
+	binary.LittleEndian.PutUint64(b[0:], first)
+	binary.LittleEndian.PutUint32(b[8:], 0)
+	binary.LittleEndian.PutUint32(b[12:], Checksum(b[:12]))
+}
+
+// decodeFirstMark decodes and verifies a first-index mark body.
+func decodeFirstMark(b []byte) (uint64, error) {
+	if len(b) != firstMarkSize {
+		return 0, fmt.Errorf("first-index mark: %d bytes, want %d", len(b), firstMarkSize)
+	}
+	if got, want := Checksum(b[:12]), binary.LittleEndian.Uint32(b[12:]); got != want {
+		return 0, fmt.Errorf("first-index mark: crc %08x, stored %08x", got, want)
+	}
+	first := binary.LittleEndian.Uint64(b[0:])
+	if first == 0 || binary.LittleEndian.Uint32(b[8:]) != 0 {
+		return 0, fmt.Errorf("first-index mark: first index %d, reserved %d", first, binary.LittleEndian.Uint32(b[8:]))
+	}
+	return first, nil
 }
 
 func recordSize(l *raft.Log) int { return recHeaderSize + len(l.Extensions) + len(l.Data) }

@@ -54,6 +54,9 @@ type segment struct {
 	lens  []uint32
 	size  int64 // end of the frames: where the tail's next frame goes
 	alloc int64 // bytes in the file: frames, then zeros preallocated
+	// version is the format version in the segment's header; frames of a
+	// newer version are never appended to it.
+	version uint16
 }
 
 func (s *segment) lastIndex() uint64 {
@@ -202,7 +205,7 @@ func (l *Log) load() error {
 			l.closeFiles()
 			return err
 		}
-		seg := &segment{seq: ls.sc.hdr.Seq, path: path, f: f, size: ls.sc.end, alloc: ls.sc.size}
+		seg := &segment{seq: ls.sc.hdr.Seq, path: path, f: f, size: ls.sc.end, alloc: ls.sc.size, version: ls.sc.hdr.Version}
 		if ls.sc.name == r.cutSeg {
 			seg.size, seg.alloc = r.cutAt, r.cutAt
 		}
@@ -243,7 +246,8 @@ func truncateFile(fs FS, path string, size int64) error {
 	return f.Close()
 }
 
-// createSegment creates the next segment file with a durable header. Its
+// createSegment creates the next segment file with a durable header (and,
+// unless it is a reset or the log is empty, a first-index mark). Its
 // creation is durable when it returns (file and directory synced).
 func (l *Log) createSegment(base uint64, flags uint16) (*segment, error) {
 	fs := l.opts.fs
@@ -255,7 +259,12 @@ func (l *Log) createSegment(base uint64, flags uint16) (*segment, error) {
 		return nil, l.fail(fmt.Errorf("wal: create segment: %w", err))
 	}
 	hdr := segHeader{Version: formatVersion, Flags: flags, Seq: seq, Base: base, Floor: l.floor.now()}
-	if _, err := f.WriteAt(hdr.encode(), 0); err != nil {
+	buf := hdr.encode()
+	if flags&segFlagReset == 0 && l.last != 0 {
+		// Carry the first index on (first.go); first <= base-1 here.
+		buf = append(buf, firstMarkFrame(l.first, hdr.Floor)...)
+	}
+	if _, err := f.WriteAt(buf, 0); err != nil {
 		f.Close()
 		return nil, l.fail(fmt.Errorf("wal: write segment header: %w", err))
 	}
@@ -269,7 +278,8 @@ func (l *Log) createSegment(base uint64, flags uint16) (*segment, error) {
 	}
 	l.floor.raise(hdr.Floor)
 	l.nextSeq++
-	return &segment{seq: seq, path: path, f: f, base: base, size: segHeaderSize, alloc: segHeaderSize}, nil
+	n := int64(len(buf))
+	return &segment{seq: seq, path: path, f: f, base: base, size: n, alloc: n, version: hdr.Version}, nil
 }
 
 // fail makes the log refuse every further write. Called with wmu held.

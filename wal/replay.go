@@ -132,6 +132,16 @@ func replay(segs []*scanned, repair bool) (*replayResult, error) {
 			ls.recs = append(ls.recs, rec)
 			r.last, r.lastTerm = ix, rec.info.Term
 		}
+		// A first-index mark follows the records it compacts, in the same
+		// segment or a later one; no truncation cuts below it (only above
+		// the floor, and a compaction reaches no higher than the floor),
+		// and a later reset discards it with everything before.
+		if m := s.firstMark; m != 0 {
+			if m > r.last {
+				return nil, corruptAt(s, 0, r.last, fmt.Sprintf("first-index mark %d beyond the last index %d", m, r.last))
+			}
+			r.first = max(r.first, m)
+		}
 		if s.bad == nil {
 			continue
 		}
@@ -153,6 +163,15 @@ func replay(segs []*scanned, repair bool) (*replayResult, error) {
 		r.removeAfter = append(r.removeAfter, rep.RemovedSegments...)
 		r.cutSeg, r.cutAt = s.name, s.bad.off
 		break
+	}
+	// Entries below the first index were compacted: they stay in their
+	// files (until a compaction removes the whole file) but are not live.
+	for _, ls := range r.segs {
+		k := 0
+		for k < len(ls.recs) && ls.recs[k].info.Index < r.first {
+			k++
+		}
+		ls.recs = ls.recs[k:]
 	}
 	return r, nil
 }

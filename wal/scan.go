@@ -10,13 +10,15 @@ import (
 
 // scanned is one segment file as read from disk.
 type scanned struct {
-	name   string
-	hdr    segHeader
-	size   int64     // bytes in the file
-	end    int64     // where valid frames end: size, or the start of a zero tail
-	floor  uint64    // highest floor in the header or a valid frame
-	recs   []scanRec // valid records of valid frames, in file order
-	frames []scanFrame
+	name  string
+	hdr   segHeader
+	size  int64  // bytes in the file
+	end   int64  // where valid frames end: size, or the start of a zero tail
+	floor uint64 // highest floor in the header or a valid frame
+	// firstMark is the highest first-index mark in a valid frame (0: none).
+	firstMark uint64
+	recs      []scanRec // valid records of valid frames, in file order
+	frames    []scanFrame
 	// bad is the first damaged spot, nil when the whole file is valid.
 	bad *badSpot
 	// afterMax is the highest index in valid frames after bad (0 if none).
@@ -27,6 +29,7 @@ type scanFrame struct {
 	off, end   int64
 	first, cnt int // recs[first : first+cnt]
 	floor      uint64
+	firstMark  uint64 // a first-index mark's index (kind 3), else 0
 }
 
 type scanRec struct {
@@ -81,6 +84,9 @@ func scanBytes(name string, buf []byte) *scanned {
 	s.end = int64(len(buf))
 	for off < int64(len(buf)) {
 		fr, recs, reason := parseFrame(buf, off)
+		if reason == "" && fr.firstMark != 0 && h.Version < firstMarkVersion {
+			reason = fmt.Sprintf("first-index mark in a format version %d segment", h.Version)
+		}
 		if reason != "" && allZero(buf[off:]) {
 			// Zeros to the end of the file: space preallocated for
 			// frames not written yet, not damage.
@@ -98,6 +104,7 @@ func scanBytes(name string, buf []byte) *scanned {
 		s.recs = append(s.recs, recs...)
 		s.frames = append(s.frames, fr)
 		s.floor = max(s.floor, fr.floor)
+		s.firstMark = max(s.firstMark, fr.firstMark)
 		off = fr.end
 	}
 	return s
@@ -120,7 +127,15 @@ func parseFrame(buf []byte, off int64) (scanFrame, []scanRec, string) {
 		return fr, nil, fmt.Sprintf("frame body of %d bytes extends beyond the end of the file", fh.BodyLen)
 	}
 	fr.end, fr.cnt, fr.floor = end, int(fh.Count), fh.Floor
-	if fh.Kind == frameFloor {
+	switch fh.Kind {
+	case frameFloor:
+		return fr, nil, ""
+	case frameFirst:
+		first, err := decodeFirstMark(buf[body:end])
+		if err != nil {
+			return fr, nil, err.Error()
+		}
+		fr.firstMark = first
 		return fr, nil, ""
 	}
 	recs := make([]scanRec, 0, fh.Count)

@@ -70,8 +70,10 @@
 // # Caveats
 //
 //   - Live and on-disk views of one member can differ in compaction: a wal
-//     segment partly compacted keeps its older entries on disk (they
-//     reappear on restart), so OpenDir may report a lower first index.
+//     segment partly compacted keeps its older entries on disk until a
+//     compaction removes the whole file, and OpenDir (wal.Reader) shows
+//     them, so it may report a lower first index than the member (whose
+//     first index a first-index mark keeps across restarts).
 //   - A floor mark is written when a log closes, so a stopped member's
 //     proven boundary may be higher than it was while it ran.
 //   - Digests find accidents, not adversaries (not cryptographic).

@@ -16,6 +16,7 @@ import (
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -173,14 +174,38 @@ func (c *Cluster) Follower() int {
 	return -1
 }
 
-// Ctx returns a context that ends after d and with the test.
+// Ctx returns a context that ends with the test or after d of liveness
+// time: d widened by the scheduling stalls measured meanwhile (stalltest),
+// at most 4×d of wall time (its Deadline). When the widened bound ends it,
+// context.Cause says so, with the stall measured.
 func Ctx(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
+	ctx, cancelTimeout := context.WithTimeout(context.Background(), 4*d)
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := stalltest.Start()
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if w.Exceeded(d) {
+					cancel(fmt.Errorf("%w: liveness bound of %s", context.DeadlineExceeded, w.Report(d)))
+					return
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); cancel(nil); cancelTimeout() })
 	return ctx
 }
 
-// WaitFor polls cond until it holds or d passes.
+// WaitFor polls cond until it holds or d passes, d widened by the measured
+// scheduling stalls (see nodetest.WaitFor).
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	nodetest.WaitFor(t, d, what, cond)

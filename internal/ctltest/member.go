@@ -128,14 +128,18 @@ type Request struct {
 
 // JobView is a job as the member API reports it.
 type JobView struct {
-	ID       string `json:"id"`
-	Queue    string `json:"queue"`
-	State    string `json:"state"`
-	Token    uint64 `json:"token,omitempty"`
-	Worker   string `json:"worker,omitempty"`
-	Attempts uint32 `json:"attempts"`
-	Payload  string `json:"payload,omitempty"`
-	Result   string `json:"result,omitempty"`
+	ID     string `json:"id"`
+	Queue  string `json:"queue"`
+	State  string `json:"state"`
+	Token  uint64 `json:"token,omitempty"`
+	Worker string `json:"worker,omitempty"`
+	// Deadline and TTL of the lease (running jobs): Deadline is on the
+	// clock of the leader that stamped the claim or extend.
+	Deadline time.Time     `json:"deadline,omitempty"`
+	TTL      time.Duration `json:"lease_ttl,omitempty"`
+	Attempts uint32        `json:"attempts"`
+	Payload  string        `json:"payload,omitempty"`
+	Result   string        `json:"result,omitempty"`
 }
 
 // Reply is the answer of every member API call.
@@ -154,7 +158,7 @@ type Reply struct {
 func view(j jobraft.Job) *JobView {
 	v := &JobView{ID: j.ID, Queue: j.Queue, State: j.State.String(), Attempts: j.Attempts, Payload: string(j.Payload), Result: string(j.Result)}
 	if j.Lease != nil {
-		v.Token, v.Worker = j.Lease.Token, j.Lease.Worker
+		v.Token, v.Worker, v.Deadline, v.TTL = j.Lease.Token, j.Lease.Worker, j.Lease.Deadline, j.Lease.TTL
 	}
 	return v
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodeopt"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
@@ -162,13 +163,15 @@ func (c *Cluster) Leader() int {
 	return best
 }
 
-// WaitFor polls cond until it holds or d passes.
+// WaitFor polls cond until it holds or d passes. d is a liveness bound:
+// it is widened by the scheduling stalls the process suffered during the
+// wait (stalltest), and a failure prints the stall it measured.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	w := stalltest.Start()
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
+		if w.Exceeded(d) {
+			t.Fatalf("timed out after %s waiting for %s", w.Report(d), what)
 		}
 		time.Sleep(10 * time.Millisecond) // poll interval
 	}
@@ -201,10 +204,26 @@ func (c *Cluster) Join(via int, id string, d time.Duration) int {
 	c.StartMember(i)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	if err := c.Nodes[via].AddMember(ctx, id, c.Nodes[i].Addr()); err != nil {
-		c.t.Fatalf("add %s through %s: %v", id, c.Cfgs[via].ID, err)
+	for {
+		ld := c.Leader()
+		var term uint64
+		if ld >= 0 {
+			term = c.Nodes[ld].Status().Term
+		}
+		err := c.Nodes[via].AddMember(ctx, id, c.Nodes[i].Addr())
+		if err == nil {
+			return i
+		}
+		// A leader that lost its lease (a scheduling stall on a loaded
+		// machine) fails the change in flight; AddMember is idempotent, so
+		// it is asked again of the next leader. Any other failure is one.
+		moved := ld >= 0 && (c.Nodes[ld] == nil || c.Nodes[ld].Status().Role != "Leader" || c.Nodes[ld].Status().Term != term)
+		if !moved || ctx.Err() != nil {
+			c.t.Fatalf("add %s through %s: %v", id, c.Cfgs[via].ID, err)
+		}
+		c.t.Logf("add %s through %s: %v; the leadership moved, asking again", id, c.Cfgs[via].ID, err)
+		c.WaitLeader(d)
 	}
-	return i
 }
 
 // Running returns the indexes of the running members.
@@ -216,6 +235,25 @@ func (c *Cluster) Running() []int {
 		}
 	}
 	return out
+}
+
+// Settle waits until every proposal the leader's raft has accepted so far
+// is applied on the leader: a barrier queued behind them (hashicorp/raft
+// dispatches in order). A caller that gave up on a proposal (its context
+// ended: outcome unknown) leaves it queued, and on a loaded machine the
+// leader may be stuck behind a slow fsync long enough that every member
+// looks converged while such entries are still to come. Call Settle after
+// stopping a load and before WaitConverged. d is a liveness bound (widened
+// by measured stalls); a leader change is retried on the new leader.
+func (c *Cluster) Settle(d time.Duration) {
+	c.t.Helper()
+	WaitFor(c.t, d, "a barrier behind every accepted proposal to apply on the leader", func() bool {
+		l := c.Leader()
+		if l < 0 {
+			return false
+		}
+		return c.Nodes[l].Raft().Barrier(2*time.Second).Error() == nil
+	})
 }
 
 // WaitConverged waits until every running member has applied the same
@@ -230,9 +268,9 @@ func (c *Cluster) WaitConverged(d time.Duration) uint64 {
 func (c *Cluster) WaitConvergedOf(d time.Duration, members ...int) uint64 {
 	c.t.Helper()
 	var idx uint64
-	deadline := time.Now().Add(d)
+	converged := false
 	defer func() {
-		if time.Now().After(deadline) {
+		if !converged { // WaitFor failed: show where each member stands
 			for _, i := range members {
 				if n := c.Nodes[i]; n != nil {
 					s := n.Status()
@@ -264,6 +302,7 @@ func (c *Cluster) WaitConvergedOf(d time.Duration, members ...int) uint64 {
 		idx = first.Digest.Index
 		return true
 	})
+	converged = true
 	return idx
 }
 

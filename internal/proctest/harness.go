@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
@@ -155,7 +156,8 @@ func (m *Member) Restart() {
 		m.mu.Unlock()
 		close(exited)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
+	const startBound = 30 * time.Second
+	w := stalltest.Start()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := m.Status(ctx)
@@ -168,8 +170,8 @@ func (m *Member) Restart() {
 			t.Fatalf("%s exited during start (%v); its log: %s", m.Cfg.ID, m.ExitErr(), m.Cfg.LogFile)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: control RPC not answering: %v; its log: %s", m.Cfg.ID, err, m.Cfg.LogFile)
+		if w.Exceeded(startBound) {
+			t.Fatalf("%s: control RPC not answering after %s: %v; its log: %s", m.Cfg.ID, w.Report(startBound), err, m.Cfg.LogFile)
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval
 	}
@@ -360,7 +362,7 @@ func (h *Harness) WaitConverged(d time.Duration, members ...*Member) raft.Status
 	}
 	var last []raft.Status
 	var first raft.Status
-	deadline := time.Now().Add(d)
+	w := stalltest.Start()
 	for {
 		h.failOnApplied(false)
 		last = last[:0]
@@ -386,13 +388,13 @@ func (h *Harness) WaitConverged(d time.Duration, members ...*Member) raft.Status
 				return first
 			}
 		}
-		if time.Now().After(deadline) {
+		if w.Exceeded(d) {
 			h.failOnApplied(true)
 			for _, s := range last {
 				h.t.Logf("%s: role %s term %d first %d last %d/%d commit %d applied %d floor %d digest %d/%x",
 					s.ID, s.Role, s.Term, s.FirstIndex, s.LastIndex, s.LastTerm, s.CommitIndex, s.AppliedIndex, s.Floor, s.Digest.Index, s.Digest.Sum[:4])
 			}
-			h.t.Fatalf("members did not converge within %v", d)
+			h.t.Fatalf("members did not converge after %s", w.Report(d))
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval
 	}
