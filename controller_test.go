@@ -17,7 +17,17 @@ const wait = 20 * time.Second
 
 func claimOne(t *testing.T, c *jobraft.Controller, queue string, w time.Duration) *jobraft.Lease {
 	t.Helper()
-	ls, err := c.Claim(ctltest.Ctx(t, wait), jobraft.ClaimRequest{Queues: []string{queue}, Worker: "w", Wait: w})
+	ctx := ctltest.Ctx(t, wait)
+	deadline := time.Now().Add(w)
+	ls, err := c.Claim(ctx, jobraft.ClaimRequest{Queues: []string{queue}, Worker: "w", Wait: w})
+	for errors.Is(err, jobraft.ErrOutcomeUnknown) || errors.Is(err, jobraft.ErrNotApplied) {
+		// A claim is not idempotent: one whose outcome is unknown (its
+		// leader lost the lease under load) may have leased the job to
+		// nobody, and then the job comes back when that lease expires
+		// (ctltest's TTL is 5 s, within w). Claim again for what is left.
+		t.Logf("claim on %s: %v; claiming again", queue, err)
+		ls, err = c.Claim(ctx, jobraft.ClaimRequest{Queues: []string{queue}, Worker: "w", Wait: max(time.Until(deadline), time.Second)})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,7 +194,9 @@ func TestRaftClusterOnLog(t *testing.T) {
 			}
 		}
 	}
-	first, _ := leader().log.FirstIndex()
+	var ld *member
+	waitFor(t, 5*time.Second, "a leader among the two after the snapshots", func() bool { ld = leader(); return ld != nil && ld != lag })
+	first, _ := ld.log.FirstIndex()
 	lagLast, _ := lag.log.LastIndex()
 	if first <= lagLast+1 {
 		t.Fatalf("leader log starts at %d; the lagging member has %d: no snapshot install would happen", first, lagLast)
