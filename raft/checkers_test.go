@@ -15,7 +15,7 @@ import (
 	"github.com/jobraft/jobraft/walcompare"
 )
 
-// The checkers of SCENARIOS.md, for in-process clusters. Scenario tests
+// The checkers of docs/scenarios.md, for in-process clusters. Scenario tests
 // run them after the faults stop and the members converged:
 //
 //	acked-set        ledger.check (ledger_test.go)

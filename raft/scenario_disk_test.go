@@ -24,7 +24,7 @@ import (
 	"github.com/jobraft/jobraft/wal"
 )
 
-// SCENARIOS.md 11–13: bit flips in a minority member's log and snapshot,
+// docs/scenarios.md 11–13: bit flips in a minority member's log and snapshot,
 // fsync errors and a full disk on one member, a paused (SIGSTOP) leader.
 // Every run logs its seed; the checkers of checkers_test.go run at the end.
 //
@@ -212,7 +212,7 @@ func flipCommittedRecord(t *testing.T, dir string, acked map[string]uint64, rng 
 	return h.key, h.idx
 }
 
-// TestScenarioBitFlipMinorityLog is SCENARIOS.md 11.
+// TestScenarioBitFlipMinorityLog is docs/scenarios.md 11.
 func TestScenarioBitFlipMinorityLog(t *testing.T) {
 	t.Run("log/stopped", func(t *testing.T) { bitFlipLog(t, false) })
 	t.Run("log/running", func(t *testing.T) { bitFlipLog(t, true) })
@@ -518,7 +518,7 @@ func bitFlipSnapshot(t *testing.T) {
 	finishInProcess(t, c, faults, l)
 }
 
-// TestScenarioFsyncErrorOneMember is SCENARIOS.md 12 with fsync errors.
+// TestScenarioFsyncErrorOneMember is docs/scenarios.md 12 with fsync errors.
 func TestScenarioFsyncErrorOneMember(t *testing.T) {
 	for _, role := range []string{"follower", "leader"} {
 		t.Run(role, func(t *testing.T) {
@@ -527,7 +527,7 @@ func TestScenarioFsyncErrorOneMember(t *testing.T) {
 	}
 }
 
-// TestScenarioFullDiskOneMember is SCENARIOS.md 12 with a full disk.
+// TestScenarioFullDiskOneMember is docs/scenarios.md 12 with a full disk.
 func TestScenarioFullDiskOneMember(t *testing.T) {
 	for _, role := range []string{"follower", "leader"} {
 		t.Run(role, func(t *testing.T) {
@@ -612,7 +612,7 @@ func diskFault(t *testing.T, leaderVictim bool, arm func(*wal.FaultFS)) {
 	finishInProcess(t, c, faults, l)
 }
 
-// TestScenarioPausedLeader is SCENARIOS.md 13: the leader process is
+// TestScenarioPausedLeader is docs/scenarios.md 13: the leader process is
 // SIGSTOPped past the election timeout with proposals in flight to it; the
 // others elect a leader and commit writes; on SIGCONT a linearizable read
 // on the old leader reflects those writes or fails, a proposal on it and

@@ -18,7 +18,7 @@ import (
 	"github.com/jobraft/jobraft/walcompare"
 )
 
-// SCENARIOS.md 1–4: kills, overlapping failover, cross-term catch-up, and
+// docs/scenarios.md 1–4: kills, overlapping failover, cross-term catch-up, and
 // the death of the only fully current member. Each runs under client load
 // (unique keys, every outcome in a ledger), draws its random choices from a
 // seed it logs (replay them with -raft.seed), and ends with the checkers:

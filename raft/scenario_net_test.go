@@ -15,7 +15,7 @@ import (
 	"github.com/jobraft/jobraft/transport"
 )
 
-// SCENARIOS.md 5–8: network faults over in-process clusters (real TCP on
+// docs/scenarios.md 5–8: network faults over in-process clusters (real TCP on
 // loopback, real data dirs, fsync) through a transport.FaultNetwork, each
 // under proposal load recorded in a ledger, each ending with the checkers of
 // checkers_test.go. Every test prints its seed; -raft.seed=N replays the
@@ -247,7 +247,7 @@ func converge(t *testing.T, c *nodetest.Cluster, load *loadRun, what string) uin
 	return idx
 }
 
-// finalChecks runs every checker of SCENARIOS.md that applies to an
+// finalChecks runs every checker of docs/scenarios.md that applies to an
 // in-process cluster, after the faults stopped: state digest (converge),
 // acked-set (ledger), committed prefix (walcompare), applied history,
 // election safety (the network's view of append-entries senders).
@@ -282,7 +282,7 @@ func finalChecks(t *testing.T, c *nodetest.Cluster, faults *transport.FaultNetwo
 	}
 }
 
-// SCENARIOS.md 5 (LESSONS.md §4, the failover storm). The leader is
+// docs/scenarios.md 5 (docs/failures.md §4, the failover storm). The leader is
 // isolated under load; proposals on it are appended to its log (durable:
 // read back from its wal) but cannot commit, and come back indeterminate.
 // The majority elects a leader of a higher term and commits past that
@@ -466,7 +466,7 @@ func TestScenarioDivergentFormerLeaderRejoins(t *testing.T) {
 	checkNoGuardRefusals(t, "the former leader", events)
 }
 
-// SCENARIOS.md 6. The link between the leader and one follower flaps (up
+// docs/scenarios.md 6. The link between the leader and one follower flaps (up
 // and down every few hundred ms, both directions) for several seconds
 // under load. Each down phase outlasts the follower's heartbeat timeout, so
 // it campaigns, but only with pre-votes, which the other follower refuses
@@ -535,7 +535,7 @@ func TestScenarioFlappingLink(t *testing.T) {
 	finalChecks(t, c, faults, l, load)
 }
 
-// SCENARIOS.md 7. Rounds of partitions under load, each healed and
+// docs/scenarios.md 7. Rounds of partitions under load, each healed and
 // converged before the next:
 //   - the leader isolated: the others elect a leader of a higher term that
 //     commits, the load goes on there; the old leader rejoins as follower;
@@ -685,7 +685,7 @@ func partitionRounds(t *testing.T, size, rounds int) {
 	finalChecks(t, c, faults, l, load)
 }
 
-// SCENARIOS.md 8. Message delay, drop and duplication during load, one
+// docs/scenarios.md 8. Message delay, drop and duplication during load, one
 // cluster per fault mix: delay + duplication, delay + drop, all three. The
 // FaultNetwork cannot aim these at a subset of links (its rates apply to
 // every link, requests and responses alike), so they apply to all links at
@@ -715,7 +715,7 @@ func partitionRounds(t *testing.T, size, rounds int) {
 // acknowledged in 3 s; seed 1796042276522019093: follower m0 stuck at 317
 // while the others went on to 847). Outside tests the same Success=false
 // comes from a follower whose log store refuses an append (the wal guard, a
-// write or fsync error, SCENARIOS.md 11 and 12). The node drains its
+// write or fsync error, docs/scenarios.md 11 and 12). The node drains its
 // pipelines, and these mixes run by default.
 func TestScenarioDelayDropDuplicate(t *testing.T) {
 	mixes := []struct {
