@@ -133,7 +133,7 @@ func TestPartitionedLeaderProposalIndeterminate5(t *testing.T) {
 	t.Logf("seed %d", seed)
 	faults := transport.NewFaultNetwork(seed)
 	c := nodetest.Start(t, 5, faults, nil)
-	ld := c.WaitLeader(wait)
+	c.WaitLeader(wait)
 	l := newLedger()
 	for k := 0; k < 10; k++ {
 		key := fmt.Sprintf("before%d", k)
@@ -145,7 +145,7 @@ func TestPartitionedLeaderProposalIndeterminate5(t *testing.T) {
 		}
 	}
 	c.WaitConverged(wait)
-	ld = c.WaitLeader(wait) // it may have moved under a stall (excused above)
+	ld := c.WaitLeader(wait) // it may have moved under a stall (excused above)
 	term := c.Nodes[ld].Status().Term
 	f := (ld + 1) % 5
 	minority := map[int]bool{ld: true, f: true}
