@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Jobs is the job state machine. The zero value is not usable; call New.
@@ -138,6 +139,42 @@ func (m *Jobs) Queues() []QueueInfo {
 		return true
 	})
 	return out
+}
+
+// Claimable reports whether a claim of queues limited to kinds (none: any
+// kind), applied at time now, would lease a job: whether one of the
+// queues that is not paused holds a pending job, or a scheduled one due by
+// now, of one of the kinds. It reads this instance's state as it is: on a
+// member that is behind, an answer of the past. O(queues × kinds × log n).
+func (m *Jobs) Claimable(queues, kinds []string, now time.Time) bool {
+	t := toNanos(now)
+	due := func(tr *tree) bool {
+		if tr == nil {
+			return false
+		}
+		it, ok := tr.Min()
+		return ok && it.a <= t
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, name := range queues {
+		q, ok := m.st.queues.Get(&queue{name: name})
+		if !ok || q.paused {
+			continue
+		}
+		if len(kinds) == 0 {
+			if q.ready.Len() > 0 || due(q.sched) {
+				return true
+			}
+			continue
+		}
+		for _, k := range kinds {
+			if r := q.kindTree(k, StatePending); (r != nil && r.Len() > 0) || due(q.kindTree(k, StateScheduled)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Page limits for List.
