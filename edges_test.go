@@ -232,3 +232,37 @@ func TestLongPollOnPausedQueue(t *testing.T) {
 		t.Fatalf("claim after resume: %d leases", len(ls))
 	}
 }
+
+// The leader proposes a retention sweep only when one would remove a job:
+// finished jobs younger than RetainFor write nothing, however often the
+// sweep interval comes round; once one is old enough it is swept.
+func TestIdleLeaderSweepsOnlyWhatIsDue(t *testing.T) {
+	const retain = 3 * time.Second
+	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) {
+		cfg.SweepInterval = 50 * time.Millisecond
+		cfg.RetainFor = retain
+	})
+	l := c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, wait)
+	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "s", Kind: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Ctls[l].Cancel(ctx, j.ID, "finished"); err != nil {
+		t.Fatal(err)
+	}
+	finished := time.Now()
+	base := c.Ctls[l].Node().Status().LastIndex
+	// Until the job is RetainFor old (less a margin for the loaded
+	// machine), nothing is sweepable: the log must not move.
+	for time.Since(finished) < retain-time.Second {
+		if got := c.Ctls[l].Node().Status().LastIndex; got != base {
+			t.Fatalf("leader wrote while nothing was sweepable: last index %d -> %d, %v after the job finished", base, got, time.Since(finished))
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval of a negative check over a fixed window
+	}
+	ctltest.WaitFor(t, wait, "the finished job to be swept", func() bool {
+		_, err := c.Ctls[l].Get(ctx, j.ID, jobraft.Local)
+		return errors.Is(err, jobraft.ErrNotFound)
+	})
+}

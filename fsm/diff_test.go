@@ -215,6 +215,14 @@ func (w *world) checkQueries(t *rapid.T) {
 			t.Fatalf("Claimable(%q, %q, %v) = %v, model %v", qs, kinds, w.now, got, want)
 		}
 	}
+	age := time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, "sweepage"))
+	per := uint32(rapid.IntRange(0, 3).Draw(t, "sweepper"))
+	probe := w.ref.clone()
+	probe.index = w.index + 1
+	want := probe.apply(Entry{Index: w.index + 1, Term: w.term, Time: w.now, Cmd: appendCommand(nil, &SweepCmd{MaxAge: age, MaxPerQueue: per})}).Removed > 0
+	if got := w.real.Sweepable(age, per, w.now); got != want {
+		t.Fatalf("Sweepable(%v, %d, %v) = %v, model's sweep removes some: %v", age, per, w.now, got, want)
+	}
 	limit := rapid.IntRange(1, 3).Draw(t, "limit")
 	for _, q := range []string{"a", "b", "c"} {
 		for s := StatePending; s < numStates; s++ {

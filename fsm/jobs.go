@@ -177,6 +177,23 @@ func (m *Jobs) Claimable(queues, kinds []string, now time.Time) bool {
 	return false
 }
 
+// Sweepable reports whether SweepCmd{maxAge, maxPerQueue} applied at time
+// now would remove a job: a terminal job finished at least maxAge before
+// now (maxAge > 0), or a queue with more than maxPerQueue terminal jobs
+// (maxPerQueue > 0). O(queues).
+func (m *Jobs) Sweepable(maxAge time.Duration, maxPerQueue uint32, now time.Time) bool {
+	cutoff := addSat(toNanos(now), -int64(maxAge))
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	found := false
+	m.st.queues.Scan(func(q *queue) bool {
+		it, ok := q.done.Min()
+		found = ok && ((maxAge > 0 && it.a <= cutoff) || (maxPerQueue > 0 && q.done.Len() > int(maxPerQueue)))
+		return !found
+	})
+	return found
+}
+
 // Page limits for List.
 const (
 	DefaultListLimit = 100
