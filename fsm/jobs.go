@@ -12,7 +12,7 @@ import (
 //
 // Apply, Snapshot and Restore must be called from one goroutine (the
 // node's apply loop). Every query method (Get, List, Queue, Queues,
-// AppliedIndex, Digest) may be called from any goroutine concurrently with
+// AppliedIndex, Digest, Claimable, Sweepable) may be called from any goroutine concurrently with
 // them: a RWMutex serialises them against Apply, and each query sees the
 // state after some whole entry.
 type Jobs struct {
