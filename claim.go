@@ -2,6 +2,7 @@ package jobraft
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +14,10 @@ type ClaimRequest struct {
 	// Queues to claim from, best job first across them (priority, then
 	// run-at, then submit order). Paused queues are skipped.
 	Queues []string
+	// Kinds, if set, limits the claim to jobs of these kinds (at most
+	// fsm.MaxClaimKinds): a worker names the kinds it has handlers for, and
+	// jobs of other kinds stay pending for workers that handle them.
+	Kinds []string
 	// Worker names the claimant (recorded in the lease; 1..128 bytes).
 	Worker string
 	// Max jobs to claim (default 1, at most fsm.MaxClaim).
@@ -20,9 +25,12 @@ type ClaimRequest struct {
 	// LeaseTTL is the lease length (default Config.LeaseTTL).
 	LeaseTTL time.Duration
 	// Wait > 0 long-polls: when nothing is ready, Claim waits up to Wait
-	// for a job to become ready (a submit, retry, nak or expiry applied on
-	// this member wakes it; scheduled jobs are rechecked at least every
-	// Config.ClaimPollInterval) instead of returning empty at once.
+	// for a job to become ready instead of returning empty at once. While
+	// it waits it proposes nothing: it reads this member's applied state
+	// and proposes a claim only when that shows a claimable job (a submit,
+	// retry, nak, expiry or resume applied on this member wakes it; due
+	// scheduled jobs are rechecked every Config.ClaimPollInterval), so
+	// idle workers write nothing to the log.
 	Wait time.Duration
 }
 
@@ -73,17 +81,27 @@ func (c *Controller) LeaseOf(job Job, token uint64) *Lease {
 // Claim leases up to req.Max ready jobs to req.Worker. An empty result with
 // a nil error means nothing was ready (within req.Wait).
 //
-// A claim is one raft entry, not retried. Its error is of exactly one
-// outcome class (see ErrOutcomeUnknown): ErrOutcomeUnknown if its outcome
-// is unknown (leader lost mid-commit, context ended): jobs it may have
-// leased are held by nobody and come back after their lease expires (that
-// attempt counts); ErrNotApplied if nothing was claimed and the context
-// ended (also while waiting); ErrQueuePaused if every queue named is
-// paused. A claim that
-// returns jobs has committed: each lease is valid until its deadline unless
-// extended, and is only ever expired by the leader, no earlier than the
-// deadline on the leader's clock and, after a leader change, no earlier
-// than a full TTL after the new leader took office.
+// Without Wait, a claim is one raft entry, proposed at once, whose answer
+// reflects the cluster's committed state. With Wait, the claim is proposed
+// only once this member's applied state shows a claimable job (see
+// ClaimRequest.Wait): a member that is behind proposes later, never
+// wrongly, since the leader decides what a claim leases. A job due by the
+// leader's clock is seen as due by this member's clock, so members' clock
+// offsets shift when a long-polling worker notices it, by at most the
+// offset.
+//
+// A claim entry is not retried. Its error is of exactly one outcome class
+// (see ErrOutcomeUnknown): ErrOutcomeUnknown if its outcome is unknown
+// (leader lost mid-commit, context ended): jobs it may have leased are held
+// by nobody and come back after their lease expires (that attempt counts);
+// ErrNotApplied if nothing was claimed and the context ended (also while
+// waiting); ErrQueuePaused if every queue named is paused (with Wait: on
+// this member when the wait ends; the claim waits through a pause, and a
+// resume applied on this member wakes it). A claim that returns jobs has
+// committed: each lease is valid until its deadline unless extended, and
+// is only ever expired by the leader, no earlier than the deadline on the
+// leader's clock and, after a leader change, no earlier than a full TTL
+// after the new leader took office.
 func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, error) {
 	if req.Max <= 0 {
 		req.Max = 1
@@ -91,65 +109,60 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 	if req.LeaseTTL <= 0 {
 		req.LeaseTTL = c.cfg.LeaseTTL
 	}
-	cmd := &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: uint32(min(req.Max, fsm.MaxClaim)), TTL: req.LeaseTTL}
+	cmd := &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: uint32(min(req.Max, fsm.MaxClaim)), TTL: req.LeaseTTL, Kinds: req.Kinds}
 	if _, err := fsm.EncodeCommand(cmd); err != nil {
 		return nil, mapErr(err)
 	}
-	var deadline <-chan time.Time
-	if req.Wait > 0 {
-		t := time.NewTimer(req.Wait)
-		defer t.Stop()
-		deadline = t.C
+	if req.Wait <= 0 {
+		return c.claimOnce(ctx, cmd)
 	}
-	first := true
+	deadline := time.NewTimer(req.Wait)
+	defer deadline.Stop()
+	poll := time.NewTicker(c.cfg.ClaimPollInterval)
+	defer poll.Stop()
 	for {
 		ready := c.rec.readyCh()
-		if first || c.claimable(req.Queues) {
-			first = false
+		if c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock()) {
+			// Empty: this member was behind (another worker took the
+			// job) or its clock ahead of the leader's. Propose again
+			// only after the next change or poll.
 			leases, err := c.claimOnce(ctx, cmd)
-			if err != nil || len(leases) > 0 || req.Wait <= 0 {
+			if err != nil || len(leases) > 0 {
 				return leases, err
 			}
 		}
-		poll := time.NewTimer(c.cfg.ClaimPollInterval)
 		select {
 		case <-ready:
 		case <-poll.C:
-			first = true // recheck on the leader's clock
-		case <-deadline:
-			poll.Stop()
+		case <-deadline.C:
+			if c.allPaused(req.Queues) {
+				return nil, &classed{class: ErrQueuePaused, cause: fmt.Errorf("%w: every queue claimed is paused on member %s", fsm.ErrQueuePaused, c.cfg.ID)}
+			}
 			return nil, nil
 		case <-ctx.Done():
-			poll.Stop()
 			return nil, classify(ctx.Err()) // ErrNotApplied
 		case <-c.closed:
-			poll.Stop()
 			return nil, ErrClosed
 		}
-		poll.Stop()
 	}
 }
 
-// claimable reports whether this member's state shows a ready job, or a
-// scheduled one due by its clock, in one of the queues.
-func (c *Controller) claimable(queues []string) bool {
-	now := c.cfg.Clock()
+// allPaused reports whether this member's state shows every queue of a
+// claim paused, as the state machine decides (unknown queues are empty,
+// not paused).
+func (c *Controller) allPaused(queues []string) bool {
+	paused := false
 	for _, name := range queues {
 		q, ok := c.rec.jobs.Queue(name)
-		if !ok || q.Paused {
-			continue
-		}
-		if q.Counts.Pending > 0 {
-			return true
-		}
-		if q.Counts.Scheduled > 0 {
-			p, err := c.rec.jobs.List(fsm.ListQuery{Queue: name, State: fsm.StateScheduled, Limit: 1})
-			if err == nil && len(p.Jobs) > 0 && !p.Jobs[0].RunAt.After(now) {
-				return true
-			}
+		switch {
+		case !ok:
+		case !q.Paused:
+			return false
+		default:
+			paused = true
 		}
 	}
-	return false
+	return paused
 }
 
 func (c *Controller) claimOnce(ctx context.Context, cmd *fsm.ClaimCmd) ([]*Lease, error) {

@@ -14,9 +14,11 @@
 //     exist) or ErrMayExist (outcome unknown: resubmit with the same ID).
 //     Give jobs your own ID (or an IdempotencyKey) when you may resubmit
 //     after a crash of your own process.
-//  3. Work on jobs with Run (handlers per kind, concurrency per queue), or
-//     by hand: Claim, then Lease.Ack / Nak / Term, and Lease.Extend before
-//     the deadline for long jobs. ErrStaleLease means the lease is gone:
+//  3. Work on jobs with Run (handlers per kind, concurrency per queue; it
+//     claims only the kinds it has handlers for, and refuses a
+//     configuration that cannot work with ErrInvalidConfig), or by hand:
+//     Claim, then Lease.Ack / Nak / Term, and Lease.Extend before the
+//     deadline for long jobs. ErrStaleLease means the lease is gone:
 //     drop the job, never report it. An Ack, Nak or Term may be repeated
 //     with the same token (after a lost answer): the repeat of the one that
 //     ended the lease succeeds and changes nothing. Handlers must be
@@ -29,7 +31,13 @@
 //     happened (ErrOutcomeUnknown). Switch on them in any order.
 //  5. Read with Get, List and Stats (linearizable by default; Local for a
 //     cheap, possibly stale read) and follow changes with Watch, resuming
-//     from the last index handled.
+//     from the last index handled. Wait returns a job once it finished.
+//  6. Log through hclog (raft.Config.Logger); a host that logs with
+//     log/slog passes slogh.New(handler).
+//
+// An idle cluster writes nothing: a long-polling Claim (and so Run)
+// proposes a claim only when this member's applied state shows a claimable
+// job, and the leader proposes expiries and sweeps only when one is due.
 //
 // # Guarantees
 //

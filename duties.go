@@ -17,7 +17,9 @@ import (
 //     than it took office, so the FSM's skew rule stays conservative). It is
 //     proposed with raft.Node.ProposeOnLeader for that term: never
 //     forwarded, never proposed in another term.
-//   - SweepCmd every SweepInterval with the retention policy.
+//   - SweepCmd every SweepInterval with the retention policy, when its
+//     state shows a job the sweep would remove (an idle cluster writes
+//     nothing).
 //
 // It checks the role at every tick and on every role event; a member that
 // steps down stops proposing at its next check (a proposal racing the step
@@ -52,9 +54,11 @@ func (c *Controller) duties() {
 		if c.leaseDue() {
 			c.leaderCmd(term, &fsm.ExpireCmd{LeaderSince: since, Term: term})
 		}
-		if (c.cfg.RetainFor > 0 || c.cfg.RetainPerQueue > 0) && c.cfg.Clock().Sub(lastSweep) >= c.cfg.SweepInterval && c.anyTerminal() {
+		sweep := fsm.SweepCmd{MaxAge: max(c.cfg.RetainFor, 0), MaxPerQueue: c.cfg.RetainPerQueue}
+		if (c.cfg.RetainFor > 0 || c.cfg.RetainPerQueue > 0) && c.cfg.Clock().Sub(lastSweep) >= c.cfg.SweepInterval &&
+			c.rec.jobs.Sweepable(sweep.MaxAge, sweep.MaxPerQueue, c.cfg.Clock()) {
 			lastSweep = c.cfg.Clock()
-			c.leaderCmd(term, &fsm.SweepCmd{MaxAge: max(c.cfg.RetainFor, 0), MaxPerQueue: c.cfg.RetainPerQueue})
+			c.leaderCmd(term, &sweep)
 		}
 	}
 }
@@ -83,15 +87,6 @@ func (c *Controller) leaseDue() bool {
 		}
 		p, err := c.rec.jobs.List(fsm.ListQuery{Queue: q.Name, State: fsm.StateRunning, Limit: 1})
 		if err == nil && len(p.Jobs) > 0 && p.Jobs[0].Lease != nil && !p.Jobs[0].Lease.Deadline.After(now) {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *Controller) anyTerminal() bool {
-	for _, q := range c.rec.jobs.Queues() {
-		if q.Counts.Succeeded+q.Counts.Dead+q.Counts.Canceled > 0 {
 			return true
 		}
 	}

@@ -77,7 +77,8 @@ var (
 	// ErrClosed: the controller was closed (before the operation was
 	// sent: an operation in flight when it closes is ErrOutcomeUnknown).
 	ErrClosed = errors.New("jobraft: controller closed")
-	// ErrInvalidConfig: Config failed validation.
+	// ErrInvalidConfig: a Config (Open) or WorkerConfig (Run) failed
+	// validation. Nothing was started.
 	ErrInvalidConfig = errors.New("jobraft: invalid config")
 	// ErrInvalidRequest: a request field is out of range, or the command
 	// is too large, or the state machine cannot read it. Nothing changed.

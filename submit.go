@@ -60,6 +60,15 @@ type SubmitRequest struct {
 	IdempotencyKey string
 }
 
+// Submitted is the job Submit returns: the job as created, or the existing
+// one (without payload), and whether it existed before the call. Job is
+// embedded: s.ID, s.State, ... read the job's fields.
+type Submitted struct {
+	Job
+	// Duplicate: as SubmitResult.Duplicate.
+	Duplicate bool
+}
+
 // SubmitResult is the outcome of one job of SubmitBatch.
 type SubmitResult struct {
 	// Job is the job as created (or the existing one), without payload.
@@ -76,11 +85,13 @@ type SubmitResult struct {
 }
 
 // Submit submits one job on any member and returns it once it is
-// committed (durable on a quorum), without its payload.
+// committed (durable on a quorum), without its payload, with Duplicate set
+// when its ID or idempotency key named a job that existed before the call.
+// Wait returns the job once it finished.
 //
 // Guarantees:
 //   - nil error: the job exists exactly once (created by this call, or
-//     the existing job with its ID or idempotency key).
+//     the existing job with its ID or idempotency key: Duplicate).
 //   - the error matches ErrNotSubmitted: it does not exist and this call
 //     will never create it (refused before any leader's log, or rejected
 //     as invalid: then it also matches ErrInvalidRequest).
@@ -91,9 +102,9 @@ type SubmitResult struct {
 // Submit retries internally, with the same ID, across leader changes and
 // unknown outcomes until it knows the outcome or ctx ends. Concurrent
 // submits on a member share raft entries (see Config.BatchMaxJobs).
-func (c *Controller) Submit(ctx context.Context, req SubmitRequest) (Job, error) {
+func (c *Controller) Submit(ctx context.Context, req SubmitRequest) (Submitted, error) {
 	res, _ := c.SubmitBatch(ctx, []SubmitRequest{req})
-	return res[0].Job, res[0].Err
+	return Submitted{Job: res[0].Job, Duplicate: res[0].Duplicate}, res[0].Err
 }
 
 // SubmitBatch submits many jobs, each with Submit's guarantees; results are

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/jobraft/jobraft/fsm"
 )
 
 // Handler runs one job. Its context is canceled when the lease is lost
@@ -21,14 +24,17 @@ type WorkerConfig struct {
 	Worker string
 	// Queues maps each queue to work on to its concurrency limit (>= 1).
 	Queues map[string]int
-	// Handlers maps job kinds to handlers; Default runs kinds not listed.
-	// A job with no handler is termed.
+	// Handlers maps job kinds to handlers; Default, if set, runs every
+	// kind not listed. Without Default, Run claims only the kinds listed
+	// (at most fsm.MaxClaimKinds): a job of another kind is never claimed
+	// by this worker and waits, untouched, for a worker that handles it.
 	Handlers map[string]Handler
 	Default  Handler
 	// LeaseTTL of claims (default Config.LeaseTTL). Leases are extended
 	// every LeaseTTL/3 while the handler runs.
 	LeaseTTL time.Duration
-	// PollWait is the long-poll wait of each claim (default 30s).
+	// PollWait is the long-poll wait of each claim (default 30s). An idle
+	// worker proposes nothing (see ClaimRequest.Wait), whatever PollWait.
 	PollWait time.Duration
 	// OnError, if set, is told about claim, extend and report failures
 	// (they are retried or logged; Run continues).
@@ -65,13 +71,40 @@ func Permanent(err error) error { return &permanent{err} }
 // canceled (seen as soon as this member applies the change), and then its
 // result is not reported (the lease is stale). When ctx ends, Run stops
 // claiming, cancels running handlers, reports what they return and
-// returns nil once they are done.
+// returns nil once they are done. A paused queue is waited on, not
+// reported as an error.
+//
+// Run first checks wc and returns an error matching ErrInvalidConfig,
+// having claimed nothing, for a configuration that cannot work: no
+// queues, a concurrency below 1, no handler at all, a nil handler, more
+// than fsm.MaxClaimKinds kinds without Default, or a queue, worker or kind
+// name or lease TTL a claim would refuse.
 //
 // Guarantees: a job is acked only by the holder of its current lease, so a
 // handler whose lease was lost can never complete it; a job may run more
 // than once (at-least-once: a lost lease, a crash, an unknown outcome), so
-// handlers must be idempotent.
+// handlers must be idempotent; a job is claimed only by a worker with a
+// handler for its kind.
 func (c *Controller) Run(ctx context.Context, wc WorkerConfig) error {
+	claims, err := c.workerClaims(&wc)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, req := range claims {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.runQueue(ctx, &wc, req, wc.Queues[req.Queues[0]])
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// workerClaims fills wc's defaults, checks it, and returns the claim of
+// each queue (in queue order), Max unset.
+func (c *Controller) workerClaims(wc *WorkerConfig) ([]ClaimRequest, error) {
 	if wc.Worker == "" {
 		wc.Worker = c.cfg.ID
 	}
@@ -81,25 +114,50 @@ func (c *Controller) Run(ctx context.Context, wc WorkerConfig) error {
 	if wc.PollWait <= 0 {
 		wc.PollWait = 30 * time.Second
 	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: worker: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
 	if len(wc.Queues) == 0 {
-		return fmt.Errorf("%w: no queues", ErrInvalidRequest)
+		return nil, bad("no queues")
 	}
-	var wg sync.WaitGroup
-	for q, n := range wc.Queues {
-		if n <= 0 {
-			n = 1
+	if len(wc.Handlers) == 0 && wc.Default == nil {
+		return nil, bad("no handlers")
+	}
+	kinds := make([]string, 0, len(wc.Handlers))
+	for k, h := range wc.Handlers {
+		if h == nil {
+			return nil, bad("nil handler for kind %q", k)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.runQueue(ctx, &wc, q, n)
-		}()
+		kinds = append(kinds, k)
 	}
-	wg.Wait()
-	return nil
+	slices.Sort(kinds) // the claim's bytes do not depend on map order
+	if wc.Default != nil {
+		kinds = nil // every kind
+	} else if len(kinds) > fsm.MaxClaimKinds {
+		return nil, bad("%d kinds without a Default handler (a claim names at most %d)", len(kinds), fsm.MaxClaimKinds)
+	}
+	queues := make([]string, 0, len(wc.Queues))
+	for q := range wc.Queues {
+		queues = append(queues, q)
+	}
+	slices.Sort(queues)
+	var out []ClaimRequest
+	for _, q := range queues {
+		if n := wc.Queues[q]; n < 1 {
+			return nil, bad("queue %q: concurrency %d (at least 1)", q, n)
+		}
+		req := ClaimRequest{Queues: []string{q}, Kinds: kinds, Worker: wc.Worker, LeaseTTL: wc.LeaseTTL, Wait: wc.PollWait}
+		cmd := &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: 1, TTL: req.LeaseTTL, Kinds: req.Kinds}
+		if _, err := fsm.EncodeCommand(cmd); err != nil {
+			return nil, bad("queue %q: %w", q, err)
+		}
+		out = append(out, req)
+	}
+	return out, nil
 }
 
-func (c *Controller) runQueue(ctx context.Context, wc *WorkerConfig, queue string, n int) {
+func (c *Controller) runQueue(ctx context.Context, wc *WorkerConfig, req ClaimRequest, n int) {
+	queue := req.Queues[0]
 	slots := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -119,11 +177,12 @@ func (c *Controller) runQueue(ctx context.Context, wc *WorkerConfig, queue strin
 				break more
 			}
 		}
-		leases, err := c.Claim(ctx, ClaimRequest{Queues: []string{queue}, Worker: wc.Worker, Max: free, LeaseTTL: wc.LeaseTTL, Wait: wc.PollWait})
+		req.Max = free
+		leases, err := c.Claim(ctx, req)
 		for i := len(leases); i < free; i++ {
 			<-slots
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrQueuePaused) {
 			c.report(wc, Job{Queue: queue}, err)
 			select {
 			case <-ctx.Done():
@@ -196,7 +255,9 @@ func (c *Controller) runOne(ctx context.Context, wc *WorkerConfig, l *Lease) {
 	var res []byte
 	var herr error
 	if h == nil {
-		herr = Permanent(fmt.Errorf("no handler for kind %q", l.Job.Kind))
+		// Unreachable through Run (it claims only its handlers' kinds);
+		// a lease made by hand for another kind goes back to its queue.
+		herr = RetryAfter(fmt.Errorf("no handler for kind %q on worker %s", l.Job.Kind, wc.Worker), wc.PollWait)
 	} else {
 		res, herr = call(hctx, h, l.Job)
 	}

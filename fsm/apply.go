@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"slices"
 	"strconv"
 	"time"
 )
@@ -180,28 +181,73 @@ func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
 	}
 	s.promote(now)
 	ttl := int64(c.TTL)
+	src := readySources(qs, c.Kinds)
 	for len(r.jobs) < int(c.Max) {
-		var best item
-		found := false
-		for _, q := range qs {
-			if it, ok := q.ready.Min(); ok && (!found || itemLess(it, best)) {
-				best, found = it, true
-			}
-		}
-		if !found {
+		best := src.best()
+		if best < 0 {
 			break
 		}
-		old := best.j
+		old := src.heads[best].j
 		n := old.clone()
 		n.state = StateRunning
 		n.attempts++
 		n.updated = now
 		n.lease = &lease{token: e.Index, worker: c.Worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term}
 		s.replace(old, n)
+		src.pop(best)
 		r.jobs = append(r.jobs, n)
 	}
 	return nil
 }
+
+// sources are the ready trees a claim takes from, with each one's best
+// item cached: one tree per queue, or per (queue, kind) when the claim
+// names kinds. Items never tie (seq is unique), so the best across them is
+// one job whatever the order of the trees.
+type sources struct {
+	trees []*tree
+	heads []item
+	ok    []bool
+}
+
+func readySources(qs []*queue, kinds []string) *sources {
+	src := &sources{}
+	add := func(t *tree) {
+		if t == nil {
+			return
+		}
+		it, ok := t.Min()
+		src.trees, src.heads, src.ok = append(src.trees, t), append(src.heads, it), append(src.ok, ok)
+	}
+	for _, q := range qs {
+		if len(kinds) == 0 {
+			add(q.ready)
+			continue
+		}
+		for i, k := range kinds {
+			if !slices.Contains(kinds[:i], k) {
+				add(q.kindTree(k, StatePending))
+			}
+		}
+	}
+	return src
+}
+
+// best returns the index of the tree holding the best item, -1 if all
+// are empty.
+func (src *sources) best() int {
+	b := -1
+	for i := range src.trees {
+		if src.ok[i] && (b < 0 || itemLess(src.heads[i], src.heads[b])) {
+			b = i
+		}
+	}
+	return b
+}
+
+// pop refreshes tree i's head after its best job left the ready state
+// (which removed it from tree i; no other source tree held it).
+func (src *sources) pop(i int) { src.heads[i], src.ok[i] = src.trees[i].Min() }
 
 // leased returns the running job id whose current lease token is token.
 func (s *state) leased(id string, token uint64) (*job, *refusal) {

@@ -49,12 +49,16 @@ type SubmitCmd struct{ Jobs []NewJob }
 
 // ClaimCmd leases up to Max ready jobs from the listed queues to Worker for
 // TTL, best first across the queues by the ready order (priority desc,
-// run-at, submit sequence). Paused queues are skipped.
+// run-at, submit sequence). Paused queues are skipped. Kinds, when not
+// empty, limits the claim to jobs of those kinds (a worker's handlers):
+// jobs of other kinds are neither leased nor passed over in any way, they
+// stay where they are for a claim that names their kind or none.
 type ClaimCmd struct {
 	Queues []string
 	Worker string
 	Max    uint32
 	TTL    time.Duration
+	Kinds  []string
 }
 
 // ExtendCmd pushes a lease's deadline to entry time + TTL (0: the lease's
@@ -253,6 +257,14 @@ func validate(c Command, all bool) *refusal {
 		}
 		if c.Max == 0 || c.Max > MaxClaim {
 			return refuse(CodeInvalidCommand, "claim max %d out of [1, %d]", c.Max, MaxClaim)
+		}
+		if len(c.Kinds) > MaxClaimKinds {
+			return refuse(CodeTooLarge, "claim names %d kinds (max %d)", len(c.Kinds), MaxClaimKinds)
+		}
+		for _, k := range c.Kinds {
+			if r := checkName("kind", k); r != nil {
+				return r
+			}
 		}
 		return checkTTL(c.TTL, false)
 	case *ExtendCmd:

@@ -6,9 +6,17 @@ import (
 	"time"
 )
 
-// FormatVersion is the version byte that starts every encoded command and
-// result.
-const FormatVersion = 1
+// Command format versions: the byte that starts every encoded command.
+const (
+	// FormatVersion is the version of every command in its original
+	// layout: all types, and a claim without kinds.
+	FormatVersion = 1
+	// FormatVersionClaimKinds is the version of a claim that names kinds
+	// (ClaimCmd.Kinds): the version 1 claim layout followed by the kinds.
+	// Only claims take it, and only when they name kinds, so every command
+	// a build without kinds could write encodes byte for byte as before.
+	FormatVersionClaimKinds = 2
+)
 
 // Command encoding (all integers varint/uvarint, see codec.go):
 //
@@ -17,6 +25,7 @@ const FormatVersion = 1
 //	|  1 byte |1 byte| (no trailing bytes allowed)  |
 //	+---------+------+------------------------------+
 //
+//	version 1:
 //	submit: count, then per job: id, queue, kind, payload, priority(varint),
 //	        runAt(ns varint), maxAttempts, backoff{base, max (varint ns),
 //	        factor, jitter(byte)}, idempotencyKey
@@ -26,6 +35,12 @@ const FormatVersion = 1
 //	cancel: id, reason              retry: id
 //	expire: leaderSince             pause, resume: queue
 //	sweep:  maxAge, maxPerQueue
+//
+//	version 2 (claim only):
+//	claim:  count, queues..., worker, max, ttl, kindCount (>= 1), kinds...
+//
+// Kinds are written in the caller's order, duplicates included: the bytes
+// are a function of the command value alone.
 
 // minJobWire is the smallest encoding of one submitted job (empty strings,
 // zero numbers): 4 strings + payload + 6 numbers + jitter byte + key.
@@ -79,7 +94,11 @@ func normalize(c Command) Command {
 
 // appendCommand encodes c (a pointer type) without validating it.
 func appendCommand(b []byte, c Command) []byte {
-	b = append(b, FormatVersion, byte(c.Type()))
+	version := byte(FormatVersion)
+	if cc, ok := c.(*ClaimCmd); ok && len(cc.Kinds) > 0 {
+		version = FormatVersionClaimKinds
+	}
+	b = append(b, version, byte(c.Type()))
 	switch c := c.(type) {
 	case *SubmitCmd:
 		b = binary.AppendUvarint(b, uint64(len(c.Jobs)))
@@ -106,6 +125,12 @@ func appendCommand(b []byte, c Command) []byte {
 		b = appendStr(b, c.Worker)
 		b = binary.AppendUvarint(b, uint64(c.Max))
 		b = binary.AppendVarint(b, int64(c.TTL))
+		if len(c.Kinds) > 0 {
+			b = binary.AppendUvarint(b, uint64(len(c.Kinds)))
+			for _, k := range c.Kinds {
+				b = appendStr(b, k)
+			}
+		}
 	case *ExtendCmd:
 		b = appendStr(b, c.ID)
 		b = binary.AppendUvarint(b, c.Token)
@@ -151,8 +176,11 @@ func DecodeCommand(b []byte) (Command, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes, truncated header", ErrInvalidCommand, len(b))
 	}
-	if b[0] != FormatVersion {
-		return nil, fmt.Errorf("%w: command version %d", ErrUnsupportedVersion, b[0])
+	switch {
+	case b[0] == FormatVersion:
+	case b[0] == FormatVersionClaimKinds && CommandType(b[1]) == CmdClaim:
+	default:
+		return nil, fmt.Errorf("%w: command version %d (type %d)", ErrUnsupportedVersion, b[0], b[1])
 	}
 	d := decoder{b: b[2:]}
 	var c Command
@@ -182,7 +210,18 @@ func DecodeCommand(b []byte) (Command, error) {
 		for i := range qs {
 			qs[i] = d.str()
 		}
-		c = &ClaimCmd{Queues: qs, Worker: d.str(), Max: d.u32(), TTL: durationOf(d.varint())}
+		cc := &ClaimCmd{Queues: qs, Worker: d.str(), Max: d.u32(), TTL: durationOf(d.varint())}
+		if b[0] == FormatVersionClaimKinds {
+			n := d.count(MaxClaimKinds, 1)
+			if n == 0 && d.err == nil {
+				d.fail("version %d claim names no kind", FormatVersionClaimKinds)
+			}
+			cc.Kinds = make([]string, n)
+			for i := range cc.Kinds {
+				cc.Kinds[i] = d.str()
+			}
+		}
+		c = cc
 	case CmdExtend:
 		c = &ExtendCmd{ID: d.str(), Token: d.uvarint(), TTL: durationOf(d.varint())}
 	case CmdAck:

@@ -54,6 +54,17 @@ func (w *world) genToken(t *rapid.T, id string) uint64 {
 
 var queuesGen = rapid.SampledFrom([]string{"a", "b", "c", ""})
 
+var kindsGen = rapid.SampledFrom([]string{"k", "k", "k2", "k3"})
+
+// genKinds draws a claim's kinds: mostly none (any kind), else a few,
+// duplicates, kinds no job has and the invalid empty kind included.
+func genKinds(t *rapid.T) []string {
+	if rapid.IntRange(0, 2).Draw(t, "anykind") > 0 {
+		return nil
+	}
+	return rapid.SliceOfN(rapid.SampledFrom([]string{"k", "k2", "k3", "x", ""}), 1, 3).Draw(t, "kinds")
+}
+
 func (w *world) genCommand(t *rapid.T) Command {
 	dur := func(label string) time.Duration {
 		return time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, label))
@@ -64,7 +75,7 @@ func (w *world) genCommand(t *rapid.T) Command {
 		jobs := make([]NewJob, n)
 		for i := range jobs {
 			nj := NewJob{
-				ID: w.genID(t, true), Queue: queuesGen.Draw(t, "queue"), Kind: "k",
+				ID: w.genID(t, true), Queue: queuesGen.Draw(t, "queue"), Kind: kindsGen.Draw(t, "kind"),
 				Payload:        []byte(rapid.StringN(0, 8, -1).Draw(t, "payload")),
 				Priority:       int32(rapid.IntRange(-1, 2).Draw(t, "prio")),
 				MaxAttempts:    uint32(rapid.IntRange(0, 3).Draw(t, "maxatt")),
@@ -85,7 +96,7 @@ func (w *world) genCommand(t *rapid.T) Command {
 			qs[i] = queuesGen.Draw(t, "cq")
 		}
 		return &ClaimCmd{Queues: qs, Worker: rapid.SampledFrom([]string{"w1", "w2", ""}).Draw(t, "worker"),
-			Max: uint32(rapid.IntRange(0, 3).Draw(t, "max")), TTL: dur("ttl")}
+			Max: uint32(rapid.IntRange(0, 3).Draw(t, "max")), TTL: dur("ttl"), Kinds: genKinds(t)}
 	case 5:
 		id := w.genID(t, false)
 		return &ExtendCmd{ID: id, Token: w.genToken(t, id), TTL: dur("ttl")}
@@ -196,6 +207,21 @@ func (w *world) checkQueries(t *rapid.T) {
 	}
 	if got := w.real.Queues(); !reflect.DeepEqual(got, wantQ) {
 		t.Fatalf("Queues() = %+v, model %+v", got, wantQ)
+	}
+	for range 3 {
+		qs := rapid.SliceOfN(queuesGen, 0, 3).Draw(t, "claimableq")
+		kinds := genKinds(t)
+		if got, want := w.real.Claimable(qs, kinds, w.now), w.ref.claimable(qs, kinds, w.now); got != want {
+			t.Fatalf("Claimable(%q, %q, %v) = %v, model %v", qs, kinds, w.now, got, want)
+		}
+	}
+	age := time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, "sweepage"))
+	per := uint32(rapid.IntRange(0, 3).Draw(t, "sweepper"))
+	probe := w.ref.clone()
+	probe.index = w.index + 1
+	want := probe.apply(Entry{Index: w.index + 1, Term: w.term, Time: w.now, Cmd: appendCommand(nil, &SweepCmd{MaxAge: age, MaxPerQueue: per})}).Removed > 0
+	if got := w.real.Sweepable(age, per, w.now); got != want {
+		t.Fatalf("Sweepable(%v, %d, %v) = %v, model's sweep removes some: %v", age, per, w.now, got, want)
 	}
 	limit := rapid.IntRange(1, 3).Draw(t, "limit")
 	for _, q := range []string{"a", "b", "c"} {

@@ -13,6 +13,7 @@ func seedCommands() [][]byte {
 	for _, c := range []Command{
 		&SubmitCmd{Jobs: []NewJob{{ID: "a", Queue: "q", Kind: "k", Payload: []byte("p"), IdempotencyKey: "k"}, {Queue: "q", Kind: "k", RunAt: baseTime.Add(time.Second)}}},
 		&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 2, TTL: time.Second},
+		&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 2, TTL: time.Second, Kinds: []string{"k", "x"}},
 		&ExtendCmd{ID: "a", Token: 2, TTL: time.Second}, &AckCmd{ID: "a", Token: 2, Result: []byte("r")},
 		&NakCmd{ID: "a", Token: 2, Delay: time.Second, Error: "e"}, &TermCmd{ID: "a", Token: 2, Reason: "r"},
 		&CancelCmd{ID: "a"}, &RetryCmd{ID: "a"}, &ExpireCmd{LeaderSince: baseTime}, &PauseCmd{Queue: "q"},

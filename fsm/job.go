@@ -16,6 +16,7 @@ const (
 	MaxSubmit     = 10000   // jobs per submit command
 	MaxClaim      = 1000    // jobs per claim command
 	MaxClaimQueue = 64      // queues named by one claim
+	MaxClaimKinds = 64      // kinds named by one claim (ClaimCmd.Kinds)
 	MaxAttempts   = 1 << 16 // upper bound of NewJob.MaxAttempts
 	// MaxLeaseTTL bounds claim and extend TTLs.
 	MaxLeaseTTL = 24 * time.Hour

@@ -5,13 +5,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Jobs is the job state machine. The zero value is not usable; call New.
 //
 // Apply, Snapshot and Restore must be called from one goroutine (the
 // node's apply loop). Every query method (Get, List, Queue, Queues,
-// AppliedIndex, Digest) may be called from any goroutine concurrently with
+// AppliedIndex, Digest, Claimable, Sweepable) may be called from any goroutine concurrently with
 // them: a RWMutex serialises them against Apply, and each query sees the
 // state after some whole entry.
 type Jobs struct {
@@ -138,6 +139,59 @@ func (m *Jobs) Queues() []QueueInfo {
 		return true
 	})
 	return out
+}
+
+// Claimable reports whether a claim of queues limited to kinds (none: any
+// kind), applied at time now, would lease a job: whether one of the
+// queues that is not paused holds a pending job, or a scheduled one due by
+// now, of one of the kinds. It reads this instance's state as it is: on a
+// member that is behind, an answer of the past. O(queues × kinds × log n).
+func (m *Jobs) Claimable(queues, kinds []string, now time.Time) bool {
+	t := toNanos(now)
+	due := func(tr *tree) bool {
+		if tr == nil {
+			return false
+		}
+		it, ok := tr.Min()
+		return ok && it.a <= t
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, name := range queues {
+		q, ok := m.st.queues.Get(&queue{name: name})
+		if !ok || q.paused {
+			continue
+		}
+		if len(kinds) == 0 {
+			if q.ready.Len() > 0 || due(q.sched) {
+				return true
+			}
+			continue
+		}
+		for _, k := range kinds {
+			if r := q.kindTree(k, StatePending); (r != nil && r.Len() > 0) || due(q.kindTree(k, StateScheduled)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Sweepable reports whether SweepCmd{maxAge, maxPerQueue} applied at time
+// now would remove a job: a terminal job finished at least maxAge before
+// now (maxAge > 0), or a queue with more than maxPerQueue terminal jobs
+// (maxPerQueue > 0). O(queues).
+func (m *Jobs) Sweepable(maxAge time.Duration, maxPerQueue uint32, now time.Time) bool {
+	cutoff := addSat(toNanos(now), -int64(maxAge))
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	found := false
+	m.st.queues.Scan(func(q *queue) bool {
+		it, ok := q.done.Min()
+		found = ok && ((maxAge > 0 && it.a <= cutoff) || (maxPerQueue > 0 && q.done.Len() > int(maxPerQueue)))
+		return !found
+	})
+	return found
 }
 
 // Page limits for List.

@@ -120,6 +120,20 @@ func (m *model) counts(q string) Counts {
 	return c
 }
 
+// claimable is Jobs.Claimable by brute force: a job of one of kinds (or
+// any kind) in a named queue that is not paused, pending or due.
+func (m *model) claimable(queues, kinds []string, now time.Time) bool {
+	for _, j := range m.jobs {
+		if !slices.Contains(queues, j.Queue) || m.paused[j.Queue] || (len(kinds) > 0 && !slices.Contains(kinds, j.Kind)) {
+			continue
+		}
+		if j.State == StatePending || (j.State == StateScheduled && !j.RunAt.After(now)) {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *model) promote(now time.Time) {
 	for _, j := range m.jobs {
 		if j.State == StateScheduled && !j.RunAt.After(now) {
@@ -247,7 +261,7 @@ func (m *model) apply(e Entry) Result {
 		m.promote(now)
 		var cands []*Job
 		for _, j := range m.jobs {
-			if eligible[j.Queue] && j.State == StatePending {
+			if eligible[j.Queue] && j.State == StatePending && (len(c.Kinds) == 0 || slices.Contains(c.Kinds, j.Kind)) {
 				cands = append(cands, j)
 			}
 		}

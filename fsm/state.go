@@ -62,10 +62,62 @@ type queue struct {
 	sched   *tree
 	running *tree
 	done    *tree
+	// byKind indexes the pending and scheduled jobs again per kind (same
+	// items, same order), for claims that name kinds. An entry exists
+	// while it holds a job. Only ever looked up by key, never iterated:
+	// map order cannot reach a result.
+	byKind map[string]*kindIndex
 }
 
+// kindIndex is one kind's share of a queue's ready and sched trees.
+type kindIndex struct{ ready, sched *tree }
+
 func newQueue(name string) *queue {
-	return &queue{name: name, ready: newTree(), sched: newTree(), running: newTree(), done: newTree()}
+	return &queue{name: name, ready: newTree(), sched: newTree(), running: newTree(), done: newTree(), byKind: map[string]*kindIndex{}}
+}
+
+// kindTree returns kind's tree for state s (pending or scheduled), nil if
+// the queue holds no such job.
+func (q *queue) kindTree(kind string, s State) *tree {
+	k := q.byKind[kind]
+	switch {
+	case k == nil:
+		return nil
+	case s == StatePending:
+		return k.ready
+	case s == StateScheduled:
+		return k.sched
+	}
+	return nil
+}
+
+// index adds (or with add false removes) it to its kind's tree when the
+// job is pending or scheduled.
+func (q *queue) index(it item, add bool) {
+	j := it.j
+	if j.state != StatePending && j.state != StateScheduled {
+		return
+	}
+	k := q.byKind[j.kind]
+	if k == nil {
+		if !add {
+			return
+		}
+		k = &kindIndex{ready: newTree(), sched: newTree()}
+		q.byKind[j.kind] = k
+	}
+	t := k.ready
+	if j.state == StateScheduled {
+		t = k.sched
+	}
+	if add {
+		t.Set(it)
+		return
+	}
+	t.Delete(it)
+	if k.ready.Len() == 0 && k.sched.Len() == 0 {
+		delete(q.byKind, j.kind)
+	}
 }
 
 func (q *queue) tree(s State) *tree {
@@ -202,9 +254,11 @@ func (s *state) put(j *job) bool {
 	j.queue = q.name // share the name's bytes
 	j.kind = s.intern(j.kind)
 	j.bo = s.backoff(*j.bo)
-	if _, replaced := q.tree(j.state).Set(itemOf(j)); replaced {
+	it := itemOf(j)
+	if _, replaced := q.tree(j.state).Set(it); replaced {
 		return false
 	}
+	q.index(it, true)
 	q.counts[j.state]++
 	q.total++
 	s.jobs.Set(j)
@@ -219,9 +273,12 @@ func (s *state) put(j *job) bool {
 // queue and key).
 func (s *state) replace(old, n *job) {
 	q := s.queue(old.queue)
-	q.tree(old.state).Delete(itemOf(old))
+	oi, ni := itemOf(old), itemOf(n)
+	q.tree(old.state).Delete(oi)
+	q.index(oi, false)
 	q.counts[old.state]--
-	q.tree(n.state).Set(itemOf(n))
+	q.tree(n.state).Set(ni)
+	q.index(ni, true)
 	q.counts[n.state]++
 	s.jobs.Set(n)
 	s.accAdd(old, -1)
@@ -231,7 +288,9 @@ func (s *state) replace(old, n *job) {
 // remove deletes a job and its idempotency key from every index.
 func (s *state) remove(j *job) {
 	q := s.queue(j.queue)
-	q.tree(j.state).Delete(itemOf(j))
+	it := itemOf(j)
+	q.tree(j.state).Delete(it)
+	q.index(it, false)
 	q.counts[j.state]--
 	q.total--
 	s.jobs.Delete(j)

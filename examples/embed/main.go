@@ -60,18 +60,12 @@ func run(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", err // errors.Is(err, jobraft.ErrMayExist): resubmit with the same ID
 	}
+	if job.Duplicate {
+		log.Printf("job %s existed already", job.ID)
+	}
 
-	// Follow the job's committed events until it succeeded.
-	events, err := ctl.Watch(ctx, 1, jobraft.WatchFilter{JobID: job.ID})
-	if err != nil {
-		return "", err
-	}
-	for ev := range events {
-		if ev.Kind == jobraft.EventAcked {
-			break
-		}
-	}
-	done, err := ctl.Get(ctx, job.ID, jobraft.Linearizable)
+	// Wait for the job's outcome (succeeded, dead or canceled).
+	done, err := ctl.Wait(ctx, job.ID)
 	if err != nil {
 		return "", err
 	}

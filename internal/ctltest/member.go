@@ -219,7 +219,7 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 		j, err := ctl.Submit(ctx, jobraft.SubmitRequest{ID: r.ID, Queue: r.Queue, Kind: "k", Payload: []byte(r.Payload), MaxAttempts: r.MaxAttempts})
 		rep := classify(err)
 		if err == nil {
-			rep.Job = view(j)
+			rep.Job = view(j.Job)
 		}
 		var se *jobraft.SubmitError
 		if errors.As(err, &se) {
