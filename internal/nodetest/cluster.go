@@ -63,12 +63,17 @@ var (
 	handed   = map[string]bool{}
 )
 
-// FastConfig returns a member config with test timeouts.
+// FastConfig returns a member config with test timeouts. They are short
+// (a failover takes well under a second) but not so short that the -race
+// test process, sharing two cores with a loaded machine, loses leaders to
+// its own scheduling stalls at every turn: a leader steps down after a
+// lease of 250 ms without a quorum's answer (legal Raft, but every such
+// loss turns proposals indeterminate).
 func FastConfig(t testing.TB, id, dir, addr string) raft.Config {
 	return raft.Config{
 		ID: id, DataDir: dir, BindAddr: addr,
-		HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
-		LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 2 * time.Millisecond,
+		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 2 * time.Millisecond,
 		SnapshotInterval: time.Hour, SnapshotThreshold: 1 << 30, TrailingLogs: 64,
 		ApplyTimeout: 2 * time.Second,
 		Logger:       hclog.New(&hclog.LoggerOptions{Name: id, Level: hclog.Warn, Output: testWriter{t}}),
