@@ -80,6 +80,8 @@ func replay(segs []*scanned, repair bool) (*replayResult, error) {
 			break
 		}
 	}
+	var mark uint64      // the highest first-index mark since the last reset
+	var markSeg *scanned // the segment holding it
 	for i, s := range segs {
 		isLast := i == len(segs)-1
 		if s.bad != nil && s.bad.off == 0 {
@@ -107,6 +109,7 @@ func replay(segs []*scanned, repair bool) (*replayResult, error) {
 		case s.hdr.Flags&segFlagReset != 0:
 			r.segs = nil
 			r.first, r.last, r.lastTerm = 0, 0, 0
+			mark, markSeg = 0, nil
 		case r.last == 0:
 		case s.hdr.Base <= r.last:
 			truncateTo(s.hdr.Base - 1)
@@ -136,11 +139,11 @@ func replay(segs []*scanned, repair bool) (*replayResult, error) {
 		// segment or a later one; no truncation cuts below it (only above
 		// the floor, and a compaction reaches no higher than the floor),
 		// and a later reset discards it with everything before.
-		if m := s.firstMark; m != 0 {
-			if m > r.last {
-				return nil, corruptAt(s, 0, r.last, fmt.Sprintf("first-index mark %d beyond the last index %d", m, r.last))
-			}
-			r.first = max(r.first, m)
+		// A segment may hold a mark and no record of its own (its records
+		// all compacted into later marks, or it was just created), so the
+		// mark is checked against the whole log's last index, below.
+		if m := s.firstMark; m > mark {
+			mark, markSeg = m, s
 		}
 		if s.bad == nil {
 			continue
@@ -163,6 +166,12 @@ func replay(segs []*scanned, repair bool) (*replayResult, error) {
 		r.removeAfter = append(r.removeAfter, rep.RemovedSegments...)
 		r.cutSeg, r.cutAt = s.name, s.bad.off
 		break
+	}
+	if mark != 0 {
+		if mark > r.last {
+			return nil, corruptAt(markSeg, 0, r.last, fmt.Sprintf("first-index mark %d beyond the last index %d", mark, r.last))
+		}
+		r.first = max(r.first, mark)
 	}
 	// Entries below the first index were compacted: they stay in their
 	// files (until a compaction removes the whole file) but are not live.
