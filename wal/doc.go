@@ -70,11 +70,14 @@
 //
 // # Caveats
 //
-//   - Prefix compaction removes whole segments; entries of a partly
-//     compacted segment may remain readable and the first index reflects
-//     what is really on disk.
+//   - Prefix compaction makes the new first index durable first (a
+//     first-index mark), then removes whole segments below it: FirstIndex
+//     never moves backwards across a restart, while entries of a partly
+//     compacted segment stay on disk, never served again.
 //   - A reset keeps the floor: the first entry stored after it must lie
 //     above the floor (G2), which is what a snapshot install provides.
+//     With SetResetBound, a reset that would remove committed entries is
+//     refused unless the caller's latest durable snapshot reaches the floor.
 //   - The guard protects the log's shape and bodies; it cannot tell a stale
 //     leader from a current one. That is raft's job, and jobraft corrects
 //     hashicorp/raft where it bends the Raft paper at the transport seam
