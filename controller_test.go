@@ -317,7 +317,10 @@ func TestConcurrentSubmitsAreBatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d jobs in %d entries", st.SubmittedJobs, st.SubmitEntries)
-	if st.SubmittedJobs != clients*each || st.SubmitEntries*2 > st.SubmittedJobs {
+	// Every job was proposed at least once; an attempt whose outcome was
+	// lost (the leadership moved under load) is proposed again with the
+	// same IDs, so more is legal. Exactly one job each is checked below.
+	if st.SubmittedJobs < clients*each || st.SubmitEntries*2 > st.SubmittedJobs {
 		t.Fatalf("%d jobs in %d entries: not batched", st.SubmittedJobs, st.SubmitEntries)
 	}
 	if len(st.Queues) != 1 || st.Queues[0].Counts.Pending != clients*each {
