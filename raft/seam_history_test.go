@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
@@ -89,16 +88,7 @@ func TestCraftedCommitAheadOfVerifiedAppendAppliesNothingStale(t *testing.T) {
 
 	// The crafted append: the new leader's identity and term, verifying N
 	// only, with a leader commit index above N.
-	mux, err := transport.Listen(transport.Config{BindAddr: "127.0.0.1:0", Logger: hclog.NewNullLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mux.Close()
-	nt, err := mux.RaftTransport(transport.RaftOptions{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nt.Close()
+	nt := bareTransport(t)
 	req := hraft.AppendEntriesRequest{
 		RPCHeader:         hraft.RPCHeader{ProtocolVersion: hraft.ProtocolVersionMax, ID: []byte(ns.ID), Addr: []byte(ns.Address)},
 		Term:              ns.Term,

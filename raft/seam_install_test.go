@@ -21,19 +21,10 @@ import (
 // transport (a member of no cluster) to the member at target.
 func sendInstall(t *testing.T, target string, req *hraft.InstallSnapshotRequest, data []byte) (*hraft.InstallSnapshotResponse, error) {
 	t.Helper()
-	mux, err := transport.Listen(transport.Config{BindAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mux.Close()
-	nt, err := mux.RaftTransport(transport.RaftOptions{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nt.Close()
+	nt := bareTransport(t)
 	req.Size = int64(len(data))
 	var resp hraft.InstallSnapshotResponse
-	err = nt.InstallSnapshot(hraft.ServerID("crafted"), hraft.ServerAddress(target), req, &resp, bytes.NewReader(data))
+	err := nt.InstallSnapshot(hraft.ServerID("crafted"), hraft.ServerAddress(target), req, &resp, bytes.NewReader(data))
 	return &resp, err
 }
 

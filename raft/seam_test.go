@@ -14,16 +14,7 @@ import (
 // of no cluster) to the member at target, as if from leader.
 func sendAppend(t *testing.T, target string, req *hraft.AppendEntriesRequest) *hraft.AppendEntriesResponse {
 	t.Helper()
-	mux, err := transport.Listen(transport.Config{BindAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mux.Close()
-	nt, err := mux.RaftTransport(transport.RaftOptions{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nt.Close()
+	nt := bareTransport(t)
 	var resp hraft.AppendEntriesResponse
 	if err := nt.AppendEntries(hraft.ServerID("crafted"), hraft.ServerAddress(target), req, &resp); err != nil {
 		t.Fatalf("crafted append to %s: %v", target, err)
