@@ -43,11 +43,9 @@ import (
 // to raft, which fails the same lookup and returns before truncating.
 //
 // It reads the log directly and raft only through its atomic accessors, on
-// the transport's goroutine. raft's main loop may still be handling the
-// previous RPC while this one is checked, so the check sees the log before
-// that RPC's own changes: an append that only conflicts with entries the
-// previous RPC is storing is not caught (two leaders' appends back to back,
-// the second one refused by the guard).
+// the transport's goroutine. The seam hands raft one RPC at a time and
+// waits for its answer, so the log it reads is the one raft left after the
+// previous RPC.
 func (n *Node) checkAppend(rpc hraft.RPC, a *hraft.AppendEntriesRequest) bool {
 	if len(a.Entries) == 0 {
 		return false
