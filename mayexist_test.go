@@ -8,7 +8,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/internal/ctltest"
-	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/transport/faultnet"
 )
 
 // A submit whose context ends after a cut-off leader appended its entry
@@ -17,9 +17,8 @@ import (
 // will"), with the job's ID in its *SubmitError. Resubmitting that ID after
 // the partition heals finds at most one job.
 func TestSubmitContextEndsAfterAppendIsMayExist(t *testing.T) {
-	fn := transport.NewFaultNetwork(seed(t))
-	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
-		cfg.Faults = fn
+	fn := faultnet.New(seed(t))
+	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
 		patientLeader(cfg)
 	})
 	l := c.WaitLeader(wait)

@@ -12,7 +12,7 @@ import (
 	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/ctltest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/transport/faultnet"
 )
 
 // outcomeClasses are the classes an error of claim, ack, nak, extend, term,
@@ -77,9 +77,8 @@ func leaderOf(t *testing.T, c *ctltest.Cluster, not int) int {
 // else. Matching ErrStaleLease as well ("nothing changed") was the bug that
 // made porcupine refuse legal histories and jobd answer 409.
 func TestUnknownAckRetriedStaleIsOnlyUnknown(t *testing.T) {
-	fn := transport.NewFaultNetwork(seed(t))
-	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
-		cfg.Faults = fn
+	fn := faultnet.New(seed(t))
+	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
 		cfg.WatchRetainEntries = 2 // the history forgets the lease quickly
 		patientLeader(cfg)
 	})
@@ -231,9 +230,8 @@ func TestRepeatedFinishIsIdempotent(t *testing.T) {
 // when the follower's event history no longer reaches the lease (so only
 // the state machine can tell that this token's ack finished the job).
 func TestAckAnswerLostThenRetriedSucceeds(t *testing.T) {
-	fn := transport.NewFaultNetwork(seed(t))
-	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
-		cfg.Faults = fn
+	fn := faultnet.New(seed(t))
+	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
 		cfg.WatchRetainEntries = 2
 	})
 	l := c.WaitLeader(wait)

@@ -10,7 +10,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/internal/ctltest"
-	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/transport/faultnet"
 )
 
 // TestStaleAckNotResolvedAsSuccess: a worker's ack whose first attempt is
@@ -22,8 +22,8 @@ import (
 // result" although the ack under this token never applied.
 func TestStaleAckNotResolvedAsSuccess(t *testing.T) {
 	s := seed(t)
-	fn := transport.NewFaultNetwork(s)
-	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) { cfg.Faults = fn })
+	fn := faultnet.New(s)
+	c := ctltest.StartWithFaults(t, 3, fn, nil)
 	l := c.WaitLeader(wait)
 	ctx := ctltest.Ctx(t, 2*wait)
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "stale", Kind: "k"})
@@ -164,8 +164,8 @@ func TestWatchRacingCloseIsSafe(t *testing.T) {
 // reported a duplicate: only the call's own ID is ambiguous.
 func TestSubmitDuplicateByKeyAfterUnknownAttempt(t *testing.T) {
 	s := seed(t)
-	fn := transport.NewFaultNetwork(s)
-	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) { cfg.Faults = fn })
+	fn := faultnet.New(s)
+	c := ctltest.StartWithFaults(t, 3, fn, nil)
 	l := c.WaitLeader(wait)
 	ctx := ctltest.Ctx(t, 2*wait)
 	first, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{ID: "first", Queue: "dup", Kind: "k", IdempotencyKey: "K"})

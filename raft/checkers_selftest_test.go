@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	"github.com/jobraft/jobraft/internal/nodetest"
-	"github.com/jobraft/jobraft/transport"
 )
 
 // The committed-prefix and applied-history checkers pass on a healthy
@@ -14,7 +15,7 @@ import (
 // internal/history; seam_history_test.go runs it against a real stale
 // apply.)
 func TestCheckersOnHealthyCluster(t *testing.T) {
-	faults := transport.NewFaultNetwork(7)
+	faults := faultnet.New(7)
 	c := nodetest.Start(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	led := newLedger()

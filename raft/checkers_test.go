@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/walcompare"
 )
 
@@ -98,7 +99,7 @@ func dumpProcs(t testing.TB, ms []*proctest.Member) map[string]map[string]nodete
 
 // checkElectionSafety fails if two members sent append-entries for the same
 // term, as seen on the wire by the fault network.
-func checkElectionSafety(t testing.TB, faults *transport.FaultNetwork) {
+func checkElectionSafety(t testing.TB, faults *faultnet.Network) {
 	t.Helper()
 	if err := faults.CheckElectionSafety(); err != nil {
 		t.Fatal(err)

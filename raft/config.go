@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/jobraft/jobraft/transport"
-	"github.com/jobraft/jobraft/wal"
 )
 
 // Member is one member of the cluster as the configuration names it.
@@ -70,12 +68,6 @@ type Config struct {
 
 	// Logger receives line-based logs (default: hclog to stderr at Info).
 	Logger hclog.Logger
-
-	// Faults, in tests, routes this member's raft traffic and RPCs through a
-	// fault-injecting network.
-	Faults *transport.FaultNetwork
-	// WALOptions are passed to wal.Open (tests inject a wal.FaultFS).
-	WALOptions []wal.Option
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/walcompare"
 )
@@ -41,7 +42,7 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	}
 	t.Cleanup(func() { metrics.NewGlobal(mcfg, &metrics.BlackholeSink{}) })
 
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	c := nodetest.Start(t, 3, faults, nil)
 	led := newLedger()
 	// An indeterminate outcome (a leader change under load) is the

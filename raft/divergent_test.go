@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
 )
 
 // The hashicorp/raft #697 shape: a follower holding a divergent,
@@ -29,7 +30,7 @@ import (
 func TestDivergentFollowerInstallsSnapshot(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 4 })
 	old := c.WaitLeader(wait)
 	events, cancelEvents := c.Nodes[old].Events(4096)

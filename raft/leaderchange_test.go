@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
 )
 
 // loadNodes proposes unique keys (prefix-g-k) from workers goroutines,
@@ -67,7 +68,7 @@ func TestProposalInFlightAcrossLeaderChange(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	c := nodetest.Start(t, 3, faults, nil)
 	c.WaitLeader(wait)
 	l := newLedger()
@@ -131,7 +132,7 @@ func TestProposalInFlightAcrossLeaderChange(t *testing.T) {
 func TestPartitionedLeaderProposalIndeterminate5(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	c := nodetest.Start(t, 5, faults, nil)
 	c.WaitLeader(wait)
 	l := newLedger()

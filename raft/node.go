@@ -88,7 +88,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 			n.events.publish(Event{Kind: EventGuardRefusal, Err: err})
 			n.div.offer(err, cfg.ID)
 		}),
-	}, cfg.WALOptions...)
+	}, o.WAL...)
 	if n.log, err = wal.Open(filepath.Join(cfg.DataDir, "log"), walOpts...); err != nil {
 		return nil, fmt.Errorf("raft: open log: %w", err)
 	}
@@ -116,9 +116,11 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	// to, so that under TLS the dial verifies the server is that member.
 	var trans hraft.Transport = n.mux.BindTargets(transport.DrainPipelines(nt))
 	var caller transport.Caller = n.mux
-	if cfg.Faults != nil {
-		trans = cfg.Faults.Wrap(hraft.ServerAddress(n.mux.Addr()), trans)
-		caller = cfg.Faults.WrapCaller(n.mux.Addr(), n.mux)
+	if o.Transport != nil {
+		trans = o.Transport(n.mux.Addr(), trans)
+	}
+	if o.Caller != nil {
+		caller = o.Caller(n.mux.Addr(), caller)
 	}
 	// A call to a member's address expects that member (identity.go).
 	n.caller = memberCaller{n: n, inner: caller}

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
 )
 
 const wait = 15 * time.Second
@@ -93,7 +94,7 @@ func TestLeaderStopAndRestart(t *testing.T) {
 // After the partition heals its uncommitted tail is cut through the seam
 // and it converges.
 func TestPartitionedLeaderProposalIndeterminate(t *testing.T) {
-	faults := transport.NewFaultNetwork(1)
+	faults := faultnet.New(1)
 	c := nodetest.Start(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	proposeAcrossChurn(t, c, l, "before=1", wait)
@@ -213,7 +214,7 @@ func TestAddAndRemoveMember(t *testing.T) {
 // A follower cut off while the others compact past it receives a snapshot
 // through the sealed store and converges.
 func TestSnapshotInstallToLaggingMember(t *testing.T) {
-	faults := transport.NewFaultNetwork(2)
+	faults := faultnet.New(2)
 	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 8 })
 	l := c.WaitLeader(wait)
 	lag := (l + 1) % 3

@@ -15,12 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+	"github.com/jobraft/jobraft/wal/faultfs"
+
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/snapshot"
-	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
 )
 
@@ -143,7 +145,7 @@ func others(n, f int) []int {
 // finishInProcess runs the checkers over every member of c: converged
 // (equal digest at equal index), acked-set, committed prefix, applied
 // history, election safety.
-func finishInProcess(t *testing.T, c *nodetest.Cluster, faults *transport.FaultNetwork, l *ledger) {
+func finishInProcess(t *testing.T, c *nodetest.Cluster, faults *faultnet.Network, l *ledger) {
 	t.Helper()
 	c.Settle(wait) // proposals given up on may still commit
 	idx := c.WaitConverged(wait)
@@ -237,13 +239,11 @@ func TestScenarioBitFlipMinorityLog(t *testing.T) {
 // restored it: about 1 run in 25 the scenario was not what it claimed.)
 func bitFlipSnapshotCompacted(t *testing.T) {
 	seed, _ := diskSeed(t)
-	faults := transport.NewFaultNetwork(seed)
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
-		// Few trailing logs: each snapshot compacts the log to 8 entries
-		// before it. Small segments so compaction also removes files.
-		cfg.TrailingLogs = 8
-		cfg.WALOptions = append(cfg.WALOptions, wal.WithSegmentSize(4<<10))
-	})
+	faults := faultnet.New(seed)
+	// Few trailing logs: each snapshot compacts the log to 8 entries
+	// before it. Small segments so compaction also removes files.
+	c := nodetest.StartWAL(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 8 },
+		func(int) []wal.Option { return []wal.Option{wal.WithSegmentSize(4 << 10)} })
 	lead := c.WaitLeader(wait)
 	victim := (lead + 1) % 3
 	l := newLedger()
@@ -341,12 +341,11 @@ func bitFlipSnapshotCompacted(t *testing.T) {
 // committing all along.
 func bitFlipLog(t *testing.T, running bool) {
 	seed, rng := diskSeed(t)
-	faults := transport.NewFaultNetwork(seed)
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
-		// Small segments so the flip lands in a sealed one; no cache so a
-		// running member reads the flipped record from disk.
-		cfg.WALOptions = []wal.Option{wal.WithSegmentSize(16 << 10), wal.WithCacheSize(0)}
-	})
+	faults := faultnet.New(seed)
+	// Small segments so the flip lands in a sealed one; no cache so a
+	// running member reads the flipped record from disk.
+	c := nodetest.StartWAL(t, 3, faults, nil,
+		func(int) []wal.Option { return []wal.Option{wal.WithSegmentSize(16 << 10), wal.WithCacheSize(0)} })
 	leader := c.WaitLeader(wait)
 	f := (leader + 1 + rng.Intn(2)) % 3
 	healthy := others(3, f)
@@ -412,11 +411,11 @@ func bitFlipLog(t *testing.T, running bool) {
 	waitAcks(t, l, 30, "the victim fenced")
 
 	// The operator path: reopen with wal.Repair; the leader re-sends.
-	opts := c.Cfgs[f].WALOptions
-	c.Cfgs[f].WALOptions = append(append([]wal.Option(nil), opts...), wal.Repair())
+	opts := c.WAL[f]
+	c.WAL[f] = append(append([]wal.Option(nil), opts...), wal.Repair())
 	start := time.Now()
 	c.StartMember(f)
-	c.Cfgs[f].WALOptions = opts
+	c.WAL[f] = opts
 	rep := c.Nodes[f].Log().Repaired()
 	if rep == nil {
 		t.Fatalf("%s: opened with Repair over a flipped record but reports no repair", victim)
@@ -452,7 +451,7 @@ func bitFlipLog(t *testing.T, running bool) {
 // converges; the flipped snapshot is never restored.
 func bitFlipSnapshot(t *testing.T) {
 	seed, rng := diskSeed(t)
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
 		cfg.TrailingLogs = 1 << 20 // the log still connects to the older snapshot
 	})
@@ -522,7 +521,7 @@ func bitFlipSnapshot(t *testing.T) {
 func TestScenarioFsyncErrorOneMember(t *testing.T) {
 	for _, role := range []string{"follower", "leader"} {
 		t.Run(role, func(t *testing.T) {
-			diskFault(t, role == "leader", func(fs *wal.FaultFS) { fs.FailSyncs(syscall.EIO) })
+			diskFault(t, role == "leader", func(fs *faultfs.FS) { fs.FailSyncs(syscall.EIO) })
 		})
 	}
 }
@@ -533,7 +532,7 @@ func TestScenarioFullDiskOneMember(t *testing.T) {
 		t.Run(role, func(t *testing.T) {
 			// A little room left: a few more batches fit, then one is cut
 			// short by ENOSPC.
-			diskFault(t, role == "leader", func(fs *wal.FaultFS) { fs.LimitSpace(4 << 10) })
+			diskFault(t, role == "leader", func(fs *faultfs.FS) { fs.LimitSpace(4 << 10) })
 		})
 	}
 }
@@ -543,14 +542,13 @@ func TestScenarioFullDiskOneMember(t *testing.T) {
 // down and another leads; proposals keep committing; every acknowledged
 // proposal is on both healthy members (a majority) once the faulty one is
 // stopped; restarted over a healthy disk it converges holding them all.
-func diskFault(t *testing.T, leaderVictim bool, arm func(*wal.FaultFS)) {
+func diskFault(t *testing.T, leaderVictim bool, arm func(*faultfs.FS)) {
 	seed, rng := diskSeed(t)
-	faults := transport.NewFaultNetwork(seed)
-	var ffs [3]*wal.FaultFS
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
-		i, _ := strconv.Atoi(cfg.ID[1:])
-		ffs[i] = wal.NewFaultFS(wal.OSFS{})
-		cfg.WALOptions = []wal.Option{wal.WithFS(ffs[i])}
+	faults := faultnet.New(seed)
+	var ffs [3]*faultfs.FS
+	c := nodetest.StartWAL(t, 3, faults, nil, func(i int) []wal.Option {
+		ffs[i] = faultfs.New(wal.OSFS{})
+		return []wal.Option{wal.WithFS(ffs[i])}
 	})
 	leader := c.WaitLeader(wait)
 	f := leader
@@ -599,7 +597,7 @@ func diskFault(t *testing.T, leaderVictim bool, arm func(*wal.FaultFS)) {
 	t.Logf("acked-set over the healthy majority only: %v", counts)
 
 	// Restart it over a healthy disk: it converges and holds everything.
-	c.Cfgs[f].WALOptions = nil
+	c.WAL[f] = nil
 	c.StartMember(f)
 	load2 := startDiskLoad(l, "e", nodesOf(c, []int{0, 1, 2}), 4)
 	defer load2.halt()

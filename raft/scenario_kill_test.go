@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/walcompare"
 )
 
@@ -527,7 +528,7 @@ func TestScenarioCrossTermCatchUp(t *testing.T) {
 	if killLong() {
 		reps = 8
 	}
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	c := nodetest.Start(t, 3, faults, nil)
 	c.WaitLeader(wait)
 	l := newLedger()
@@ -666,7 +667,7 @@ func TestScenarioOnlyCurrentMemberDies(t *testing.T) {
 	if killLong() {
 		reps = 10
 	}
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	cl := nodetest.Start(t, 3, faults, nil)
 	cl.WaitLeader(wait)
 	l := newLedger()

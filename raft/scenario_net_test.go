@@ -8,15 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
 )
 
 // docs/scenarios.md 5–8: network faults over in-process clusters (real TCP on
-// loopback, real data dirs, fsync) through a transport.FaultNetwork, each
+// loopback, real data dirs, fsync) through a faultnet.Network, each
 // under proposal load recorded in a ledger, each ending with the checkers of
 // checkers_test.go. Every test prints its seed; -raft.seed=N replays the
 // FaultNetwork's decisions (the interleaving stays up to the scheduler).
@@ -202,9 +203,9 @@ func (w *leaderWatch) close() {
 
 // votesFrom returns the RequestVote and RequestPreVote requests member a
 // has sent so far.
-func votesFrom(f *transport.FaultNetwork, a hraft.ServerAddress) (votes, preVotes uint64) {
+func votesFrom(f *faultnet.Network, a hraft.ServerAddress) (votes, preVotes uint64) {
 	s := f.StatsFrom(a)
-	return s[transport.KindRequestVote].Sent, s[transport.KindRequestPreVote].Sent
+	return s[faultnet.KindRequestVote].Sent, s[faultnet.KindRequestPreVote].Sent
 }
 
 // hold keeps a fault in place for d while checking every few milliseconds
@@ -251,7 +252,7 @@ func converge(t *testing.T, c *nodetest.Cluster, load *loadRun, what string) uin
 // in-process cluster, after the faults stopped: state digest (converge),
 // acked-set (ledger), committed prefix (walcompare), applied history,
 // election safety (the network's view of append-entries senders).
-func finalChecks(t *testing.T, c *nodetest.Cluster, faults *transport.FaultNetwork, l *ledger, load *loadRun) {
+func finalChecks(t *testing.T, c *nodetest.Cluster, faults *faultnet.Network, l *ledger, load *loadRun) {
 	t.Helper()
 	faults.Heal()
 	converge(t, c, load, "the faults stopped")
@@ -298,7 +299,7 @@ func finalChecks(t *testing.T, c *nodetest.Cluster, faults *transport.FaultNetwo
 //     bounded by one round per election timeout, and none after it follows.
 func TestScenarioDivergentFormerLeaderRejoins(t *testing.T) {
 	seed := netSeed(t)
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	c := nodetest.Start(t, 3, faults, nil)
 	old := c.WaitLeader(wait)
 	oldAddr := addr(c.Nodes[old])
@@ -478,7 +479,7 @@ func TestScenarioDivergentFormerLeaderRejoins(t *testing.T) {
 // the follower catches up within the bound.
 func TestScenarioFlappingLink(t *testing.T) {
 	seed := netSeed(t)
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	c := nodetest.Start(t, 3, faults, nil)
 	ld := c.WaitLeader(wait)
 	f := (ld + 1) % 3
@@ -569,7 +570,7 @@ func TestScenarioPartitions(t *testing.T) {
 
 func partitionRounds(t *testing.T, size, rounds int) {
 	seed := netSeed(t)
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	c := nodetest.Start(t, size, faults, nil)
 	c.WaitLeader(wait)
 	watch := watchLeaders(c)
@@ -736,7 +737,7 @@ func TestScenarioDelayDropDuplicate(t *testing.T) {
 
 func delayDropDuplicate(t *testing.T, drop, dup float64, leaderOnly bool) {
 	seed := netSeed(t)
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	size, window := 3, 4*time.Second
 	if netLong() {
 		size, window = 5, 15*time.Second
@@ -768,14 +769,14 @@ func delayDropDuplicate(t *testing.T, drop, dup float64, leaderOnly bool) {
 	d := func(kind string) FaultDelta { return faultDelta(before[kind], after[kind]) }
 	t.Logf("drop %.2f, dup %.2f, delay 2ms+[0,8ms) for %v: acknowledged %d + %d, term %d → %d; AppendEntries %v; pre-votes %v; votes %v; calls %v",
 		drop, dup, window, acked1-acked0, acked2-acked1, term0, term1,
-		d(transport.KindAppendEntries), d(transport.KindRequestPreVote), d(transport.KindRequestVote), d(transport.KindCall))
+		d(faultnet.KindAppendEntries), d(faultnet.KindRequestPreVote), d(faultnet.KindRequestVote), d(faultnet.KindCall))
 	if acked1 == acked0 || acked2 == acked1 {
 		t.Errorf("no progress in a half of the fault window (acknowledged %d, then %d; halves extended by %v, then %v)", acked1-acked0, acked2-acked1, st1, st2)
 	}
-	if dup > 0 && d(transport.KindAppendEntries).Duplicated == 0 {
+	if dup > 0 && d(faultnet.KindAppendEntries).Duplicated == 0 {
 		t.Errorf("no append-entries was duplicated")
 	}
-	if drop > 0 && d(transport.KindAppendEntries).Refused+d(transport.KindAppendEntries).Lost == 0 {
+	if drop > 0 && d(faultnet.KindAppendEntries).Refused+d(faultnet.KindAppendEntries).Lost == 0 {
 		t.Errorf("no append-entries was dropped")
 	}
 	t.Logf("leaders reported: %v", watch.leaders())
@@ -783,9 +784,9 @@ func delayDropDuplicate(t *testing.T, drop, dup float64, leaderOnly bool) {
 }
 
 // FaultDelta is the change of one kind's FaultCounts over a window.
-type FaultDelta transport.FaultCounts
+type FaultDelta faultnet.Counts
 
-func faultDelta(a, b transport.FaultCounts) FaultDelta {
+func faultDelta(a, b faultnet.Counts) FaultDelta {
 	return FaultDelta{Sent: b.Sent - a.Sent, Refused: b.Refused - a.Refused, Lost: b.Lost - a.Lost, Duplicated: b.Duplicated - a.Duplicated}
 }
 

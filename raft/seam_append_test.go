@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
 )
 
@@ -28,7 +29,7 @@ import (
 // no truncation is left to raft (nothing changes either). After the heal
 // the member converges.
 func TestRefusedBatchAfterTruncationConverges(t *testing.T) {
-	faults := transport.NewFaultNetwork(1)
+	faults := faultnet.New(1)
 	c := nodetest.Start(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	if _, err := c.Propose(l, "before=1", wait); err != nil {

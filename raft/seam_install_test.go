@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
 )
 
 // sendInstall sends one InstallSnapshot with its stream from a bare raft
@@ -126,7 +127,7 @@ const craftedTermGap = 1000
 // and the log stay, the guard refuses nothing, and the cluster converges
 // after leadership moves to the third member (the audit's U3(b) sequence).
 func TestStaleInstallSnapshotKeepsState(t *testing.T) {
-	faults := transport.NewFaultNetwork(1)
+	faults := faultnet.New(1)
 	c := nodetest.Start(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 5)
@@ -200,7 +201,7 @@ func TestStaleInstallSnapshotKeepsState(t *testing.T) {
 // Nothing changes on the member's log and state in any case, and the
 // cluster converges.
 func TestCraftedInstallBelowTheFloor(t *testing.T) {
-	faults := transport.NewFaultNetwork(2)
+	faults := faultnet.New(2)
 	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 4 })
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 5)
@@ -311,7 +312,7 @@ func TestCraftedInstallBelowTheFloor(t *testing.T) {
 func TestStaleMatchingTailRefusesAppendAtStaleIndex(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
-	faults := transport.NewFaultNetwork(seed)
+	faults := faultnet.New(seed)
 	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 4 })
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 5)

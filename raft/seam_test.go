@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/transport"
@@ -31,7 +33,7 @@ func sendAppend(t *testing.T, target string, req *hraft.AppendEntriesRequest) *h
 // write never reaches its state machine, and after the heal it truncates
 // the stale entry and converges with no guard refusal.
 func TestCraftedCommitAheadOfVerifiedAppendIsClamped(t *testing.T) {
-	faults := transport.NewFaultNetwork(1)
+	faults := faultnet.New(1)
 	c := nodetest.Start(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	if _, err := c.Propose(l, "before=1", wait); err != nil {

@@ -1,8 +1,9 @@
 // Package transport is jobraft's network layer: one TCP listener per member
 // (a Mux) that carries both hashicorp/raft traffic and a small framed RPC
 // layer (forwarded proposals, read-index reads, status), optionally under
-// mutual TLS; and, for tests, a FaultNetwork that injects drops, delays,
-// duplicates, partitions, one-way cuts and flapping links.
+// mutual TLS. The fault injector for tests (drops, delays, duplicates,
+// partitions, one-way cuts, flapping links) is the separate package
+// transport/faultnet, which wraps what this package hands out.
 //
 // # Basics
 //
@@ -18,12 +19,12 @@
 //  2. Register RPC handlers with mux.Handle(method, h) (before peers call;
 //     until then they get a RemoteError coded CodeUnknownMethod).
 //  3. nt, err := mux.RaftTransport(opts) and give mux.BindTargets(nt) (or,
-//     in chaos tests, faultNet.Wrap(mux.Addr(), mux.BindTargets(nt))) to
+//     in chaos tests, a wrapper of it such as faultnet's Wrap) to
 //     raft.NewRaft. Pre-vote stays on: the NetworkTransport and the wrappers
 //     implement raft.WithPreVote. Under TLS a raft transport without
 //     BindTargets cannot dial (ErrUnboundTarget).
 //  4. Call other members with mux.Call(ctx, addr, method, req) — or through a
-//     transport.Caller, so chaos tests can pass faultNet.WrapCaller(...).
+//     transport.Caller, so chaos tests can pass a wrapped one.
 //  5. On shutdown: raft.Shutdown (it closes the raft transport), then
 //     mux.Close.
 //
@@ -68,7 +69,4 @@
 //     presumed dead and redialed on the next call.
 //   - Loopback detection is literal: hostnames other than "localhost" count as
 //     non-loopback.
-//   - The FaultNetwork applies faults on the sending side only; members that
-//     are not wrapped send without faults. Flapping follows the wall clock;
-//     everything else replays from the seed per link.
 package transport

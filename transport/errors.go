@@ -31,7 +31,7 @@ var (
 )
 
 // Call outcome classes. Every error returned by Mux.Call (and by a Caller
-// wrapped by a FaultNetwork) is exactly one of: errors.Is(err,
+// wrapped by a fault injector) is exactly one of: errors.Is(err,
 // ErrNotDelivered), errors.Is(err, ErrIndeterminate), or errors.As(err,
 // **RemoteError).
 var (
@@ -97,9 +97,6 @@ var (
 	ErrUnboundTarget = fmt.Errorf("%w: no member expected at the dialed address", ErrIdentity)
 )
 
-// ErrFaultInjected is the cause of every failure produced by a FaultNetwork.
-var ErrFaultInjected = errors.New("transport: fault injected")
-
 // Remote error codes set by the transport itself. A RemoteError with one of
 // these codes guarantees the handler did not run.
 const (
@@ -143,8 +140,8 @@ func (e *RemoteError) HandlerRan() bool {
 
 // CallError is returned by Mux.Call for transport failures. It matches
 // errors.Is against its Class (ErrNotDelivered or ErrIndeterminate) and
-// against its cause (for example context.DeadlineExceeded, ErrClosed,
-// ErrFaultInjected).
+// against its cause (for example context.DeadlineExceeded, ErrClosed, or an
+// injected fault).
 type CallError struct {
 	Class  error  // ErrNotDelivered or ErrIndeterminate
 	Op     string // "dial", "handshake", "write", "wait", "read", "fault"

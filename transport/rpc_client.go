@@ -11,7 +11,7 @@ import (
 )
 
 // Caller is the client side of the RPC layer. *Mux implements it; a
-// FaultNetwork wraps one to inject faults. The node should depend on Caller,
+// fault injector (transport/faultnet) wraps one. The node should depend on Caller,
 // not on *Mux, so chaos tests can substitute the wrapped one.
 type Caller interface {
 	// Call sends req to the handler registered for method on the member at

@@ -1,7 +1,7 @@
-package wal
+package wal_test
 
-// Fault tests over FaultFS: a write error, a short write, an fsync error or
-// a full disk fails StoreLogs with ErrFailed, and the log then refuses every
+// Fault tests over wal/faultfs: a write error, a short write, an fsync error or
+// a full disk fails StoreLogs with wal.ErrFailed, and the log then refuses every
 // write until it is reopened (an fsync is never retried), even once the
 // fault is gone. Reopened on a healthy file system, the log holds every
 // acknowledged batch and all or none of the failed one.
@@ -12,51 +12,34 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/faultfs"
 )
 
-func ftBatch(a, b uint64) []*raft.Log {
-	var out []*raft.Log
-	for i := a; i <= b; i++ {
-		out = append(out, crashEntry(i, 1+i/100))
-	}
-	return out
-}
+var ftBatch = wal.CrashBatch
 
 // ftCheck asserts the log holds exactly [1, last] as ftBatch wrote it.
-func ftCheck(t *testing.T, l *Log, last uint64) {
+func ftCheck(t *testing.T, l *wal.Log, last uint64) {
 	t.Helper()
-	m := newCrashModel()
-	for i := uint64(1); i <= last; i++ {
-		m.terms[i] = 1 + i/100
-	}
-	m.first, m.last = 1, last
-	if last == 0 {
-		m.first = 0
-	}
-	first, _ := l.FirstIndex()
-	got, _ := l.LastIndex()
-	if err := crashCheck(l, first, got, m); err != nil {
+	if err := wal.CheckCrashBatches(l, last); err != nil {
 		t.Fatal(err)
-	}
-	if last != 0 && first != 1 {
-		t.Fatalf("first index %d, want 1", first)
 	}
 }
 
 func TestFaultFailsTheLogUntilReopened(t *testing.T) {
 	faults := []struct {
 		name   string
-		arm    func(f *FaultFS)
-		disarm func(f *FaultFS)
+		arm    func(f *faultfs.FS)
+		disarm func(f *faultfs.FS)
 		// present: whether a reopened log may hold the failed batch
 		// (an fsync error leaves it whole in the page cache).
 		mayBePresent bool
 	}{
-		{"fsync error", func(f *FaultFS) { f.FailSyncs(syscall.EIO) }, func(f *FaultFS) { f.FailSyncs(nil) }, true},
-		{"write error", func(f *FaultFS) { f.FailWrites(syscall.EIO) }, func(f *FaultFS) { f.FailWrites(nil) }, false},
-		{"short write", func(f *FaultFS) { f.ShortWrites(true) }, func(f *FaultFS) { f.ShortWrites(false) }, false},
-		{"disk full", func(f *FaultFS) { f.LimitSpace(5000) }, func(f *FaultFS) { f.LimitSpace(-1) }, false},
-		{"disk full at once", func(f *FaultFS) { f.LimitSpace(0) }, func(f *FaultFS) { f.LimitSpace(-1) }, false},
+		{"fsync error", func(f *faultfs.FS) { f.FailSyncs(syscall.EIO) }, func(f *faultfs.FS) { f.FailSyncs(nil) }, true},
+		{"write error", func(f *faultfs.FS) { f.FailWrites(syscall.EIO) }, func(f *faultfs.FS) { f.FailWrites(nil) }, false},
+		{"short write", func(f *faultfs.FS) { f.ShortWrites(true) }, func(f *faultfs.FS) { f.ShortWrites(false) }, false},
+		{"disk full", func(f *faultfs.FS) { f.LimitSpace(5000) }, func(f *faultfs.FS) { f.LimitSpace(-1) }, false},
+		{"disk full at once", func(f *faultfs.FS) { f.LimitSpace(0) }, func(f *faultfs.FS) { f.LimitSpace(-1) }, false},
 	}
 	layouts := []struct {
 		name    string
@@ -69,8 +52,8 @@ func TestFaultFailsTheLogUntilReopened(t *testing.T) {
 		for _, lay := range layouts {
 			t.Run(fc.name+"/"+lay.name, func(t *testing.T) {
 				dir := t.TempDir()
-				ffs := NewFaultFS(OSFS{})
-				l, err := Open(dir, WithFS(ffs), WithSegmentSize(lay.segSize))
+				ffs := faultfs.New(wal.OSFS{})
+				l, err := wal.Open(dir, wal.WithFS(ffs), wal.WithSegmentSize(lay.segSize))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -85,25 +68,25 @@ func TestFaultFailsTheLogUntilReopened(t *testing.T) {
 				if err == nil {
 					t.Fatalf("StoreLogs acknowledged a batch under %s", fc.name)
 				}
-				if !errors.Is(err, ErrFailed) {
-					t.Fatalf("StoreLogs under %s: %v, want ErrFailed", fc.name, err)
+				if !errors.Is(err, wal.ErrFailed) {
+					t.Fatalf("StoreLogs under %s: %v, want wal.ErrFailed", fc.name, err)
 				}
 				fc.disarm(ffs)
 				// Refused from now on, with the fault gone: never a retry.
-				if err := l.StoreLogs(ftBatch(acked+1, acked+40)); !errors.Is(err, ErrFailed) {
-					t.Fatalf("retry of the failed batch: %v, want ErrFailed", err)
+				if err := l.StoreLogs(ftBatch(acked+1, acked+40)); !errors.Is(err, wal.ErrFailed) {
+					t.Fatalf("retry of the failed batch: %v, want wal.ErrFailed", err)
 				}
-				if err := l.StoreLogs(ftBatch(acked+41, acked+41)); !errors.Is(err, ErrFailed) {
-					t.Fatalf("a later batch: %v, want ErrFailed", err)
+				if err := l.StoreLogs(ftBatch(acked+41, acked+41)); !errors.Is(err, wal.ErrFailed) {
+					t.Fatalf("a later batch: %v, want wal.ErrFailed", err)
 				}
-				if err := l.DeleteRange(150, acked); !errors.Is(err, ErrFailed) {
-					t.Fatalf("truncation: %v, want ErrFailed", err)
+				if err := l.DeleteRange(150, acked); !errors.Is(err, wal.ErrFailed) {
+					t.Fatalf("truncation: %v, want wal.ErrFailed", err)
 				}
-				if err := l.DeleteRange(1, 10); !errors.Is(err, ErrFailed) {
-					t.Fatalf("compaction: %v, want ErrFailed", err)
+				if err := l.DeleteRange(1, 10); !errors.Is(err, wal.ErrFailed) {
+					t.Fatalf("compaction: %v, want wal.ErrFailed", err)
 				}
-				if err := l.SyncFloor(); !errors.Is(err, ErrFailed) {
-					t.Fatalf("SyncFloor: %v, want ErrFailed", err)
+				if err := l.SyncFloor(); !errors.Is(err, wal.ErrFailed) {
+					t.Fatalf("SyncFloor: %v, want wal.ErrFailed", err)
 				}
 				// What was acknowledged still reads back.
 				if last, _ := l.LastIndex(); last != acked {
@@ -112,7 +95,7 @@ func TestFaultFailsTheLogUntilReopened(t *testing.T) {
 				ftCheck(t, l, acked)
 				_ = l.Close() // may report the failure; the reopen decides
 
-				l, err = Open(dir, WithCacheSize(0))
+				l, err = wal.Open(dir, wal.WithCacheSize(0))
 				if err != nil {
 					t.Fatalf("reopen after %s: %v", fc.name, err)
 				}
@@ -140,8 +123,8 @@ func TestFaultFailsTheLogUntilReopened(t *testing.T) {
 // A returned StoreLogs is on disk: exactly one fsync per batch (no
 // rotation), and none is skipped.
 func TestStoreLogsSyncsOncePerBatch(t *testing.T) {
-	ffs := NewFaultFS(OSFS{})
-	l, err := Open(t.TempDir(), WithFS(ffs))
+	ffs := faultfs.New(wal.OSFS{})
+	l, err := wal.Open(t.TempDir(), wal.WithFS(ffs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +141,7 @@ func TestStoreLogsSyncsOncePerBatch(t *testing.T) {
 	}
 	// A batch whose fsync fails is not acknowledged.
 	ffs.FailSyncs(syscall.EIO)
-	if err := l.StoreLogs(ftBatch(321, 330)); !errors.Is(err, ErrFailed) {
+	if err := l.StoreLogs(ftBatch(321, 330)); !errors.Is(err, wal.ErrFailed) {
 		t.Fatalf("StoreLogs with a failing fsync: %v", err)
 	}
 	if last, _ := l.LastIndex(); last != 320 {

@@ -26,7 +26,8 @@ func defaultOptions() options {
 	}
 }
 
-// WithFS makes the log do its IO through fs (a FaultFS in tests).
+// WithFS makes the log do its IO through fs (in tests, a fault injector
+// such as wal/faultfs).
 func WithFS(fs FS) Option { return func(o *options) { o.fs = fs } }
 
 // WithSegmentSize sets the size after which the log starts a new segment

@@ -9,7 +9,7 @@ import (
 )
 
 // FS is the file-system seam the log does all its IO through. OSFS is the
-// real one; FaultFS injects write, sync and space errors for tests.
+// real one; wal/faultfs injects write, sync and space errors for tests.
 type FS interface {
 	// OpenFile opens a file like os.OpenFile.
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/transport/faultnet"
+
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/walcompare"
 )
 
@@ -49,7 +50,7 @@ func sameDivergences(t *testing.T, what string, a, b *walcompare.Report) {
 // term mismatch and no committed divergence, without being stopped; then,
 // stopped, their data dirs compared offline give the same report.
 func TestOnlineMatchesOffline(t *testing.T) {
-	faults := transport.NewFaultNetwork(1)
+	faults := faultnet.New(1)
 	c := nodetest.Start(t, 3, faults, nil)
 	old := c.WaitLeader(10 * time.Second)
 	for i := 0; i < 20; i++ {

@@ -18,6 +18,7 @@ import (
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport/faultnet"
 )
 
 // Cluster is an in-process cluster of controllers over real TCP on
@@ -28,6 +29,9 @@ type Cluster struct {
 	Ctls    []*jobraft.Controller // nil while a member is stopped
 	Cfgs    []jobraft.Config
 	Applied []*history.Memory
+	// Faults, when set (StartWithFaults), carries every member's raft
+	// traffic and RPCs.
+	Faults  *faultnet.Network
 	applied *history.Checker
 }
 
@@ -49,7 +53,14 @@ func Config(t testing.TB, id, dir, addr string) jobraft.Config {
 // Start bootstraps an n-member cluster; tweak may adjust each config.
 func Start(t testing.TB, n int, tweak func(i int, c *jobraft.Config)) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, applied: history.NewChecker()}
+	return StartWithFaults(t, n, nil, tweak)
+}
+
+// StartWithFaults is Start with every member's raft traffic and RPCs
+// carried through faults (nil: none).
+func StartWithFaults(t testing.TB, n int, faults *faultnet.Network, tweak func(i int, c *jobraft.Config)) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, Faults: faults, applied: history.NewChecker()}
 	base := t.TempDir()
 	var members []raft.Member
 	for i := 0; i < n; i++ {
@@ -77,7 +88,8 @@ func (c *Cluster) StartMember(i int) {
 	c.t.Helper()
 	var err error
 	for attempt := 0; attempt < 50; attempt++ {
-		if c.Ctls[i], err = jobraft.Open(context.Background(), c.Cfgs[i], nodeopt.Applied(c.Applied[i])); err == nil {
+		opts := append([]nodeopt.Option{nodeopt.Applied(c.Applied[i])}, nodetest.FaultOptions(c.Faults)...)
+		if c.Ctls[i], err = jobraft.Open(context.Background(), c.Cfgs[i], opts...); err == nil {
 			return
 		}
 		time.Sleep(20 * time.Millisecond) // the port may linger after a stop

@@ -16,7 +16,8 @@ import (
 	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
-	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/transport/faultnet"
+	"github.com/jobraft/jobraft/wal"
 )
 
 // Cluster is a loopback cluster of raft.Nodes over KV state machines, with
@@ -29,7 +30,12 @@ type Cluster struct {
 	KVs     []*KV
 	Cfgs    []raft.Config
 	Applied []*history.Memory
-	Faults  *transport.FaultNetwork
+	// Faults, when set, carries every member's raft traffic and RPCs.
+	Faults *faultnet.Network
+	// WAL are the extra wal.Open options of each member, used at every
+	// (re)start: a test may change them between a stop and a start.
+	WAL     [][]wal.Option
+	walOpts func(i int) []wal.Option
 	tweak   func(*raft.Config)
 	base    string
 	applied *history.Checker
@@ -91,15 +97,22 @@ func (w testWriter) Write(p []byte) (int, error) {
 var Discard io.Writer = io.Discard
 
 // Start bootstraps an n-member cluster. faults may be nil.
-func Start(t testing.TB, n int, faults *transport.FaultNetwork, tweak func(*raft.Config)) *Cluster {
+func Start(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config)) *Cluster {
+	t.Helper()
+	return StartWAL(t, n, faults, tweak, nil)
+}
+
+// StartWAL is Start with extra wal.Open options for member i from
+// walOpts(i) (walOpts may be nil), kept in Cluster.WAL; a member added by
+// Join gets walOpts of its index too.
+func StartWAL(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config), walOpts func(i int) []wal.Option) *Cluster {
 	t.Helper()
 	base := t.TempDir()
-	c := &Cluster{t: t, Faults: faults, tweak: tweak, base: base, applied: history.NewChecker()}
+	c := &Cluster{t: t, Faults: faults, walOpts: walOpts, tweak: tweak, base: base, applied: history.NewChecker()}
 	var members []raft.Member
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("m%d", i)
 		cfg := FastConfig(t, id, filepath.Join(base, id), FreeAddr(t))
-		cfg.Faults = faults
 		cfg.Bootstrap = true
 		if tweak != nil {
 			tweak(&cfg)
@@ -111,6 +124,7 @@ func Start(t testing.TB, n int, faults *transport.FaultNetwork, tweak func(*raft
 		c.Cfgs[i].InitialMembers = members
 		c.Nodes = append(c.Nodes, nil)
 		c.KVs = append(c.KVs, nil)
+		c.WAL = append(c.WAL, c.walOptsOf(i))
 		c.Applied = append(c.Applied, history.NewMemory(c.Cfgs[i].ID))
 		c.StartMember(i)
 	}
@@ -125,7 +139,7 @@ func (c *Cluster) StartMember(i int) {
 	var node *raft.Node
 	var err error
 	for attempt := 0; attempt < 50; attempt++ {
-		node, err = raft.Open(c.Cfgs[i], kv, nodeopt.Applied(c.Applied[i]))
+		node, err = raft.Open(c.Cfgs[i], kv, c.options(i)...)
 		if err == nil {
 			break
 		}
@@ -135,6 +149,23 @@ func (c *Cluster) StartMember(i int) {
 		c.t.Fatalf("start %s: %v", c.Cfgs[i].ID, err)
 	}
 	c.Nodes[i], c.KVs[i] = node, kv
+}
+
+func (c *Cluster) walOptsOf(i int) []wal.Option {
+	if c.walOpts == nil {
+		return nil
+	}
+	return c.walOpts(i)
+}
+
+// options are member i's internal options: its applied history, the
+// cluster's faults, its wal options.
+func (c *Cluster) options(i int) []nodeopt.Option {
+	opts := append([]nodeopt.Option{nodeopt.Applied(c.Applied[i])}, FaultOptions(c.Faults)...)
+	if len(c.WAL[i]) > 0 {
+		opts = append(opts, nodeopt.WALOptions(c.WAL[i]...))
+	}
+	return opts
 }
 
 // StopMember stops member i.
@@ -196,7 +227,6 @@ func (c *Cluster) WaitLeader(d time.Duration) int {
 func (c *Cluster) Join(via int, id string, d time.Duration) int {
 	c.t.Helper()
 	cfg := FastConfig(c.t, id, filepath.Join(c.base, id), FreeAddr(c.t))
-	cfg.Faults = c.Faults
 	if c.tweak != nil {
 		c.tweak(&cfg)
 	}
@@ -206,6 +236,7 @@ func (c *Cluster) Join(via int, id string, d time.Duration) int {
 	c.KVs = append(c.KVs, nil)
 	c.Applied = append(c.Applied, history.NewMemory(id))
 	i := len(c.Nodes) - 1
+	c.WAL = append(c.WAL, c.walOptsOf(i))
 	c.StartMember(i)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()

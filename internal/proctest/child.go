@@ -70,16 +70,16 @@ func (c ChildConfig) raftConfig(logger hclog.Logger) raft.Config {
 		LeaderLeaseTimeout: c.LeaderLeaseTimeout, CommitTimeout: c.CommitTimeout,
 		ApplyTimeout: c.ApplyTimeout, TrailingLogs: c.TrailingLogs,
 		SnapshotThreshold: c.SnapshotThreshold, SnapshotInterval: c.SnapshotInterval,
-		Logger:     logger,
-		WALOptions: c.walOptions(),
+		Logger: logger,
 	}
 }
 
-func (c ChildConfig) walOptions() []wal.Option {
+// walOptions are the member's extra wal.Open options.
+func (c ChildConfig) walOptions() []nodeopt.Option {
 	if c.WALSegmentSize <= 0 {
 		return nil
 	}
-	return []wal.Option{wal.WithSegmentSize(c.WALSegmentSize)}
+	return []nodeopt.Option{nodeopt.WALOptions(wal.WithSegmentSize(c.WALSegmentSize))}
 }
 
 // Control RPC methods served by a child on CtlAddr.
@@ -143,7 +143,7 @@ func runChild(spec string) error {
 		return fmt.Errorf("applied history of %s: %w", cc.ID, err)
 	}
 	kv := nodetest.NewKV()
-	node, err := raft.Open(cc.raftConfig(logger), kv, nodeopt.Applied(applied))
+	node, err := raft.Open(cc.raftConfig(logger), kv, append(cc.walOptions(), nodeopt.Applied(applied))...)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cc.ID, err)
 	}

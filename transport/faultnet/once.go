@@ -1,4 +1,4 @@
-package transport
+package faultnet
 
 import (
 	"fmt"
@@ -16,10 +16,10 @@ type callLoss struct {
 // LoseCallResponses loses the responses to the next count Calls of method
 // made by the member at from to the member at to (both advertised
 // addresses): each request is delivered and handled, and its caller gets
-// ErrIndeterminate wrapping ErrFaultInjected, whatever the other rules say.
+// transport.ErrIndeterminate wrapping ErrInjected, whatever the other rules say.
 // It is for tests that need one unknown outcome at a known point (a
 // propose that applied but whose answer never came back).
-func (n *FaultNetwork) LoseCallResponses(from, to raft.ServerAddress, method string, count int) {
+func (n *Network) LoseCallResponses(from, to raft.ServerAddress, method string, count int) {
 	n.set(func() {
 		if n.callLosses == nil {
 			n.callLosses = make(map[callLoss]int)
@@ -30,7 +30,7 @@ func (n *FaultNetwork) LoseCallResponses(from, to raft.ServerAddress, method str
 
 // takeCallLoss consumes one pending loss of a response to method on from->to
 // and counts it, reporting whether there was one.
-func (n *FaultNetwork) takeCallLoss(from, to raft.ServerAddress, method string) bool {
+func (n *Network) takeCallLoss(from, to raft.ServerAddress, method string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	k := callLoss{link{from, to}, method}
@@ -44,5 +44,5 @@ func (n *FaultNetwork) takeCallLoss(from, to raft.ServerAddress, method string) 
 
 // lostOnce is the error of a response lost by LoseCallResponses.
 func lostOnce(addr, method string) error {
-	return indeterminate("fault", addr, method, fmt.Errorf("%w: response lost (LoseCallResponses)", ErrFaultInjected))
+	return indeterminate(addr, method, fmt.Errorf("%w: response lost (LoseCallResponses)", ErrInjected))
 }

@@ -1,4 +1,4 @@
-package transport
+package faultnet
 
 import (
 	"context"
@@ -22,10 +22,10 @@ import (
 // always raft.WithClose (closing the wrapper stops its delays and duplicate
 // deliveries, then closes inner if it implements raft.WithClose).
 //
-// A refused or lost message surfaces as an error wrapping ErrFaultInjected;
+// A refused or lost message surfaces as an error wrapping ErrInjected;
 // a lost pipelined response completes its future with such an error and a
 // zeroed response.
-func (n *FaultNetwork) Wrap(local raft.ServerAddress, inner raft.Transport) raft.Transport {
+func (n *Network) Wrap(local raft.ServerAddress, inner raft.Transport) raft.Transport {
 	t := &faultTransport{n: n, local: local, inner: inner, done: make(chan struct{})}
 	_, pv := inner.(raft.WithPreVote)
 	_, peers := inner.(raft.WithPeers)
@@ -43,7 +43,7 @@ func (n *FaultNetwork) Wrap(local raft.ServerAddress, inner raft.Transport) raft
 
 // faultTransport is the base wrapper: raft.Transport and raft.WithClose.
 type faultTransport struct {
-	n     *FaultNetwork
+	n     *Network
 	local raft.ServerAddress
 	inner raft.Transport
 
@@ -160,7 +160,7 @@ func (t *faultTransport) Close() error {
 func (t *faultTransport) roundTrip(kind string, target raft.ServerAddress, call func() error, dup func() func()) error {
 	v := t.n.decide(kind, t.local, target, true)
 	if v.lost != "" {
-		return fmt.Errorf("%w: %s %s->%s refused: %s", ErrFaultInjected, kind, t.local, target, v.lost)
+		return fmt.Errorf("%w: %s %s->%s refused: %s", ErrInjected, kind, t.local, target, v.lost)
 	}
 	if !sleep(context.Background(), t.done, v.delay) {
 		return raft.ErrTransportShutdown
@@ -180,7 +180,7 @@ func (t *faultTransport) roundTrip(kind string, target raft.ServerAddress, call 
 	}
 	rv := t.n.decide(kind, target, t.local, false)
 	if rv.lost != "" {
-		return fmt.Errorf("%w: %s %s->%s response lost: %s", ErrFaultInjected, kind, target, t.local, rv.lost)
+		return fmt.Errorf("%w: %s %s->%s response lost: %s", ErrInjected, kind, target, t.local, rv.lost)
 	}
 	if !sleep(context.Background(), t.done, rv.delay) {
 		return raft.ErrTransportShutdown
@@ -241,7 +241,7 @@ func (t *faultTransport) TimeoutNow(id raft.ServerID, target raft.ServerAddress,
 // pipeline over a link that is down fails.
 func (t *faultTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
 	if !t.n.LinkUp(t.local, target) {
-		return nil, fmt.Errorf("%w: pipeline %s->%s: link down", ErrFaultInjected, t.local, target)
+		return nil, fmt.Errorf("%w: pipeline %s->%s: link down", ErrInjected, t.local, target)
 	}
 	inner, err := t.inner.AppendEntriesPipeline(id, target)
 	if err != nil {
@@ -280,7 +280,7 @@ func (p *faultPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raf
 	t.n.recordAppend(t.local, args)
 	v := t.n.decide(KindAppendEntries, t.local, p.target, true)
 	if v.lost != "" {
-		return nil, fmt.Errorf("%w: pipelined AppendEntries %s->%s refused: %s", ErrFaultInjected, t.local, p.target, v.lost)
+		return nil, fmt.Errorf("%w: pipelined AppendEntries %s->%s refused: %s", ErrInjected, t.local, p.target, v.lost)
 	}
 	if !sleep(context.Background(), p.stop, v.delay) {
 		return nil, raft.ErrPipelineShutdown
@@ -315,7 +315,7 @@ func (p *faultPipeline) forward() {
 			if rv.lost != "" {
 				*f.Response() = raft.AppendEntriesResponse{}
 				f = &lostFuture{AppendFuture: f, err: fmt.Errorf("%w: pipelined AppendEntries %s->%s response lost: %s",
-					ErrFaultInjected, p.target, t.local, rv.lost)}
+					ErrInjected, p.target, t.local, rv.lost)}
 			} else if !sleep(context.Background(), p.stop, rv.delay) {
 				return
 			}

@@ -1,4 +1,4 @@
-package transport
+package faultnet
 
 import (
 	"encoding/json"
@@ -236,7 +236,7 @@ func TestFaultDuplicateIsCopiedAtSend(t *testing.T) {
 				if gated {
 					rec.mutated = make(chan struct{})
 				}
-				n := NewFaultNetwork(1)
+				n := New(1)
 				n.SetDuplicate(1)
 				tr := n.Wrap("a", recordingInner{rec, t})
 				defer tr.(raft.WithClose).Close()

@@ -1,4 +1,4 @@
-package transport
+package faultnet
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// FaultNetwork injects network faults between members, for tests. One
-// FaultNetwork is shared by all members of a test cluster; each member wraps
+// Network injects network faults between members, for tests. One
+// Network is shared by all members of a test cluster; each member wraps
 // its raft transport with Wrap and its RPC client with WrapCaller.
 //
 // Faults are applied on the sending side, per directed link (from, to),
@@ -34,10 +34,10 @@ import (
 // (the interleaving of concurrent messages is up to the scheduler). Flapping
 // is a function of the wall clock, not of the seed.
 //
-// A FaultNetwork also observes: it records the (term, leader) of every
+// A Network also observes: it records the (term, leader) of every
 // AppendEntries sent through a wrapped transport (AppendEntriesSenders,
 // CheckElectionSafety) and counts messages per kind (Stats).
-type FaultNetwork struct {
+type Network struct {
 	seed int64
 
 	mu       sync.Mutex
@@ -50,7 +50,7 @@ type FaultNetwork struct {
 	isolated map[raft.ServerAddress]bool
 	flaps    map[link]flap // keyed by both directions
 	senders  map[uint64]map[Sender]struct{}
-	stats    map[statKey]*FaultCounts
+	stats    map[statKey]*Counts
 	// callLosses: responses to lose once (LoseCallResponses); not
 	// cleared by Heal.
 	callLosses map[callLoss]int
@@ -79,8 +79,8 @@ type Sender struct {
 	From   raft.ServerAddress // local address of the wrapped transport
 }
 
-// FaultCounts counts messages of one kind through the network.
-type FaultCounts struct {
+// Counts counts messages of one kind through the network.
+type Counts struct {
 	Sent       uint64 // requests attempted by a wrapped sender
 	Refused    uint64 // requests not delivered (link down or dropped)
 	Lost       uint64 // responses lost after delivery (link down or dropped)
@@ -97,59 +97,59 @@ const (
 	KindCall            = "Call"
 )
 
-// NewFaultNetwork returns a healthy network whose random decisions derive from
+// New returns a healthy network whose random decisions derive from
 // seed. Log the seed in tests so a failure can be replayed.
-func NewFaultNetwork(seed int64) *FaultNetwork {
-	return &FaultNetwork{
+func New(seed int64) *Network {
+	return &Network{
 		seed:     seed,
 		rngs:     make(map[link]*rand.Rand),
 		down:     make(map[link]bool),
 		isolated: make(map[raft.ServerAddress]bool),
 		flaps:    make(map[link]flap),
 		senders:  make(map[uint64]map[Sender]struct{}),
-		stats:    make(map[statKey]*FaultCounts),
+		stats:    make(map[statKey]*Counts),
 	}
 }
 
 // Seed returns the seed the network was created with.
-func (n *FaultNetwork) Seed() int64 { return n.seed }
+func (n *Network) Seed() int64 { return n.seed }
 
 // SetDrop sets the probability (0..1) that a message (request or response) is
 // lost.
-func (n *FaultNetwork) SetDrop(p float64) { n.set(func() { n.drop = p }) }
+func (n *Network) SetDrop(p float64) { n.set(func() { n.drop = p }) }
 
 // SetDuplicate sets the probability (0..1) that a delivered request is
 // delivered a second time (later, its response discarded). Snapshot installs
 // are never duplicated.
-func (n *FaultNetwork) SetDuplicate(p float64) { n.set(func() { n.dup = p }) }
+func (n *Network) SetDuplicate(p float64) { n.set(func() { n.dup = p }) }
 
 // SetDelay delays every request and every response by fixed plus a uniform
 // random extra in [0, jitter). Messages on one link are not reordered by the
 // delay itself.
-func (n *FaultNetwork) SetDelay(fixed, jitter time.Duration) {
+func (n *Network) SetDelay(fixed, jitter time.Duration) {
 	n.set(func() { n.delay, n.jitter = fixed, jitter })
 }
 
 // Partition cuts the link between a and b in both directions.
-func (n *FaultNetwork) Partition(a, b raft.ServerAddress) {
+func (n *Network) Partition(a, b raft.ServerAddress) {
 	n.set(func() { n.down[link{a, b}], n.down[link{b, a}] = true, true })
 }
 
 // Cut cuts the link from -> to only: messages from `from` to `to` are lost,
 // messages from `to` to `from` still arrive.
-func (n *FaultNetwork) Cut(from, to raft.ServerAddress) {
+func (n *Network) Cut(from, to raft.ServerAddress) {
 	n.set(func() { n.down[link{from, to}] = true })
 }
 
 // Isolate cuts every link to and from node.
-func (n *FaultNetwork) Isolate(node raft.ServerAddress) { n.set(func() { n.isolated[node] = true }) }
+func (n *Network) Isolate(node raft.ServerAddress) { n.set(func() { n.isolated[node] = true }) }
 
 // Rejoin undoes Isolate(node); partitions and cuts stay.
-func (n *FaultNetwork) Rejoin(node raft.ServerAddress) { n.set(func() { delete(n.isolated, node) }) }
+func (n *Network) Rejoin(node raft.ServerAddress) { n.set(func() { delete(n.isolated, node) }) }
 
 // Flap makes the link between a and b (both directions) alternate between up
 // and down every period, starting up now. A period <= 0 removes the flap.
-func (n *FaultNetwork) Flap(a, b raft.ServerAddress, period time.Duration) {
+func (n *Network) Flap(a, b raft.ServerAddress, period time.Duration) {
 	n.set(func() {
 		if period <= 0 {
 			delete(n.flaps, link{a, b})
@@ -163,7 +163,7 @@ func (n *FaultNetwork) Flap(a, b raft.ServerAddress, period time.Duration) {
 
 // Heal restores a healthy network: no partitions, cuts, isolations, flaps,
 // drops, duplicates or delays. Observations (senders, stats) are kept.
-func (n *FaultNetwork) Heal() {
+func (n *Network) Heal() {
 	n.set(func() {
 		n.drop, n.dup, n.delay, n.jitter = 0, 0, 0, 0
 		n.down = make(map[link]bool)
@@ -172,7 +172,7 @@ func (n *FaultNetwork) Heal() {
 	})
 }
 
-func (n *FaultNetwork) set(fn func()) {
+func (n *Network) set(fn func()) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	fn()
@@ -180,13 +180,13 @@ func (n *FaultNetwork) set(fn func()) {
 
 // LinkUp reports whether messages from -> to currently pass the link rules
 // (ignoring random drops).
-func (n *FaultNetwork) LinkUp(from, to raft.ServerAddress) bool {
+func (n *Network) LinkUp(from, to raft.ServerAddress) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.linkUpLocked(link{from, to}, time.Now())
 }
 
-func (n *FaultNetwork) linkUpLocked(l link, now time.Time) bool {
+func (n *Network) linkUpLocked(l link, now time.Time) bool {
 	if n.down[l] || n.isolated[l.from] || n.isolated[l.to] {
 		return false
 	}
@@ -197,7 +197,7 @@ func (n *FaultNetwork) linkUpLocked(l link, now time.Time) bool {
 }
 
 // rngLocked returns the decision source of link l.
-func (n *FaultNetwork) rngLocked(l link) *rand.Rand {
+func (n *Network) rngLocked(l link) *rand.Rand {
 	r := n.rngs[l]
 	if r == nil {
 		h := fnv.New64a()
@@ -220,7 +220,7 @@ type verdict struct {
 
 // decide draws the fate of a message on from->to. request selects request
 // accounting (refused, duplicated) versus response accounting (lost).
-func (n *FaultNetwork) decide(kind string, from, to raft.ServerAddress, request bool) verdict {
+func (n *Network) decide(kind string, from, to raft.ServerAddress, request bool) verdict {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	l := link{from, to}
@@ -263,30 +263,30 @@ func (n *FaultNetwork) decide(kind string, from, to raft.ServerAddress, request 
 	return v
 }
 
-func (n *FaultNetwork) statsLocked(k statKey) *FaultCounts {
+func (n *Network) statsLocked(k statKey) *Counts {
 	c := n.stats[k]
 	if c == nil {
-		c = &FaultCounts{}
+		c = &Counts{}
 		n.stats[k] = c
 	}
 	return c
 }
 
 // Stats returns the message counts per kind (Kind* constants), all links.
-func (n *FaultNetwork) Stats() map[string]FaultCounts {
+func (n *Network) Stats() map[string]Counts {
 	return n.sumStats(func(link) bool { return true })
 }
 
 // StatsFrom returns the message counts per kind of requests sent by from
 // (and of the responses to them).
-func (n *FaultNetwork) StatsFrom(from raft.ServerAddress) map[string]FaultCounts {
+func (n *Network) StatsFrom(from raft.ServerAddress) map[string]Counts {
 	return n.sumStats(func(l link) bool { return l.from == from })
 }
 
-func (n *FaultNetwork) sumStats(match func(link) bool) map[string]FaultCounts {
+func (n *Network) sumStats(match func(link) bool) map[string]Counts {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := make(map[string]FaultCounts)
+	out := make(map[string]Counts)
 	for k, c := range n.stats {
 		if !match(k.link) {
 			continue
@@ -302,7 +302,7 @@ func (n *FaultNetwork) sumStats(match func(link) bool) map[string]FaultCounts {
 }
 
 // recordAppend notes the sender of an AppendEntries request.
-func (n *FaultNetwork) recordAppend(from raft.ServerAddress, req *raft.AppendEntriesRequest) {
+func (n *Network) recordAppend(from raft.ServerAddress, req *raft.AppendEntriesRequest) {
 	s := Sender{Term: req.Term, Leader: raft.ServerID(req.RPCHeader.ID), Addr: raft.ServerAddress(req.RPCHeader.Addr), From: from}
 	if s.Addr == "" {
 		//lint:ignore SA1019 legacy senders fill only this field; read it when the header lacks the address
@@ -320,7 +320,7 @@ func (n *FaultNetwork) recordAppend(from raft.ServerAddress, req *raft.AppendEnt
 
 // AppendEntriesSenders returns every distinct AppendEntries sender observed
 // so far, sorted by term, then leader, then address.
-func (n *FaultNetwork) AppendEntriesSenders() []Sender {
+func (n *Network) AppendEntriesSenders() []Sender {
 	n.mu.Lock()
 	var out []Sender
 	for _, set := range n.senders {
@@ -348,7 +348,7 @@ func (n *FaultNetwork) AppendEntriesSenders() []Sender {
 // CheckElectionSafety returns an error naming every term in which
 // AppendEntries were sent by more than one leader (by header ID and address,
 // or by sending member); nil if there is none.
-func (n *FaultNetwork) CheckElectionSafety() error {
+func (n *Network) CheckElectionSafety() error {
 	byTerm := make(map[uint64][]Sender)
 	for _, s := range n.AppendEntriesSenders() {
 		byTerm[s.Term] = append(byTerm[s.Term], s)

@@ -1,18 +1,24 @@
-package wal
+// Package faultfs is a wal.FS that injects the faults of a failing disk
+// (write errors, short writes, fsync errors, a full disk) for tests. It is a
+// separate package so that no host binary links it; a log takes it through
+// wal.WithFS.
+package faultfs
 
 import (
 	"io"
 	"os"
 	"sync"
 	"syscall"
+
+	"github.com/jobraft/jobraft/wal"
 )
 
-// FaultFS wraps an FS and injects the faults of a failing disk: write
+// FS wraps a wal.FS and injects the faults of a failing disk: write
 // errors, short writes, fsync errors and a full disk. It is safe for
 // concurrent use and can be reconfigured at any time. Tests of every package
 // use it; it is never used by default.
-type FaultFS struct {
-	inner FS
+type FS struct {
+	inner wal.FS
 
 	mu         sync.Mutex
 	writeErr   error
@@ -22,28 +28,28 @@ type FaultFS struct {
 	syncs      int
 }
 
-// NewFaultFS returns a FaultFS over inner with no faults armed.
-func NewFaultFS(inner FS) *FaultFS { return &FaultFS{inner: inner, space: -1} }
+// New returns an FS over inner with no faults armed.
+func New(inner wal.FS) *FS { return &FS{inner: inner, space: -1} }
 
 // FailWrites makes every following write fail with err (nil disarms).
-func (f *FaultFS) FailWrites(err error) { f.mu.Lock(); f.writeErr = err; f.mu.Unlock() }
+func (f *FS) FailWrites(err error) { f.mu.Lock(); f.writeErr = err; f.mu.Unlock() }
 
 // FailSyncs makes every following Sync fail with err (nil disarms).
-func (f *FaultFS) FailSyncs(err error) { f.mu.Lock(); f.syncErr = err; f.mu.Unlock() }
+func (f *FS) FailSyncs(err error) { f.mu.Lock(); f.syncErr = err; f.mu.Unlock() }
 
 // ShortWrites makes every following write write half its bytes and fail
 // with io.ErrShortWrite.
-func (f *FaultFS) ShortWrites(on bool) { f.mu.Lock(); f.shortWrite = on; f.mu.Unlock() }
+func (f *FS) ShortWrites(on bool) { f.mu.Lock(); f.shortWrite = on; f.mu.Unlock() }
 
 // LimitSpace leaves n more bytes of space; writes beyond fail with ENOSPC
 // after writing what fits. n < 0 removes the limit.
-func (f *FaultFS) LimitSpace(n int64) { f.mu.Lock(); f.space = n; f.mu.Unlock() }
+func (f *FS) LimitSpace(n int64) { f.mu.Lock(); f.space = n; f.mu.Unlock() }
 
 // Syncs returns how many Sync calls succeeded.
-func (f *FaultFS) Syncs() int { f.mu.Lock(); defer f.mu.Unlock(); return f.syncs }
+func (f *FS) Syncs() int { f.mu.Lock(); defer f.mu.Unlock(); return f.syncs }
 
-// OpenFile implements FS.
-func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+// OpenFile implements wal.FS.
+func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
 	if flag&(os.O_CREATE|os.O_WRONLY|os.O_RDWR) != 0 {
 		f.mu.Lock()
 		err := f.writeErr
@@ -59,20 +65,20 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	return &faultFile{File: inner, fs: f}, nil
 }
 
-// Remove implements FS.
-func (f *FaultFS) Remove(name string) error { return f.inner.Remove(name) }
+// Remove implements wal.FS.
+func (f *FS) Remove(name string) error { return f.inner.Remove(name) }
 
-// Rename implements FS.
-func (f *FaultFS) Rename(o, n string) error { return f.inner.Rename(o, n) }
+// Rename implements wal.FS.
+func (f *FS) Rename(o, n string) error { return f.inner.Rename(o, n) }
 
-// ReadDirNames implements FS.
-func (f *FaultFS) ReadDirNames(dir string) ([]string, error) { return f.inner.ReadDirNames(dir) }
+// ReadDirNames implements wal.FS.
+func (f *FS) ReadDirNames(dir string) ([]string, error) { return f.inner.ReadDirNames(dir) }
 
-// MkdirAll implements FS.
-func (f *FaultFS) MkdirAll(dir string, perm os.FileMode) error { return f.inner.MkdirAll(dir, perm) }
+// MkdirAll implements wal.FS.
+func (f *FS) MkdirAll(dir string, perm os.FileMode) error { return f.inner.MkdirAll(dir, perm) }
 
-// SyncDir implements FS.
-func (f *FaultFS) SyncDir(dir string) error {
+// SyncDir implements wal.FS.
+func (f *FS) SyncDir(dir string) error {
 	f.mu.Lock()
 	err := f.syncErr
 	f.mu.Unlock()
@@ -83,8 +89,8 @@ func (f *FaultFS) SyncDir(dir string) error {
 }
 
 type faultFile struct {
-	File
-	fs *FaultFS
+	wal.File
+	fs *FS
 }
 
 func (ff *faultFile) Write(p []byte) (int, error) { return ff.faulty(p, ff.File.Write) }

@@ -1,4 +1,4 @@
-package transport
+package faultnet
 
 import (
 	"context"
@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/transport"
 )
 
 // inmemPair returns wrapped in-memory transports a and b, connected, and
 // starts b answering every RPC with a fixed response.
-func inmemPair(t *testing.T, n *FaultNetwork) (a, b raft.Transport) {
+func inmemPair(t *testing.T, n *Network) (a, b raft.Transport) {
 	t.Helper()
 	aAddr, ai := raft.NewInmemTransport("a")
 	bAddr, bi := raft.NewInmemTransport("b")
@@ -42,7 +43,7 @@ func inmemPair(t *testing.T, n *FaultNetwork) (a, b raft.Transport) {
 }
 
 func TestWrapKeepsCapabilities(t *testing.T) {
-	n := NewFaultNetwork(1)
+	n := New(1)
 	_, inmem := raft.NewInmemTransport("x")
 	w := n.Wrap("x", inmem)
 	if _, ok := w.(raft.LoopbackTransport); !ok {
@@ -70,7 +71,7 @@ func TestWrapKeepsCapabilities(t *testing.T) {
 }
 
 func TestFaultTransportRules(t *testing.T) {
-	n := NewFaultNetwork(7)
+	n := New(7)
 	a, _ := inmemPair(t, n)
 	ae := func() error {
 		var resp raft.AppendEntriesResponse
@@ -90,21 +91,21 @@ func TestFaultTransportRules(t *testing.T) {
 		name    string
 		rule    func()
 		wantErr bool
-		counter func(FaultCounts) uint64
+		counter func(Counts) uint64
 	}{
-		{"cut a->b refuses", func() { n.Cut("a", "b") }, true, func(c FaultCounts) uint64 { return c.Refused }},
-		{"cut b->a loses responses", func() { n.Heal(); n.Cut("b", "a") }, true, func(c FaultCounts) uint64 { return c.Lost }},
-		{"partition", func() { n.Heal(); n.Partition("b", "a") }, true, func(c FaultCounts) uint64 { return c.Refused }},
-		{"isolate", func() { n.Heal(); n.Isolate("b") }, true, func(c FaultCounts) uint64 { return c.Refused }},
+		{"cut a->b refuses", func() { n.Cut("a", "b") }, true, func(c Counts) uint64 { return c.Refused }},
+		{"cut b->a loses responses", func() { n.Heal(); n.Cut("b", "a") }, true, func(c Counts) uint64 { return c.Lost }},
+		{"partition", func() { n.Heal(); n.Partition("b", "a") }, true, func(c Counts) uint64 { return c.Refused }},
+		{"isolate", func() { n.Heal(); n.Isolate("b") }, true, func(c Counts) uint64 { return c.Refused }},
 		{"rejoin", func() { n.Rejoin("b") }, false, nil},
-		{"drop all", func() { n.SetDrop(1) }, true, func(c FaultCounts) uint64 { return c.Refused }},
+		{"drop all", func() { n.SetDrop(1) }, true, func(c Counts) uint64 { return c.Refused }},
 		{"heal", func() { n.Heal() }, false, nil},
 	}
 	for _, s := range steps {
 		s.rule()
 		before := n.Stats()[KindAppendEntries]
 		err := ae()
-		if (err != nil) != s.wantErr || (err != nil && !errors.Is(err, ErrFaultInjected)) {
+		if (err != nil) != s.wantErr || (err != nil && !errors.Is(err, ErrInjected)) {
 			t.Fatalf("%s: AppendEntries err %v", s.name, err)
 		}
 		if err := pv(); (err != nil) != s.wantErr {
@@ -135,7 +136,7 @@ func TestFaultTransportRules(t *testing.T) {
 }
 
 func TestFaultFlap(t *testing.T) {
-	n := NewFaultNetwork(1)
+	n := New(1)
 	n.Flap("a", "b", 30*time.Millisecond)
 	var sawUp, sawDown bool
 	waitFor(t, 2*time.Second, "flapping link seen up and down", func() bool {
@@ -153,7 +154,7 @@ func TestFaultFlap(t *testing.T) {
 }
 
 func TestFaultPipeline(t *testing.T) {
-	n := NewFaultNetwork(3)
+	n := New(3)
 	a, _ := inmemPair(t, n)
 	p, err := a.AppendEntriesPipeline("b", "b")
 	if err != nil {
@@ -183,16 +184,16 @@ func TestFaultPipeline(t *testing.T) {
 	if _, err := send(); err != nil {
 		t.Fatal(err)
 	}
-	if f := next(); !errors.Is(f.Error(), ErrFaultInjected) || f.Response().Success || f.Response().Term != 0 {
+	if f := next(); !errors.Is(f.Error(), ErrInjected) || f.Response().Success || f.Response().Term != 0 {
 		t.Fatalf("lost response: %v %+v", f.Error(), f.Response())
 	}
 	// Refused request.
 	n.Heal()
 	n.Cut("a", "b")
-	if _, err := send(); !errors.Is(err, ErrFaultInjected) {
+	if _, err := send(); !errors.Is(err, ErrInjected) {
 		t.Fatalf("refused request: %v", err)
 	}
-	if _, err := a.AppendEntriesPipeline("b", "b"); !errors.Is(err, ErrFaultInjected) {
+	if _, err := a.AppendEntriesPipeline("b", "b"); !errors.Is(err, ErrInjected) {
 		t.Fatalf("pipeline over a down link: %v", err)
 	}
 	if got := len(n.AppendEntriesSenders()); got != 1 {
@@ -202,7 +203,7 @@ func TestFaultPipeline(t *testing.T) {
 
 func TestFaultDecisionsReplayFromSeed(t *testing.T) {
 	run := func(seed int64) []string {
-		n := NewFaultNetwork(seed)
+		n := New(seed)
 		n.SetDrop(0.5)
 		n.SetDuplicate(0.5)
 		n.SetDelay(0, time.Second)
@@ -231,7 +232,7 @@ func TestFaultDecisionsReplayFromSeed(t *testing.T) {
 }
 
 func TestCheckElectionSafety(t *testing.T) {
-	n := NewFaultNetwork(1)
+	n := New(1)
 	hb := func(term uint64, id string) *raft.AppendEntriesRequest {
 		return &raft.AppendEntriesRequest{Term: term, RPCHeader: raft.RPCHeader{ID: []byte(id), Addr: []byte(id + ":1")}}
 	}
@@ -248,11 +249,11 @@ func TestCheckElectionSafety(t *testing.T) {
 }
 
 func TestFaultCaller(t *testing.T) {
-	srv, _ := newTestMux(t, "srv", Config{})
-	cli, _ := newTestMux(t, "cli", Config{})
+	srv := newTestMux(t, "srv")
+	cli := newTestMux(t, "cli")
 	var runs atomic.Int64
 	srv.Handle("count", func(context.Context, []byte) ([]byte, error) { runs.Add(1); return []byte("ok"), nil })
-	n := NewFaultNetwork(5)
+	n := New(5)
 	c := n.WrapCaller(cli.Addr(), cli)
 	ctx := context.Background()
 	from, to := raft.ServerAddress(cli.Addr()), raft.ServerAddress(srv.Addr())
@@ -261,7 +262,7 @@ func TestFaultCaller(t *testing.T) {
 		t.Fatalf("healthy: %q %v", got, err)
 	}
 	n.Cut(from, to)
-	if _, err := c.Call(ctx, srv.Addr(), "count", nil); !errors.Is(err, ErrNotDelivered) || !errors.Is(err, ErrFaultInjected) {
+	if _, err := c.Call(ctx, srv.Addr(), "count", nil); !errors.Is(err, transport.ErrNotDelivered) || !errors.Is(err, ErrInjected) {
 		t.Fatalf("cut request: %v", err)
 	}
 	if runs.Load() != 1 {
@@ -269,7 +270,7 @@ func TestFaultCaller(t *testing.T) {
 	}
 	n.Heal()
 	n.Cut(to, from)
-	if _, err := c.Call(ctx, srv.Addr(), "count", nil); !errors.Is(err, ErrIndeterminate) || !errors.Is(err, ErrFaultInjected) {
+	if _, err := c.Call(ctx, srv.Addr(), "count", nil); !errors.Is(err, transport.ErrIndeterminate) || !errors.Is(err, ErrInjected) {
 		t.Fatalf("lost response: %v", err)
 	}
 	if runs.Load() != 2 {
@@ -289,19 +290,19 @@ func TestFaultCaller(t *testing.T) {
 }
 
 func TestFaultLoseCallResponses(t *testing.T) {
-	srv, _ := newTestMux(t, "srv", Config{})
-	cli, _ := newTestMux(t, "cli", Config{})
+	srv := newTestMux(t, "srv")
+	cli := newTestMux(t, "cli")
 	var runs atomic.Int64
 	srv.Handle("count", func(context.Context, []byte) ([]byte, error) { runs.Add(1); return []byte("ok"), nil })
 	srv.Handle("other", func(context.Context, []byte) ([]byte, error) { return []byte("ok"), nil })
-	n := NewFaultNetwork(5)
+	n := New(5)
 	c := n.WrapCaller(cli.Addr(), cli)
 	ctx := context.Background()
 	n.LoseCallResponses(raft.ServerAddress(cli.Addr()), raft.ServerAddress(srv.Addr()), "count", 1)
 	if _, err := c.Call(ctx, srv.Addr(), "other", nil); err != nil {
 		t.Fatalf("another method lost its response: %v", err)
 	}
-	if _, err := c.Call(ctx, srv.Addr(), "count", nil); !errors.Is(err, ErrIndeterminate) || !errors.Is(err, ErrFaultInjected) {
+	if _, err := c.Call(ctx, srv.Addr(), "count", nil); !errors.Is(err, transport.ErrIndeterminate) || !errors.Is(err, ErrInjected) {
 		t.Fatalf("first call: %v, want its response lost", err)
 	}
 	if runs.Load() != 1 {

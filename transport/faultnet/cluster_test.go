@@ -1,9 +1,10 @@
-package transport
+package faultnet
 
 import (
-	"github.com/jobraft/jobraft/internal/stalltest"
 	"testing"
 	"time"
+
+	"github.com/jobraft/jobraft/internal/stalltest"
 
 	"github.com/hashicorp/raft"
 )

@@ -1,4 +1,4 @@
-package transport
+package faultnet
 
 import (
 	"encoding/binary"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/transport"
 )
 
 // counterFSM adds each command (a big-endian uint64) to a sum.
@@ -69,7 +70,7 @@ func (s *counterSnap) Release() {}
 type node struct {
 	id    raft.ServerID
 	addr  raft.ServerAddress
-	mux   *Mux
+	mux   *transport.Mux
 	trans raft.Transport
 	r     *raft.Raft
 	fsm   *counterFSM
@@ -77,22 +78,22 @@ type node struct {
 
 type cluster struct {
 	t     *testing.T
-	net   *FaultNetwork
+	net   *Network
 	nodes []*node
 }
 
 // newCluster starts n hashicorp/raft members over real loopback TCP, each
-// through its own Mux and a FaultNetwork-wrapped transport.
+// through its own Mux and a Network-wrapped transport.
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
 	seed := time.Now().UnixNano()
 	t.Logf("fault network seed %d", seed)
-	c := &cluster{t: t, net: NewFaultNetwork(seed)}
+	c := &cluster{t: t, net: New(seed)}
 	var servers []raft.Server
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("n%d", i)
-		mux, _ := newTestMux(t, name, Config{})
-		nt, err := mux.RaftTransport(RaftOptions{Timeout: time.Second})
+		mux := newTestMux(t, name)
+		nt, err := mux.RaftTransport(transport.RaftOptions{Timeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
