@@ -70,7 +70,7 @@ func (p *Procs) checkApplied(final bool) ([]history.Violation, error) {
 	for i, c := range p.Cfgs {
 		srcs[i] = history.FileSource(c.ID, historyPath(c.DataDir))
 	}
-	vs, err := p.applied.Check(ctx, history.Reference{Name: mc.ID, Log: log, Commit: st.Commit}, final, srcs...)
+	vs, err := p.applied.Check(ctx, history.Reference{Name: mc.ID, Log: nodetest.ReferenceLog(log), Commit: st.Commit}, final, srcs...)
 	if err != nil && !final {
 		return nil, nil
 	}

@@ -7,15 +7,36 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/walcompare"
 )
+
+// Log is a member's log as the checker reads it. The package names no log
+// reader of its own (a node links this package for its Sink, and must not
+// link the offline readers): the test helpers adapt a walcompare.Member
+// (nodetest.ReferenceLog).
+type Log interface {
+	// ScanEntries calls fn with the entries with index in [from, to], both
+	// included (to 0: no bound), in ascending index order, skipping the
+	// indexes the log does not hold; it stops early, returning nil, when
+	// fn returns false.
+	ScanEntries(ctx context.Context, from, to uint64, fn func(ix uint64, e LogEntry) bool) error
+}
+
+// LogEntry is what the checker reads of one record of a Log.
+type LogEntry struct {
+	Term uint64
+	Type raft.LogType
+	// CRC is the CRC32C of the stored payload (wal.Checksum).
+	CRC uint32
+	// Corrupt: the record exists but fails its checks.
+	Corrupt bool
+}
 
 // Reference is the log applied histories are checked against.
 type Reference struct {
 	// Name labels it in violations (the member whose log it is).
 	Name string
 	// Log is that member's log.
-	Log walcompare.Member
+	Log Log
 	// Commit is an index known committed: Log's entries up to it are the
 	// committed log.
 	Commit uint64
@@ -126,10 +147,10 @@ func (c *Checker) Check(ctx context.Context, ref Reference, final bool, sources 
 	if lo == 0 {
 		return nil, nil
 	}
-	log := refLog{views: map[uint64]walcompare.View{}, bound: ref.Commit}
+	log := refLog{views: map[uint64]LogEntry{}, bound: ref.Commit}
 	scan := func(from, to uint64) error {
-		return ref.Log.Scan(ctx, from, to, func(ix uint64, v *walcompare.View) bool {
-			log.views[ix] = *v
+		return ref.Log.ScanEntries(ctx, from, to, func(ix uint64, v LogEntry) bool {
+			log.views[ix] = v
 			log.held = max(log.held, ix)
 			return true
 		})
@@ -166,14 +187,14 @@ func (c *Checker) cursor(member string) *cursor {
 
 // refLog is the part of the reference log one Check read.
 type refLog struct {
-	views map[uint64]walcompare.View
+	views map[uint64]LogEntry
 	held  uint64 // highest index read
 	bound uint64 // entries up to it count as committed
 }
 
 // entry returns the committed entry at ix, if the reference holds it
 // intact.
-func (l *refLog) entry(ix uint64) (walcompare.View, bool) {
+func (l *refLog) entry(ix uint64) (LogEntry, bool) {
 	v, ok := l.views[ix]
 	return v, ok && ix <= l.bound && !v.Corrupt
 }

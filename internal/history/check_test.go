@@ -27,7 +27,7 @@ type entry struct {
 }
 
 // refLogOf builds a reference log holding entries from index first on.
-func refLogOf(t *testing.T, first uint64, es ...entry) walcompare.Member {
+func refLogOf(t *testing.T, first uint64, es ...entry) Log {
 	t.Helper()
 	s := raft.NewInmemStore()
 	var logs []*raft.Log
@@ -37,7 +37,17 @@ func refLogOf(t *testing.T, first uint64, es ...entry) walcompare.Member {
 	if err := s.StoreLogs(logs); err != nil {
 		t.Fatal(err)
 	}
-	return walcompare.FromLogStore("m1", s)
+	return memberLog{walcompare.FromLogStore("m1", s)}
+}
+
+// memberLog reads a walcompare.Member as a Log (as nodetest.ReferenceLog,
+// which this package's tests cannot import).
+type memberLog struct{ m walcompare.Member }
+
+func (l memberLog) ScanEntries(ctx context.Context, from, to uint64, fn func(ix uint64, e LogEntry) bool) error {
+	return l.m.Scan(ctx, from, to, func(ix uint64, v *walcompare.View) bool {
+		return fn(ix, LogEntry{Term: v.Term, Type: v.Type, CRC: v.CRC, Corrupt: v.Corrupt})
+	})
 }
 
 func applied(ix, term uint64, data string) Record {

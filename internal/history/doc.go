@@ -38,9 +38,11 @@
 // # Checking
 //
 // A Checker reads every member's records (Source) incrementally and checks
-// them against a Reference: one member's log (a walcompare.Member: live,
-// over RPC or on disk) whose entries at or below Reference.Commit are
-// committed. Within one run of a member (from a Started or Restored record):
+// them against a Reference: one member's log (a Log; the test helpers adapt
+// a walcompare.Member, live, over RPC or on disk, with
+// nodetest.ReferenceLog) whose entries at or below Reference.Commit are
+// committed. The package imports no log reader itself: raft links it for
+// the Sink, and must not link walcompare. Within one run of a member (from a Started or Restored record):
 //
 //   - each applied (index, term, type, CRC) equals the committed entry at
 //     that index;

@@ -42,7 +42,7 @@ func CheckAppliedNodes(ck *history.Checker, nodes []*raft.Node, final bool, sour
 		return nil, nil
 	}
 	n := nodes[best]
-	ref := history.Reference{Name: n.ID(), Log: walcompare.FromLogStore(n.ID(), n.Log()), Commit: n.Raft().CommitIndex()}
+	ref := history.Reference{Name: n.ID(), Log: ReferenceLog(walcompare.FromLogStore(n.ID(), n.Log())), Commit: n.Raft().CommitIndex()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return ck.Check(ctx, ref, final, sources...)
@@ -93,4 +93,16 @@ func (c *Cluster) failOnApplied() {
 	if vs := c.CheckApplied(false); len(vs) > 0 {
 		c.t.Fatal(ViolationReport(vs))
 	}
+}
+
+// ReferenceLog reads a walcompare.Member as the applied-history checker's
+// reference log.
+func ReferenceLog(m walcompare.Member) history.Log { return referenceLog{m} }
+
+type referenceLog struct{ m walcompare.Member }
+
+func (l referenceLog) ScanEntries(ctx context.Context, from, to uint64, fn func(ix uint64, e history.LogEntry) bool) error {
+	return l.m.Scan(ctx, from, to, func(ix uint64, v *walcompare.View) bool {
+		return fn(ix, history.LogEntry{Term: v.Term, Type: v.Type, CRC: v.CRC, Corrupt: v.Corrupt})
+	})
 }

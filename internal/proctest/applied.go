@@ -79,7 +79,7 @@ func (h *Harness) checkApplied(final bool) ([]history.Violation, error) {
 	for i, m := range h.Members {
 		srcs[i] = history.FileSource(m.Cfg.ID, HistoryPath(m.Cfg.DataDir))
 	}
-	return h.applied.Check(ctx, history.Reference{Name: ref.Cfg.ID, Log: log, Commit: st.CommitIndex}, final, srcs...)
+	return h.applied.Check(ctx, history.Reference{Name: ref.Cfg.ID, Log: nodetest.ReferenceLog(log), Commit: st.CommitIndex}, final, srcs...)
 }
 
 // failOnApplied fails the test at once on an applied-history violation;
