@@ -75,7 +75,7 @@ raft_state_changes_total{state="leader"} 1
 // of the same family with different label sets are dropped, not mixed.
 func TestPromSinkTables(t *testing.T) {
 	for key, f := range gmTables() {
-		if !model.IsValidLegacyMetricName(f.name) {
+		if !model.LegacyValidation.IsValidMetricName(f.name) {
 			t.Errorf("%s: invalid name %q", key, f.name)
 		}
 		if f.help == "" || f.help == f.name {
