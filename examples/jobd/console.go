@@ -64,7 +64,12 @@ func (c *console) routes(mux *http.ServeMux) {
 	static, _ := fs.Sub(consoleFiles, "console/static")
 	files := http.StripPrefix("/console/static/", http.FileServerFS(static))
 	mux.Handle("GET /console/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r) // files only, no listings
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		files.ServeHTTP(w, r)
 	}))
 	mux.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) {

@@ -150,7 +150,8 @@ func (c *console) jobPage(w http.ResponseWriter, r *http.Request, p *page) error
 	}
 	data := map[string]any{"Job": j, "PayloadSize": len(j.Payload), "ResultSize": len(j.Result),
 		"History": derivedHistory(j), "Events": c.feed.jobEvents(id),
-		"CanRetry": j.State == jobraft.StateDead || j.State == jobraft.StateCanceled, "CanCancel": !j.State.Terminal()}
+		"Scheduled": j.RunAt.After(j.Created),
+		"CanRetry":  j.State == jobraft.StateDead || j.State == jobraft.StateCanceled, "CanCancel": !j.State.Terminal()}
 	since, start := c.feed.started()
 	data["FeedSince"], data["FeedStart"] = since, start
 	if r.URL.Query().Get("payload") == "1" {

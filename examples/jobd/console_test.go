@@ -80,6 +80,13 @@ func TestConsoleNeedsToken(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("forged cookie: %d", resp.StatusCode)
 	}
+	// Static files are served (no secrets in them), listings are not.
+	if code, body, _ := getPage(t, plain, d.URL()+"/console/static/console.js"); code != 200 || !strings.Contains(body, "autorefresh") {
+		t.Errorf("console.js: %d", code)
+	}
+	if code, _, _ := getPage(t, plain, d.URL()+"/console/static/"); code != http.StatusNotFound {
+		t.Errorf("static listing: %d", code)
+	}
 	// A post-login redirect stays on the console.
 	for _, next := range []string{"https://evil.example/", "//evil.example/console/", "/v1/jobs"} {
 		if got := safeNext(next); got != "/console/queues" {
