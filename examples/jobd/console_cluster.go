@@ -135,6 +135,7 @@ type lastCompare struct {
 }
 
 func (l *lastCompare) set(r compareRun) {
+	r.Took = r.Took.Round(100 * time.Microsecond)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.run = &r
