@@ -27,6 +27,7 @@ type server struct {
 	m           *metrics
 	log         hclog.Logger
 	clusterTLS  *tls.Config // client side of the members' mTLS (walcompare), nil without
+	compare     lastCompare // the last walcompare run (API or console), for the console
 }
 
 func newServer(ctl *jobraft.Controller, member, token string, o options, m *metrics, log hclog.Logger, clusterTLS *tls.Config) *server {
@@ -64,6 +65,8 @@ func (s *server) handler() http.Handler {
 	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	// The web console (console.go): its own login and session cookie.
+	newConsole(s).routes(mux)
 	return boundBody(s.readTimeout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)
