@@ -36,6 +36,16 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "restore" {
+		if err := restoreCmd(os.Args[2:], os.Stdout); err != nil {
+			if errors.Is(err, errRestoreUsage) || errors.Is(err, flag.ErrHelp) {
+				exitUsage(err)
+			}
+			fmt.Fprintln(os.Stderr, "jobd restore:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o, err := parseOptions(os.Args[1:])
 	if err != nil {
 		exitUsage(err)
@@ -170,6 +180,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	reqCtx, stopReqs := context.WithCancel(context.Background())
 	d.stopReqs = stopReqs
 	s := newServer(ctl, o.ID, token, o, m, log.Named("http"), ctls)
+	s.clusterID = want.Cluster
 	// Bounded: -max-conns connections at a time; -read-timeout for a
 	// request's headers (and the TLS handshake), then again for its body
 	// (boundBody); writeTimeout for each reply; idle keep-alive connections

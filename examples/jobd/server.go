@@ -27,6 +27,7 @@ type server struct {
 	m           *metrics
 	log         hclog.Logger
 	clusterTLS  *tls.Config // client side of the members' mTLS (walcompare), nil without
+	clusterID   string      // the data dir's cluster (recorded in backups)
 }
 
 func newServer(ctl *jobraft.Controller, member, token string, o options, m *metrics, log hclog.Logger, clusterTLS *tls.Config) *server {
@@ -61,6 +62,7 @@ func (s *server) handler() http.Handler {
 	api("GET /v1/watch", "", s.watch)
 	api("GET /v1/cluster/status", "", s.clusterStatus)
 	api("GET /v1/cluster/walcompare", "", s.walcompare)
+	api("GET /v1/cluster/backup", "", s.backup)
 	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
