@@ -63,6 +63,8 @@ func (s *server) handler() http.Handler {
 	api("GET /v1/cluster/status", "", s.clusterStatus)
 	api("GET /v1/cluster/walcompare", "", s.walcompare)
 	api("GET /v1/cluster/backup", "", s.backup)
+	api("POST /v1/queues/{queue}/pause", adviceOther, s.pauseQueue)
+	api("POST /v1/queues/{queue}/resume", adviceOther, s.resumeQueue)
 	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
