@@ -2,6 +2,9 @@ package main
 
 import (
 	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jobraft/jobraft/fsm"
 )
@@ -22,10 +25,8 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	if q == "" || len(q) > fsm.MaxIDLen {
 		return bad("queue name of %d bytes: 1..%d", len(q), fsm.MaxIDLen)
 	}
-	for i := 0; i < len(q); i++ {
-		if !idByte(q[i]) {
-			return bad("queue %q: byte %d (%q) is outside A-Z a-z 0-9 . _ : -", q, i, q[i])
-		}
+	if !utf8.ValidString(q) || strings.ContainsFunc(q, unicode.IsControl) {
+		return bad("queue name: UTF-8 text without control characters")
 	}
 	if err := decode(r, &struct{}{}, true); err != nil {
 		return err
