@@ -41,7 +41,9 @@ type Lease struct {
 type Duration time.Duration
 
 // MarshalJSON implements json.Marshaler.
-func (d Duration) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(time.Duration(d).String())), nil }
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
 
 // SubmitRequest is one job to submit. An empty ID is filled with NewID
 // before the first attempt, so that retries are exactly-once.
@@ -100,8 +102,13 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (Submitted, erro
 	}
 }
 
+// resubmit are the per-job errors of a batch after which SubmitBatch
+// resubmits the job (with its ID, so at most once): not created, or
+// unknown.
+var resubmit = map[string]bool{"outcome_unknown": true, "not_submitted": true, "not_applied": true, "closed": true, "timeout": true}
+
 // SubmitBatch submits up to 1000 jobs; each result carries its own
-// outcome (Error, Reason). Jobs whose outcome is unknown (outcome_unknown)
+// outcome (Error, Reason). Jobs not submitted or whose outcome is unknown
 // are resubmitted, with the same IDs, until known or ctx ends.
 func (c *Client) SubmitBatch(ctx context.Context, reqs []SubmitRequest) ([]Submitted, error) {
 	reqs = append([]SubmitRequest(nil), reqs...)
@@ -132,7 +139,7 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []SubmitRequest) ([]Submi
 				r := reply.Results[k]
 				r.Retried = round > 0
 				out[i] = r
-				if r.Error == "outcome_unknown" {
+				if resubmit[r.Error] {
 					again = append(again, i)
 				}
 			}
