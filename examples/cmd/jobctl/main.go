@@ -167,6 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("jobctl "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	g = &globals{} // top's values stay in top's struct
 	g.register(fs)
 	// Flags given before the command stay unless repeated after it.
 	top.Visit(func(f *flag.Flag) { _ = fs.Set(f.Name, f.Value.String()) })
