@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/jobraft/jobraft"
@@ -82,6 +83,8 @@ func restoreCmd(args []string, out io.Writer) error {
 	if m.ClusterID != "" && m.ClusterID == *cluster {
 		return fmt.Errorf("%w: -cluster-id %s is the backup's own cluster: a restored cluster is a new cluster, give it a new ID", errRestore, *cluster)
 	}
+	_, statErr := os.Stat(*data)
+	existed := statErr == nil
 	unlock, err := lockDataDir(*data)
 	if err != nil {
 		return err
@@ -89,6 +92,12 @@ func restoreCmd(args []string, out io.Writer) error {
 	defer unlock()
 	m, err = jobraft.Restore(*from, *data, members)
 	if err != nil {
+		// Restore wrote nothing; take back what the lock created.
+		if existed {
+			os.Remove(filepath.Join(*data, lockFile))
+		} else {
+			os.RemoveAll(*data)
+		}
 		return fmt.Errorf("%w: %w", errRestore, err)
 	}
 	if err := writeIdentity(*data, identity{Version: identityVersion, Cluster: *cluster, Member: *id, Peers: *peers}); err != nil {

@@ -58,7 +58,7 @@ func binaries(t *testing.T) {
 // dir with extra flags, waits until every member is ready, and returns it
 // with a client over every member. before runs on each member before it
 // starts (jobd restore).
-func startCluster(t *testing.T, dir string, flags []string, before func(m *cluster.Member)) (*cluster.Cluster, *client.Client) {
+func startCluster(t *testing.T, dir string, flags []string, before func(c *cluster.Cluster, m *cluster.Member)) (*cluster.Cluster, *client.Client) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func startCluster(t *testing.T, dir string, flags []string, before func(m *clust
 	t.Cleanup(c.Close)
 	for i, m := range c.Members {
 		if before != nil {
-			before(m)
+			before(c, m)
 		}
 		if err := c.Start(i); err != nil {
 			t.Fatal(err)

@@ -53,3 +53,6 @@ func (m *Member) Counts(ctx context.Context, queue string) (map[string]int, erro
 	}
 	return map[string]int{}, nil
 }
+
+// Peers is the -peers every member is started with.
+func (c *Cluster) Peers() string { return c.peers }
