@@ -50,7 +50,7 @@ var commands = map[string]*command{
 			fs.BoolVar(&fAll, "all", false, "every job (pages through)")
 		},
 		run: list},
-	"watch": {args: "", help: "stream committed job events (resumes on another member if one fails)",
+	"watch": {args: "", help: "stream committed job events (resumes on another member if one fails)", long: true,
 		flags: func(fs *flag.FlagSet) {
 			fs.Uint64Var(&fFrom, "from", 0, "first raft index (default: the oldest retained)")
 			fs.StringVar(&fQueue, "queue", "", "only these queues (comma-separated)")
@@ -70,7 +70,7 @@ var commands = map[string]*command{
 		fs.Uint64Var(&fFrom, "from", 0, "first index")
 		fs.Uint64Var(&fTo, "to", 0, "last index")
 	}, run: walcompare},
-	"backup":        {args: "", help: "save a consistent, verified backup of the cluster's job state", flags: func(fs *flag.FlagSet) { fs.StringVar(&fOut, "o", "", "output file (required)") }, run: backupCmd},
+	"backup":        {args: "", help: "save a consistent, verified backup of the cluster's job state", long: true, flags: func(fs *flag.FlagSet) { fs.StringVar(&fOut, "o", "", "output file (required)") }, run: backupCmd},
 	"verify-backup": {args: "FILE", help: "check a backup file whole (the state rebuilt to its digest); exit 8 if it is corrupt", run: verifyBackup},
 }
 

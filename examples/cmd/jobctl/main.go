@@ -80,7 +80,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.tokenFile, "token-file", "", "file holding the bearer token")
 	fs.StringVar(&g.ca, "ca", "", "CA certificate (PEM) for https endpoints")
 	fs.BoolVar(&g.json, "json", false, "print JSON instead of a table")
-	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "bound on the whole command (watch: 0 for none)")
+	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "bound on the whole command, 0 for none (watch and backup: none unless given)")
 }
 
 func (g *globals) client() (*client.Client, error) {
@@ -123,6 +123,7 @@ func (g *globals) client() (*client.Client, error) {
 type command struct {
 	args  string // synopsis of the arguments
 	help  string
+	long  bool // no -timeout unless given
 	flags func(fs *flag.FlagSet)
 	run   func(ctx context.Context, e *env, args []string) error
 }
@@ -183,6 +184,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		return exitUsage
+	}
+	timeoutSet := false
+	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
+	if cmd.long && !timeoutSet {
+		g.timeout = 0 // a watch or a large backup runs as long as it needs
 	}
 	if g.timeout > 0 {
 		var cancel context.CancelFunc
