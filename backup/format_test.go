@@ -19,7 +19,7 @@ func sample(t testing.TB, artifact []byte) []byte {
 	sum := sha256.Sum256(artifact)
 	sm := &snapshot.Manifest{FormatVersion: snapshot.FormatVersion, ID: "3-10-1000", SnapshotVersion: 1, Index: 10, Term: 3,
 		Configuration: raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: "n1", Address: "127.0.0.1:1"}}},
-		Size: int64(len(artifact)), Digest: sum, Created: time.Unix(1, 0).UTC()}
+		Size:          int64(len(artifact)), Digest: sum, Created: time.Unix(1, 0).UTC()}
 	smb, err := sm.Encode()
 	if err != nil {
 		t.Fatal(err)
