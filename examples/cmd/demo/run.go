@@ -134,6 +134,7 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 		onlineDetail = "request failed: " + err.Error()
 	}
 	sum.check("online walcompare (GET /v1/cluster/walcompare): committed divergences = 0", err == nil && online.CommittedCount == 0, onlineDetail)
+	checkBackup(ctx, cfg, c, conv, sum)
 
 	// Stop gracefully, then compare the logs on disk.
 	var stopErrs []string
