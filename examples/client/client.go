@@ -81,6 +81,7 @@ func New(cfg Config) (*Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, ErrNoEndpoints
 	}
+	cfg.Endpoints = append([]string(nil), cfg.Endpoints...) // the caller's slice stays as it is
 	for i, e := range cfg.Endpoints {
 		if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
 			return nil, fmt.Errorf("jobd: endpoint %q: want http://host:port or https://host:port", e)
