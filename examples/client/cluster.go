@@ -115,13 +115,17 @@ func (c *Client) WalCompare(ctx context.Context, from, to uint64) (walcompare.Re
 }
 
 // Backup streams a consistent backup of the cluster's job state (GET
-// /v1/cluster/backup) into w and returns the bytes written. It is not
-// retried once a byte was written: on error, discard what w holds.
+// /v1/cluster/backup) into w and returns the bytes written. A member that
+// cannot be reached or is taking another backup is skipped for the next;
+// nothing is retried once a byte was written: on error, discard what w
+// holds.
 func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	var last error
 	for i, ep := range c.cfg.Endpoints {
 		n, err := c.backupFrom(ctx, ep, w)
-		if err == nil || n > 0 || !errors.Is(err, ErrUnavailable) || i == len(c.cfg.Endpoints)-1 {
+		var e *Error
+		busy := errors.As(err, &e) && e.Code == "backup_in_progress"
+		if err == nil || n > 0 || !(errors.Is(err, ErrUnavailable) || busy) || i == len(c.cfg.Endpoints)-1 {
 			return n, err
 		}
 		last = err
