@@ -272,7 +272,7 @@ func usage(fs *flag.FlagSet) {
 	fmt.Fprintln(w, "usage: jobctl [flags] COMMAND [flags] [ARGS]\n\ncommands:")
 	for _, name := range commandOrder {
 		c := commands[name]
-		fmt.Fprintf(w, "  %-14s %s\n", name+" "+c.args, c.help)
+		fmt.Fprintf(w, "  %-19s %s\n", name+" "+c.args, c.help)
 	}
 	fmt.Fprintln(w, "\nflags:")
 	fs.PrintDefaults()
