@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-	jobdcluster "github.com/jobraft/jobraft/examples/internal/cluster"
+	"github.com/jobraft/jobraft/examples/client"
 )
 
 // screenshots: where TestConsoleInBrowser writes a PNG of each page
@@ -60,20 +60,20 @@ func TestConsoleInBrowser(t *testing.T) {
 	ctx := context.Background()
 
 	// The data the pages show.
-	jobs := []jobdcluster.NewJob{
-		{ID: "welcome-1", Queue: "emails", Kind: "send", PayloadText: "to: ada@example.com"},
-		{ID: "welcome-2", Queue: "emails", Kind: "send", PayloadText: "to: grace@example.com"},
-		{ID: "digest-9", Queue: "emails", Kind: "digest", PayloadText: "weekly"},
-		{ID: "cancel-me", Queue: "emails", Kind: `<b id="xss">bold</b>`, PayloadText: "secret payload bytes"},
+	jobs := []client.SubmitRequest{
+		{ID: "welcome-1", Queue: "emails", Kind: "send", Payload: []byte("to: ada@example.com")},
+		{ID: "welcome-2", Queue: "emails", Kind: "send", Payload: []byte("to: grace@example.com")},
+		{ID: "digest-9", Queue: "emails", Kind: "digest", Payload: []byte("weekly")},
+		{ID: "cancel-me", Queue: "emails", Kind: `<b id="xss">bold</b>`, Payload: []byte("secret payload bytes")},
 	}
 	for i := range 6 {
-		jobs = append(jobs, jobdcluster.NewJob{ID: fmt.Sprintf("echo-%d", i), Queue: "default", Kind: "echo", PayloadText: "hi"})
+		jobs = append(jobs, client.SubmitRequest{ID: fmt.Sprintf("echo-%d", i), Queue: "default", Kind: "echo", Payload: []byte("hi")})
 	}
 	if _, err := lc.SubmitBatch(ctx, jobs); err != nil {
 		t.Fatal(err)
 	}
-	if err := lc.Do(ctx, "POST", "/v1/jobs", map[string]any{"id": "report-7", "queue": "reports", "kind": "render",
-		"idempotency_key": "report-2026-11", "max_attempts": 1, "payload_text": "{}"}, nil); err != nil {
+	if _, err := lc.Submit(ctx, client.SubmitRequest{ID: "report-7", Queue: "reports", Kind: "render",
+		IdempotencyKey: "report-2026-11", MaxAttempts: 1, Payload: []byte("{}")}); err != nil {
 		t.Fatal(err)
 	}
 	deadJob(t, lc, "reports", "report-7")
@@ -217,22 +217,17 @@ func TestConsoleInBrowser(t *testing.T) {
 }
 
 // deadJob claims id from queue and terms it: dead after its one attempt.
-func deadJob(t *testing.T, cl *jobdcluster.Client, queue, id string) {
+func deadJob(t *testing.T, cl *client.Client, queue, id string) {
 	t.Helper()
 	ctx := context.Background()
-	var claimed struct {
-		Leases []struct {
-			Job   jobdcluster.Job `json:"job"`
-			Token uint64          `json:"token"`
-		} `json:"leases"`
-	}
-	if err := cl.Do(ctx, "POST", "/v1/claim", map[string]any{"queues": []string{queue}, "worker": "render-worker-3", "max": 1}, &claimed); err != nil {
+	leases, err := cl.Claim(ctx, client.ClaimRequest{Queues: []string{queue}, Worker: "render-worker-3", Max: 1})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(claimed.Leases) != 1 || claimed.Leases[0].Job.ID != id {
-		t.Fatalf("claim: %+v", claimed)
+	if len(leases) != 1 || leases[0].Job.ID != id {
+		t.Fatalf("claim: %d leases, want job %s", len(leases), id)
 	}
-	if err := cl.Do(ctx, "POST", "/v1/jobs/"+id+"/term", map[string]any{"token": claimed.Leases[0].Token, "reason": "renderer out of memory"}, nil); err != nil {
+	if err := cl.Term(ctx, id, leases[0].Token, "renderer out of memory"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -315,10 +310,10 @@ func (b *browser) count(sel string) int {
 }
 
 // wantAPIState: the API (a second witness) agrees with the page.
-func (b *browser) wantAPIState(cl *jobdcluster.Client, id, state string) {
+func (b *browser) wantAPIState(cl *client.Client, id, state string) {
 	b.t.Helper()
-	var j jobdcluster.Job
-	if err := cl.Do(context.Background(), "GET", "/v1/jobs/"+id, nil, &j); err != nil {
+	j, err := cl.Get(context.Background(), id, client.Linearizable)
+	if err != nil {
 		b.t.Fatal(err)
 	}
 	if j.State != state {
@@ -326,15 +321,10 @@ func (b *browser) wantAPIState(cl *jobdcluster.Client, id, state string) {
 	}
 }
 
-func (b *browser) wantPaused(cl *jobdcluster.Client, queue string, paused bool) {
+func (b *browser) wantPaused(cl *client.Client, queue string, paused bool) {
 	b.t.Helper()
-	var st struct {
-		Queues []struct {
-			Name   string `json:"name"`
-			Paused bool   `json:"paused"`
-		} `json:"queues"`
-	}
-	if err := cl.Do(context.Background(), "GET", "/v1/stats", nil, &st); err != nil {
+	st, err := cl.Stats(context.Background())
+	if err != nil {
 		b.t.Fatal(err)
 	}
 	for _, q := range st.Queues {

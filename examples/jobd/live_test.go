@@ -31,13 +31,13 @@ func liveCluster(t *testing.T, flags ...string) *jobdcluster.Cluster {
 // leaderOf returns the index of the member every member names as leader.
 func leaderOf(t *testing.T, c *jobdcluster.Cluster) int {
 	t.Helper()
-	st, err := c.Members[0].Client.Status(context.Background())
+	st, err := c.Members[0].Client.Status(context.Background(), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := c.Index(st.LeaderID)
+	i := c.Index(st.Self.LeaderID)
 	if i < 0 {
-		t.Fatalf("leader %q is not a member", st.LeaderID)
+		t.Fatalf("leader %q is not a member", st.Self.LeaderID)
 	}
 	return i
 }

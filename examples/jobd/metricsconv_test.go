@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/examples/client"
 	jobdcluster "github.com/jobraft/jobraft/examples/internal/cluster"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -29,9 +30,9 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	c := liveCluster(t)
 	ctx := context.Background()
 	leader := leaderOf(t, c)
-	var jobs []jobdcluster.NewJob
+	var jobs []client.SubmitRequest
 	for i := range 20 {
-		jobs = append(jobs, jobdcluster.NewJob{ID: fmt.Sprintf("m-%d", i), Queue: "q", Kind: "k", PayloadText: "x"})
+		jobs = append(jobs, client.SubmitRequest{ID: fmt.Sprintf("m-%d", i), Queue: "q", Kind: "k", Payload: []byte("x")})
 	}
 	if _, err := c.Members[leader].Client.SubmitBatch(ctx, jobs); err != nil {
 		t.Fatal(err)
