@@ -31,6 +31,31 @@ type MemberConfig struct {
 	ClockOffset    time.Duration `json:"clock_offset"`
 	LeaseTTL       time.Duration `json:"lease_ttl"`
 	ExpireInterval time.Duration `json:"expire_interval"`
+	// Timing overrides the test timing (200 ms heartbeat and election,
+	// 150 ms leader lease, 3 s propose timeout) where set.
+	Timing Timing `json:"timing"`
+}
+
+// Timing is a member's raft timing and propose timeout; zero fields keep
+// the test timing.
+type Timing struct {
+	Heartbeat      time.Duration `json:"heartbeat,omitempty"`
+	Election       time.Duration `json:"election,omitempty"`
+	LeaderLease    time.Duration `json:"leader_lease,omitempty"`
+	ProposeTimeout time.Duration `json:"propose_timeout,omitempty"`
+}
+
+// apply sets the timing's non-zero fields in cfg.
+func (tm Timing) apply(cfg *jobraft.Config) {
+	set := func(d *time.Duration, v time.Duration) {
+		if v != 0 {
+			*d = v
+		}
+	}
+	set(&cfg.HeartbeatTimeout, tm.Heartbeat)
+	set(&cfg.ElectionTimeout, tm.Election)
+	set(&cfg.LeaderLeaseTimeout, tm.LeaderLease)
+	set(&cfg.ProposeTimeout, tm.ProposeTimeout)
 }
 
 // MemberMain runs a child member when the process was started as one (by
@@ -65,6 +90,7 @@ func runMember(mc MemberConfig) error {
 		LeaseTTL: mc.LeaseTTL, ExpireInterval: mc.ExpireInterval,
 		ClaimPollInterval: 200 * time.Millisecond, ProposeTimeout: 3 * time.Second,
 	}
+	mc.Timing.apply(&cfg)
 	if mc.ClockOffset != 0 {
 		cfg.Clock = func() time.Time { return time.Now().Add(mc.ClockOffset) }
 	}
