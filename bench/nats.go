@@ -116,37 +116,28 @@ func startNATS(dir string, clients, routes []string) (*natsCluster, error) {
 		}
 		c.js = append(c.js, js)
 	}
-	// The meta group elects its leader first: retry until the streams exist.
+	// Stream creation can be refused while the meta group settles: retry.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, name := range []string{"submit", "cycle"} {
 		cfg := jetstream.StreamConfig{Name: strings.ToUpper(name), Subjects: []string{name}, Retention: jetstream.WorkQueuePolicy,
 			Replicas: 3, Storage: jetstream.FileStorage}
 		var last error
-		for {
+		if err := waitUntil(30*time.Second, func() bool {
 			actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-			_, err := c.js[0].CreateStream(actx, cfg)
-			acancel()
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, context.DeadlineExceeded) {
-				last = err
-			}
-			if ctx.Err() != nil {
-				c.close()
-				return nil, fmt.Errorf("nats: create stream %s: %w (last refusal: %v)", name, err, last)
-			}
-			time.Sleep(100 * time.Millisecond) // the meta leader is being elected
+			defer acancel()
+			_, last = c.js[0].CreateStream(actx, cfg)
+			return last == nil
+		}); err != nil {
+			c.close()
+			return nil, fmt.Errorf("nats: create stream %s: %w (last error: %v)", name, err, last)
 		}
 	}
-	cons, err := c.js[0].CreateOrUpdateConsumer(ctx, "CYCLE", jetstream.ConsumerConfig{Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: 30 * time.Second, MaxAckPending: -1})
-	if err != nil {
+	if _, err := c.js[0].CreateOrUpdateConsumer(ctx, "CYCLE", jetstream.ConsumerConfig{Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: 30 * time.Second, MaxAckPending: -1}); err != nil {
 		c.close()
 		return nil, fmt.Errorf("nats: consumer: %w", err)
 	}
-	_ = cons
 	for _, js := range c.js {
 		cn, err := js.Consumer(ctx, "CYCLE", "workers")
 		if err != nil {
