@@ -62,6 +62,8 @@ var (
 	// unanswered when this member learned of another leader (the old one
 	// froze, or lost its leadership). Propose returns it as the cause of an
 	// ErrIndeterminate error: the old leader may still have committed it.
+	// (A forward ended before its request was written is a rejection, which
+	// Propose retries on the new leader itself.)
 	ErrLeaderChanged = errors.New("raft: leader changed while a forwarded proposal was in flight")
 )
 
