@@ -19,9 +19,9 @@ import (
 
 // bareCluster is what a user would build on hashicorp/raft directly: three
 // members over raft's own TCP transport on loopback, raft-boltdb/v2 as log
-// and stable store (fsync on every append), the same raft timing as
-// jobraft's defaults, and a small queue state machine, one raft entry per
-// operation.
+// and stable store (fsync on every append), hashicorp/raft's default
+// timing (1 s heartbeat and election) with jobraft's batching settings,
+// and a small queue state machine, one raft entry per operation.
 type bareCluster struct {
 	rafts  []*hraft.Raft
 	stores []*raftboltdb.BoltStore
@@ -49,8 +49,7 @@ func startBare(dir string, addrs []string) (*bareCluster, error) {
 	for i := range addrs {
 		cfg := hraft.DefaultConfig()
 		cfg.LocalID = servers[i].ID
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout = jraft.DefaultHeartbeatTimeout, jraft.DefaultElectionTimeout
-		cfg.LeaderLeaseTimeout, cfg.CommitTimeout = jraft.DefaultLeaderLeaseTimeout, jraft.DefaultCommitTimeout
+		cfg.CommitTimeout = jraft.DefaultCommitTimeout
 		cfg.MaxAppendEntries, cfg.BatchApplyCh = 256, true
 		cfg.SnapshotInterval, cfg.SnapshotThreshold = time.Hour, 1<<30
 		cfg.Logger = hclog.NewNullLogger()

@@ -117,7 +117,7 @@ func startNATS(dir string, clients, routes []string) (*natsCluster, error) {
 		c.js = append(c.js, js)
 	}
 	// Stream creation can be refused while the meta group settles: retry.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	for _, name := range []string{"submit", "cycle"} {
 		cfg := jetstream.StreamConfig{Name: strings.ToUpper(name), Subjects: []string{name}, Retention: jetstream.WorkQueuePolicy,

@@ -62,8 +62,8 @@ func run(cfg config, progress func(string)) ([]row, error) {
 			}
 			for s := range got {
 				runs[s] = append(runs[s], got[s])
-				progress(fmt.Sprintf("c=%d run %d %-18s %9.0f/s  p50 %v  p99 %v", n, r, seriesNames[s], got[s].Rate,
-					got[s].P50.Round(10*time.Microsecond), got[s].P99.Round(10*time.Microsecond)))
+				progress(fmt.Sprintf("c=%d run %d %-18s %9.0f/s  p50 %v  p99 %v  failed %d", n, r, seriesNames[s], got[s].Rate,
+					got[s].P50.Round(10*time.Microsecond), got[s].P99.Round(10*time.Microsecond), got[s].Errors))
 			}
 		}
 		rw := row{C: n}
