@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -29,6 +30,9 @@ type bareCluster struct {
 }
 
 func startBare(dir string, addrs []string) (*bareCluster, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	c := &bareCluster{}
 	var servers []hraft.Server
 	for i, addr := range addrs {

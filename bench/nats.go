@@ -47,6 +47,9 @@ cluster {
 }
 
 func startNATS(dir string, clients, routes []string) (*natsCluster, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	c := &natsCluster{}
 	for i := range clients {
 		name := fmt.Sprint("n", i)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -94,11 +95,14 @@ func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	addrs, err := freeAddrs(3)
-	if err != nil {
-		return out, err
-	}
-	bare, err := startBare(dir, addrs)
+	var bare *bareCluster
+	err = retryStart(func() error {
+		addrs, err := freeAddrs(3)
+		if err == nil {
+			bare, err = startBare(filepath.Join(dir, "bare-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs)
+		}
+		return err
+	})
 	if err != nil {
 		return out, err
 	}
@@ -115,15 +119,14 @@ func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
 		return out, err
 	}
 
-	clients, err := freeAddrs(3)
-	if err != nil {
-		return out, err
-	}
-	routes, err := freeAddrs(3)
-	if err != nil {
-		return out, err
-	}
-	nc, err := startNATS(dir, clients, routes)
+	var nc *natsCluster
+	err = retryStart(func() error {
+		addrs, err := freeAddrs(6)
+		if err == nil {
+			nc, err = startNATS(filepath.Join(dir, "nats-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs[:3], addrs[3:])
+		}
+		return err
+	})
 	if err != nil {
 		return out, err
 	}
@@ -136,10 +139,14 @@ func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
 		return out, err
 	}
 
-	if addrs, err = freeAddrs(3); err != nil {
-		return out, err
-	}
-	jr, err := startJobraft(dir, addrs)
+	var jr *jobraftCluster
+	err = retryStart(func() error {
+		addrs, err := freeAddrs(3)
+		if err == nil {
+			jr, err = startJobraft(filepath.Join(dir, "jobraft-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs)
+		}
+		return err
+	})
 	if err != nil {
 		return out, err
 	}
@@ -188,6 +195,21 @@ func thousands(v float64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// retryStart starts a cluster, up to three times: the loopback ports
+// freeAddrs found free can be taken by another process before the cluster
+// binds them.
+func retryStart(start func() error) error {
+	var errs []error
+	for attempt := 0; attempt < 3; attempt++ {
+		err := start()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // freeAddrs returns n loopback addresses free at the time of the call.
