@@ -14,6 +14,7 @@ import (
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodeopt"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -91,6 +92,7 @@ func runMember(mc MemberConfig) error {
 		ClaimPollInterval: 200 * time.Millisecond, ProposeTimeout: 3 * time.Second,
 	}
 	mc.Timing.apply(&cfg)
+	stalltest.Watch() // the member's own stalls, for /status
 	if mc.ClockOffset != 0 {
 		cfg.Clock = func() time.Time { return time.Now().Add(mc.ClockOffset) }
 	}
@@ -179,6 +181,8 @@ type Reply struct {
 	Applied uint64    `json:"applied,omitempty"`
 	Commit  uint64    `json:"commit,omitempty"`
 	Leader  string    `json:"leader,omitempty"`
+	// WorstStall: see /status.
+	WorstStall time.Duration `json:"worst_stall,omitempty"`
 }
 
 func view(j jobraft.Job) *JobView {
@@ -306,7 +310,14 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 	})
 	handle("/status", func(ctx context.Context, r Request) Reply {
 		s := ctl.Node().Status()
-		return Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID}
+		rep := Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID}
+		if r.TTL > 0 && r.Wait > 0 {
+			// This process's worst stall within any TTL-long stretch of the
+			// last Wait (stalltest): a liveness allowance for the caller.
+			now := time.Now()
+			rep.WorstStall = stalltest.Worst(now.Add(-r.Wait), now, r.TTL)
+		}
+		return rep
 	})
 	return mux
 }
