@@ -75,30 +75,13 @@ func TestFrozenLeaderSubmitsResume(t *testing.T) {
 		}
 	}()
 	// Each live member: fresh submits, one at a time, until one succeeds.
-	took := make([]time.Duration, 3)
-	stalls := make([]stalltest.Stall, 3)
-	var probes sync.WaitGroup
+	var probes []*frozenProbe
 	for _, m := range []int{(l + 1) % 3, (l + 2) % 3} {
-		probes.Add(1)
-		go func() {
-			defer probes.Done()
-			for n := 0; paused.Elapsed() < wait; n++ {
-				if submit(m, fmt.Sprintf("probe%d-%d", m, n), 15*time.Second) == ctltest.OutcomeOK {
-					took[m] = paused.Elapsed()
-					stalls[m] = paused.Stall()
-					return
-				}
-			}
-			took[m] = -1
-		}()
+		probes = append(probes, &frozenProbe{what: "a fresh submit", m: m, try: func(n int) bool {
+			return submit(m, fmt.Sprintf("probe%d-%d", m, n), 15*time.Second) == ctltest.OutcomeOK
+		}})
 	}
-	probes.Wait()
-	for _, m := range []int{(l + 1) % 3, (l + 2) % 3} {
-		t.Logf("p%d accepted a fresh submit %v after the leader p%d froze (%v)", m, took[m].Round(time.Millisecond), l, stalls[m])
-		if took[m] < 0 || took[m] > frozenBound+stalls[m].Total {
-			t.Errorf("p%d: first fresh submit accepted after %v; bound %v + %v", m, took[m].Round(time.Millisecond), frozenBound, stalls[m])
-		}
-	}
+	runFrozenProbes(t, paused, l, probes)
 	// The old leader stays frozen (at least 8 s) under the new one's load.
 	before := count()
 	ctltest.WaitFor(t, wait, "submits under the new leader", func() bool {
@@ -144,4 +127,64 @@ func TestFrozenLeaderSubmitsResume(t *testing.T) {
 		t.Errorf("unexpected job %s (%d times)", tag, n)
 	}
 	t.Logf("outcomes: %v", tally)
+}
+
+// frozenProbe is one live member's probe: try is called until it succeeds.
+type frozenProbe struct {
+	what  string
+	m     int
+	try   func(n int) bool
+	took  time.Duration
+	stall stalltest.Stall
+}
+
+// runFrozenProbes runs the probes concurrently and asserts each succeeded
+// within frozenBound of the pause (widened by the stall measured meanwhile).
+func runFrozenProbes(t *testing.T, paused stalltest.Window, l int, probes []*frozenProbe) {
+	t.Helper()
+	var running sync.WaitGroup
+	for _, pr := range probes {
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			for n := 0; paused.Elapsed() < wait; n++ {
+				if pr.try(n) {
+					pr.took, pr.stall = paused.Elapsed(), paused.Stall()
+					return
+				}
+			}
+			pr.took = -1
+		}()
+	}
+	running.Wait()
+	for _, pr := range probes {
+		t.Logf("p%d answered %s %v after the leader p%d froze (%v)", pr.m, pr.what, pr.took.Round(time.Millisecond), l, pr.stall)
+		if pr.took < 0 || pr.took > frozenBound+pr.stall.Total {
+			t.Errorf("p%d: first %s answered after %v; bound %v + %v", pr.m, pr.what, pr.took.Round(time.Millisecond), frozenBound, pr.stall)
+		}
+	}
+}
+
+// The leader process is SIGSTOPped while nothing else runs. Each live
+// member answers a linearizable read sent after the pause (its read index
+// is asked of the leader it knows: the frozen one until it learns of the
+// next) within frozenBound, widened by the measured stall.
+func TestFrozenLeaderReadsResume(t *testing.T) {
+	p := ctltest.StartProcs(t, 3, func(_ int, mc *ctltest.MemberConfig) {
+		mc.Timing = ctltest.Timing{Heartbeat: time.Second, Election: time.Second, LeaderLease: 500 * time.Millisecond, ProposeTimeout: 10 * time.Second}
+	})
+	l := p.WaitLeader(wait)
+	p.WaitConverged(wait)
+	stalltest.Watch()
+	p.Pause(l)
+	paused := stalltest.Start()
+	defer p.Resume(l)
+	var probes []*frozenProbe
+	for _, m := range []int{(l + 1) % 3, (l + 2) % 3} {
+		probes = append(probes, &frozenProbe{what: "a linearizable read", m: m, try: func(int) bool {
+			rep, err := p.CallT(m, "/get", ctltest.Request{ID: "none"}, 15*time.Second)
+			return err == nil && rep.Outcome == ctltest.OutcomeOK
+		}})
+	}
+	runFrozenProbes(t, paused, l, probes)
 }

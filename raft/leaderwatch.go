@@ -6,14 +6,15 @@ import (
 	"sync"
 )
 
-// leaderWatch ends forwarded proposals when the member learns of another
-// leader than the one they were sent to. A proposal forwarded to a leader
-// that froze (SIGSTOP, a long pause, a half-open connection) has no answer
-// coming; without the watch it would wait for its context's deadline while
-// the cluster already serves under a new leader. Ending it at once is safe
-// because its outcome becomes indeterminate (the old leader may still
-// commit it): the caller retries under an idempotency key, and the job
-// layer's is the job ID.
+// leaderWatch ends forwarded requests (proposals, read indexes) when the
+// member learns of another leader than the one they were sent to. A request
+// forwarded to a leader that froze (SIGSTOP, a long pause, a half-open
+// connection) has no answer coming; without the watch it would wait for its
+// context's deadline while the cluster already serves under a new leader.
+// Ending it at once is safe: a read is asked again of the new leader, and a
+// proposal's outcome becomes indeterminate (the old leader may still commit
+// it): the caller retries under an idempotency key, and the job layer's is
+// the job ID.
 type leaderWatch struct {
 	mu   sync.Mutex
 	subs map[*forwarding]struct{}
@@ -64,6 +65,12 @@ func (w *leaderWatch) forward(ctx context.Context, target string, current func()
 		w.mu.Unlock()
 		cancel(nil)
 	}
+}
+
+// knownLeader returns the ID of the leader this member knows ("" if none).
+func (n *Node) knownLeader() string {
+	_, id := n.r.LeaderWithID()
+	return string(id)
 }
 
 // clipID bounds a member ID in an error message.

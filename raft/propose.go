@@ -119,7 +119,7 @@ func (n *Node) proposeLocal(ctx context.Context, cmd []byte) (Result, error) {
 // (ErrLeaderChanged), as soon as this member learns of another leader
 // (leaderwatch.go).
 func (n *Node) forward(ctx context.Context, id, leader string, cmd []byte) (Result, error) {
-	fctx, done := n.leaders.forward(ctx, id, func() string { _, l := n.r.LeaderWithID(); return string(l) })
+	fctx, done := n.leaders.forward(ctx, id, n.knownLeader)
 	defer done()
 	reply, err := n.caller.Call(transport.ExpectPeer(fctx, id), leader, methodPropose, cmd)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(fctx), ErrLeaderChanged) {
