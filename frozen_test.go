@@ -175,6 +175,13 @@ func TestFrozenLeaderReadsResume(t *testing.T) {
 	})
 	l := p.WaitLeader(wait)
 	p.WaitConverged(wait)
+	// A read on every member first: each follower's connection to the
+	// leader is open (pooled) when the leader freezes.
+	for i := 0; i < 3; i++ {
+		if rep, err := p.CallT(i, "/get", ctltest.Request{ID: "none"}, wait); err != nil || rep.Outcome != ctltest.OutcomeOK {
+			t.Fatalf("read on p%d before the pause: %v %+v", i, err, rep)
+		}
+	}
 	stalltest.Watch()
 	p.Pause(l)
 	paused := stalltest.Start()
