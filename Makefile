@@ -31,6 +31,7 @@ test: unit fuzz
 unit:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	cd examples && $(GO) test -race -count=1 -timeout 10m ./...
+	cd bench && $(GO) test -count=1 -timeout 5m ./...
 
 
 # Each fuzz target runs a fixed number of executions, not a duration: a
@@ -58,20 +59,28 @@ lint:
 	$(GO) vet $(PKGS)
 	$(STATICCHECK) $(PKGS)
 	cd examples && $(GO) vet ./... && $(STATICCHECK) ./...
+	cd bench && $(GO) vet ./... && $(STATICCHECK) ./...
 	@$(MAKE) --no-print-directory tidy-check
 
-## tidy-check: both modules' go.mod and go.sum are tidy (the examples
-## module needs `go mod tidy` whenever the root gains a dependency).
+## tidy-check: every module's go.mod and go.sum are tidy (the examples
+## and bench modules need `go mod tidy` whenever the root gains a
+## dependency).
 tidy-check:
-	@for d in . examples; do \
+	@for d in . examples bench; do \
 		(cd $$d && cp go.mod /tmp/jobraft-tidy.mod && cp go.sum /tmp/jobraft-tidy.sum && \
 		$(GO) mod tidy && if ! cmp -s go.mod /tmp/jobraft-tidy.mod || ! cmp -s go.sum /tmp/jobraft-tidy.sum; then \
 			echo "go.mod/go.sum of $$d not tidy: run 'cd $$d && go mod tidy'"; \
 			cp /tmp/jobraft-tidy.mod go.mod; cp /tmp/jobraft-tidy.sum go.sum; exit 1; fi) || exit 1; \
 	done
 
-## bench: comparative benchmarks, side by side in one run.
+## bench: jobraft next to what a user would pick instead (bare
+## hashicorp/raft + raft-boltdb/v2, NATS JetStream R3 work queues with
+## fsync always), one table with ratios from one run (the bench/ module;
+## BENCH_FLAGS, e.g. '-c 64 -d 10s -runs 5'); then the packages'
+## benchmarks.
+BENCH_FLAGS ?= -c 1,16,64,256 -d 3s -runs 3
 bench:
+	cd bench && $(GO) run . $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s -timeout 60m ./wal/ ./snapshot/ ./walcompare/
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./raft/ .
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -benchtime 200000x -timeout 60m ./fsm/

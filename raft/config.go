@@ -15,6 +15,15 @@ type Member struct {
 	Voter bool `json:"voter"`
 }
 
+// Default raft timing, for a LAN (docs/timing.md): a dead leader is
+// replaced, and submits flow again, in about half a second.
+const (
+	DefaultHeartbeatTimeout   = 250 * time.Millisecond
+	DefaultElectionTimeout    = 250 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 250 * time.Millisecond
+	DefaultCommitTimeout      = 5 * time.Millisecond
+)
+
 // Config configures a Node. ID, DataDir and BindAddr are required.
 type Config struct {
 	// ID names the member; it must be unique in the cluster and stable
@@ -39,8 +48,8 @@ type Config struct {
 	Bootstrap      bool
 	InitialMembers []Member
 
-	// Timeouts. Defaults suit a LAN: heartbeat and election 1s, leader lease
-	// 500ms, commit 5ms. Tests use much shorter ones.
+	// Timeouts. The defaults (DefaultHeartbeatTimeout, ...) suit a LAN;
+	// across a WAN raise them (docs/timing.md).
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
@@ -79,10 +88,10 @@ func (c Config) withDefaults() (Config, error) {
 			*d = v
 		}
 	}
-	def(&c.HeartbeatTimeout, time.Second)
-	def(&c.ElectionTimeout, time.Second)
-	def(&c.LeaderLeaseTimeout, 500*time.Millisecond)
-	def(&c.CommitTimeout, 5*time.Millisecond)
+	def(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	def(&c.ElectionTimeout, DefaultElectionTimeout)
+	def(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	def(&c.CommitTimeout, DefaultCommitTimeout)
 	def(&c.SnapshotInterval, 30*time.Second)
 	def(&c.ApplyTimeout, 5*time.Second)
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {

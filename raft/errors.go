@@ -58,6 +58,13 @@ var (
 	// ErrRefusedAtSeam), the member is diverged (EventDiverged carries
 	// it); nothing else changes.
 	ErrCommittedDivergence = errors.New("raft: snapshot contradicts an entry this member committed")
+	// ErrLeaderChanged: a proposal forwarded to the leader was still
+	// unanswered when this member learned of another leader (the old one
+	// froze, or lost its leadership). Propose returns it as the cause of an
+	// ErrIndeterminate error: the old leader may still have committed it.
+	// (A forward ended before its request was written is a rejection, which
+	// Propose retries on the new leader itself.)
+	ErrLeaderChanged = errors.New("raft: leader changed while a forwarded proposal was in flight")
 )
 
 // ProposeError is the diagnostic of a failed proposal.

@@ -33,6 +33,9 @@ type Node struct {
 	r      *hraft.Raft
 	events *eventHub
 	div    *divergence
+	// leaders ends forwarded proposals when another leader is learnt
+	// (leaderwatch.go).
+	leaders leaderWatch
 
 	readyTerm atomic.Uint64              // term whose first barrier this leader committed
 	raft      atomic.Pointer[hraft.Raft] // r, for the seam's hooks (set once NewRaft returns)

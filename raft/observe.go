@@ -34,6 +34,7 @@ func (n *Node) observe() {
 func (n *Node) observed(o hraft.Observation) {
 	switch d := o.Data.(type) {
 	case hraft.LeaderObservation:
+		n.leaders.observe(string(d.LeaderID))
 		n.events.publish(Event{Kind: EventLeaderChange, Leader: string(d.LeaderID), Term: n.r.CurrentTerm()})
 	case hraft.RaftState:
 		n.events.publish(Event{Kind: EventRoleChange, Role: d.String(), Term: n.r.CurrentTerm()})

@@ -37,6 +37,11 @@ const (
 // committed: leadership lost after append, timeout or connection loss after
 // sending). Retry an indeterminate proposal only with an idempotency key in
 // the command.
+//
+// A forwarded proposal ends as soon as this member learns of another leader
+// than the one it was sent to: indeterminate, with ErrLeaderChanged as its
+// cause. A frozen leader thus holds it no longer than the election that
+// replaces it, not until ctx's deadline.
 func (n *Node) Propose(ctx context.Context, cmd []byte) (Result, error) {
 	if len(cmd) > n.cfg.MaxCommandSize {
 		return Result{}, rejected("", fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(cmd), n.cfg.MaxCommandSize))
@@ -57,7 +62,7 @@ func (n *Node) Propose(ctx context.Context, cmd []byte) (Result, error) {
 			}
 			last = err
 		default:
-			res, err := n.forward(transport.ExpectPeer(ctx, string(id)), string(addr), cmd)
+			res, err := n.forward(ctx, string(id), string(addr), cmd)
 			if err == nil || !errors.Is(err, ErrRejected) {
 				return res, err
 			}
@@ -110,8 +115,16 @@ func (n *Node) proposeLocal(ctx context.Context, cmd []byte) (Result, error) {
 	return Result{Index: f.Index(), Data: res.data}, nil
 }
 
-func (n *Node) forward(ctx context.Context, leader string, cmd []byte) (Result, error) {
-	reply, err := n.caller.Call(ctx, leader, methodPropose, cmd)
+// forward sends cmd to the leader id at leader. It ends, indeterminate
+// (ErrLeaderChanged), as soon as this member learns of another leader
+// (leaderwatch.go).
+func (n *Node) forward(ctx context.Context, id, leader string, cmd []byte) (Result, error) {
+	fctx, done := n.leaders.forward(ctx, id, n.knownLeader)
+	defer done()
+	reply, err := n.caller.Call(transport.ExpectPeer(fctx, id), leader, methodPropose, cmd)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(fctx), ErrLeaderChanged) {
+		err = fmt.Errorf("%w (%w)", context.Cause(fctx), err)
+	}
 	if err != nil {
 		var re *transport.RemoteError
 		switch {

@@ -32,8 +32,13 @@ func (n *Node) LinearizableRead(ctx context.Context) (uint64, error) {
 		case string(id) == n.cfg.ID:
 			idx, err = n.readIndexLocal(ctx)
 		default:
+			// A read index asked of a leader that froze ends as soon as this
+			// member learns of another leader, and is asked again there
+			// (leaderwatch.go; a read is safe to repeat).
 			var reply []byte
-			reply, err = n.caller.Call(transport.ExpectPeer(ctx, string(id)), string(addr), methodReadIndex, nil)
+			fctx, done := n.leaders.forward(ctx, string(id), n.knownLeader)
+			reply, err = n.caller.Call(transport.ExpectPeer(fctx, string(id)), string(addr), methodReadIndex, nil)
+			done()
 			if err == nil && len(reply) != 8 {
 				err = fmt.Errorf("raft: read index reply of %d bytes", len(reply))
 			}

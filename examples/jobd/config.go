@@ -63,7 +63,7 @@ func defaults() options {
 		RaftAddr: "127.0.0.1:7400", HTTPAddr: "127.0.0.1:8400",
 		Queues: "default=8", Workers: true, LeaseTTL: 30 * time.Second, MaxBody: 2 << 20,
 		MaxConns: 1024, ReadTimeout: 10 * time.Second,
-		Heartbeat: time.Second, Election: time.Second, RetainFor: 24 * time.Hour,
+		Heartbeat: raft.DefaultHeartbeatTimeout, Election: raft.DefaultElectionTimeout, RetainFor: 24 * time.Hour,
 		LogLevel: "info", ShutdownGrace: 10 * time.Second,
 	}
 }

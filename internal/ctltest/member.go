@@ -14,6 +14,7 @@ import (
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodeopt"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -31,6 +32,31 @@ type MemberConfig struct {
 	ClockOffset    time.Duration `json:"clock_offset"`
 	LeaseTTL       time.Duration `json:"lease_ttl"`
 	ExpireInterval time.Duration `json:"expire_interval"`
+	// Timing overrides the test timing (200 ms heartbeat and election,
+	// 150 ms leader lease, 3 s propose timeout) where set.
+	Timing Timing `json:"timing"`
+}
+
+// Timing is a member's raft timing and propose timeout; zero fields keep
+// the test timing.
+type Timing struct {
+	Heartbeat      time.Duration `json:"heartbeat,omitempty"`
+	Election       time.Duration `json:"election,omitempty"`
+	LeaderLease    time.Duration `json:"leader_lease,omitempty"`
+	ProposeTimeout time.Duration `json:"propose_timeout,omitempty"`
+}
+
+// apply sets the timing's non-zero fields in cfg.
+func (tm Timing) apply(cfg *jobraft.Config) {
+	set := func(d *time.Duration, v time.Duration) {
+		if v != 0 {
+			*d = v
+		}
+	}
+	set(&cfg.HeartbeatTimeout, tm.Heartbeat)
+	set(&cfg.ElectionTimeout, tm.Election)
+	set(&cfg.LeaderLeaseTimeout, tm.LeaderLease)
+	set(&cfg.ProposeTimeout, tm.ProposeTimeout)
 }
 
 // MemberMain runs a child member when the process was started as one (by
@@ -65,6 +91,8 @@ func runMember(mc MemberConfig) error {
 		LeaseTTL: mc.LeaseTTL, ExpireInterval: mc.ExpireInterval,
 		ClaimPollInterval: 200 * time.Millisecond, ProposeTimeout: 3 * time.Second,
 	}
+	mc.Timing.apply(&cfg)
+	stalltest.Watch() // the member's own stalls, for /status
 	if mc.ClockOffset != 0 {
 		cfg.Clock = func() time.Time { return time.Now().Add(mc.ClockOffset) }
 	}
@@ -153,6 +181,8 @@ type Reply struct {
 	Applied uint64    `json:"applied,omitempty"`
 	Commit  uint64    `json:"commit,omitempty"`
 	Leader  string    `json:"leader,omitempty"`
+	// WorstStall: see /status.
+	WorstStall time.Duration `json:"worst_stall,omitempty"`
 }
 
 func view(j jobraft.Job) *JobView {
@@ -280,7 +310,14 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 	})
 	handle("/status", func(ctx context.Context, r Request) Reply {
 		s := ctl.Node().Status()
-		return Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID}
+		rep := Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID}
+		if r.TTL > 0 && r.Wait > 0 {
+			// This process's worst stall within any TTL-long stretch of the
+			// last Wait (stalltest): a liveness allowance for the caller.
+			now := time.Now()
+			rep.WorstStall = stalltest.Worst(now.Add(-r.Wait), now, r.TTL)
+		}
+		return rep
 	})
 	return mux
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// result is one closed-loop run: operations per second and latency
+// percentiles of one operation (a submit, or a whole cycle).
+type result struct {
+	Ops      int
+	Errors   int     // operations that failed (counted, retried by the next one)
+	Rate     float64 // operations per second
+	P50, P99 time.Duration
+}
+
+// op is one operation of client c; it returns when the operation is
+// durable (committed on a quorum), or fails.
+type op func(ctx context.Context, c int) error
+
+// closedLoop runs n clients, each issuing op back to back, for d after a
+// warm-up of warm, and measures what completed inside the measured window.
+// A failed operation (a leadership change under load) is counted, and the
+// client pauses 10 ms before its next one; the error is the last failure
+// when no operation at all succeeded.
+func closedLoop(n int, warm, d time.Duration, f op) (result, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var measuring atomic.Bool
+	var failed atomic.Pointer[error]
+	var errs atomic.Int64
+	lat := make([][]time.Duration, n)
+	var wg sync.WaitGroup
+	for c := 0; c < n; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if err := f(ctx, c); err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					err = fmt.Errorf("client %d: %w", c, err)
+					failed.Store(&err)
+					if measuring.Load() {
+						errs.Add(1)
+					}
+					select {
+					case <-ctx.Done():
+					case <-time.After(10 * time.Millisecond):
+					}
+					continue
+				}
+				if measuring.Load() && ctx.Err() == nil {
+					lat[c] = append(lat[c], time.Since(t0))
+				}
+			}
+		}()
+	}
+	timer := time.NewTimer(warm)
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	measuring.Store(true)
+	start := time.Now()
+	timer.Reset(d)
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	elapsed := time.Since(start)
+	cancel()
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	pct := func(p float64) time.Duration {
+		if len(all) == 0 {
+			return 0
+		}
+		return all[min(len(all)-1, int(p*float64(len(all))))]
+	}
+	if p := failed.Load(); p != nil && len(all) == 0 {
+		return result{}, *p
+	}
+	return result{Ops: len(all), Errors: int(errs.Load()), Rate: float64(len(all)) / elapsed.Seconds(), P50: pct(0.50), P99: pct(0.99)}, nil
+}

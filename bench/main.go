@@ -1,0 +1,47 @@
+// Command bench compares jobraft with what a user would pick instead, in
+// one run on this machine: bare hashicorp/raft + raft-boltdb/v2, NATS
+// JetStream R3 work queues (embedded nats-server, fsync always), and
+// jobraft (Submit, and full job cycles: submit, claim, ack). Each system
+// is three members in this process on loopback, fsync on, 256-byte
+// payloads, closed-loop clients; each point runs on fresh clusters and
+// reports the median of -runs. Compare ratios, not absolute figures: the
+// three members share this machine's cores.
+//
+//	go run . -c 1,16,64,256 -d 5s -runs 3
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	var cfg config
+	var cs string
+	flag.StringVar(&cs, "c", "1,16,64,256", "client counts (closed loop), comma-separated")
+	flag.DurationVar(&cfg.Duration, "d", 5*time.Second, "measured time per system and point")
+	flag.DurationVar(&cfg.Warm, "warm", time.Second, "warm-up per system and point")
+	flag.IntVar(&cfg.Runs, "runs", 1, "fresh clusters per point (the median is reported)")
+	flag.IntVar(&cfg.Payload, "payload", 256, "payload bytes")
+	flag.Parse()
+	for _, f := range strings.Split(cs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: bad client count %q\n", f)
+			os.Exit(2)
+		}
+		cfg.Clients = append(cfg.Clients, n)
+	}
+	fmt.Printf("3 members per system in one process on loopback, fsync on, %d B payloads, closed loop, %v per point (after %v warm-up), median of %d\n\n",
+		cfg.Payload, cfg.Duration, cfg.Warm, cfg.Runs)
+	rows, err := run(cfg, func(s string) { fmt.Fprintln(os.Stderr, s) })
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	fmt.Print(table(rows))
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// config is one benchmark invocation.
+type config struct {
+	Clients  []int
+	Duration time.Duration
+	Warm     time.Duration
+	Runs     int
+	Payload  int
+}
+
+// Systems and operations measured, in table order.
+const (
+	bareSubmit = iota
+	bareCycle
+	natsSubmit
+	natsCycle
+	jobraftSubmit
+	jobraftCycle
+	nSeries
+)
+
+var seriesNames = [nSeries]string{
+	"bare raft submit", "bare raft cycle", "NATS JS R3 submit", "NATS JS R3 cycle", "jobraft Submit", "jobraft cycle",
+}
+
+// row is one client count's results (the median run of each series).
+type row struct {
+	C int
+	R [nSeries]result
+}
+
+// run measures every series at every client count, each run on fresh
+// clusters; progress receives a line per measurement.
+func run(cfg config, progress func(string)) ([]row, error) {
+	if cfg.Runs <= 0 {
+		cfg.Runs = 1
+	}
+	payload := make([]byte, cfg.Payload)
+	for i := range payload {
+		payload[i] = byte('a' + i%26)
+	}
+	var rows []row
+	for _, n := range cfg.Clients {
+		var runs [nSeries][]result
+		for r := 0; r < cfg.Runs; r++ {
+			got, err := runOnce(cfg, n, payload)
+			if err != nil {
+				return nil, fmt.Errorf("c=%d run %d: %w", n, r, err)
+			}
+			for s := range got {
+				runs[s] = append(runs[s], got[s])
+				progress(fmt.Sprintf("c=%d run %d %-18s %9.0f/s  p50 %v  p99 %v  failed %d", n, r, seriesNames[s], got[s].Rate,
+					got[s].P50.Round(10*time.Microsecond), got[s].P99.Round(10*time.Microsecond), got[s].Errors))
+			}
+		}
+		rw := row{C: n}
+		for s := range runs {
+			slices.SortFunc(runs[s], func(a, b result) int { return cmp.Compare(a.Rate, b.Rate) })
+			rw.R[s] = runs[s][len(runs[s])/2]
+		}
+		rows = append(rows, rw)
+	}
+	return rows, nil
+}
+
+// runOnce measures every series once at n clients, each system on a
+// fresh cluster in a fresh directory.
+func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
+	var out [nSeries]result
+	measure := func(s int, f op) error {
+		r, err := closedLoop(n, cfg.Warm, cfg.Duration, f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", seriesNames[s], err)
+		}
+		out[s] = r
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "jobraft-bench-")
+	if err != nil {
+		return out, err
+	}
+	defer os.RemoveAll(dir)
+
+	var bare *bareCluster
+	err = retryStart(func() error {
+		addrs, err := freeAddrs(3)
+		if err == nil {
+			bare, err = startBare(filepath.Join(dir, "bare-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs)
+		}
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	err = errors.Join(
+		measure(bareSubmit, func(_ context.Context, c int) error {
+			return bare.submit(fmt.Sprint(c, "-", time.Now().UnixNano()), payload)
+		}),
+		measure(bareCycle, func(ctx context.Context, c int) error {
+			return bare.cycle(ctx, fmt.Sprint(c, "-", time.Now().UnixNano()), payload)
+		}),
+	)
+	bare.close()
+	if err != nil {
+		return out, err
+	}
+
+	var nc *natsCluster
+	err = retryStart(func() error {
+		addrs, err := freeAddrs(6)
+		if err == nil {
+			nc, err = startNATS(filepath.Join(dir, "nats-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs[:3], addrs[3:])
+		}
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	err = errors.Join(
+		measure(natsSubmit, func(ctx context.Context, c int) error { return nc.submit(ctx, c, payload) }),
+		measure(natsCycle, func(ctx context.Context, c int) error { return nc.cycle(ctx, c, payload) }),
+	)
+	nc.close()
+	if err != nil {
+		return out, err
+	}
+
+	var jr *jobraftCluster
+	err = retryStart(func() error {
+		addrs, err := freeAddrs(3)
+		if err == nil {
+			jr, err = startJobraft(filepath.Join(dir, "jobraft-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs)
+		}
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	l := jr.leader()
+	err = errors.Join(
+		measure(jobraftSubmit, func(ctx context.Context, _ int) error { return jr.submit(ctx, l, payload) }),
+		measure(jobraftCycle, func(ctx context.Context, c int) error { return jr.cycle(ctx, l, fmt.Sprint("w", c), payload) }),
+	)
+	jr.close()
+	return out, err
+}
+
+// table prints the rows and the ratios.
+func table(rows []row) string {
+	var b strings.Builder
+	rate := func(r result) string { return fmt.Sprintf("%s/s", thousands(r.Rate)) }
+	withP99 := func(r result) string {
+		return fmt.Sprintf("%s/s (p99 %.1f ms)", thousands(r.Rate), float64(r.P99)/float64(time.Millisecond))
+	}
+	ratio := func(a, b result) string {
+		if b.Rate == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f×", a.Rate/b.Rate)
+	}
+	fmt.Fprintf(&b, "| C | bare raft + raft-boltdb/v2 submit | bare raft cycle (3 entries) | NATS JetStream R3 submit | NATS JetStream R3 cycle | jobraft Submit | jobraft cycle (submit, claim, ack) |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", r.C, rate(r.R[bareSubmit]), rate(r.R[bareCycle]),
+			withP99(r.R[natsSubmit]), withP99(r.R[natsCycle]), withP99(r.R[jobraftSubmit]), withP99(r.R[jobraftCycle]))
+	}
+	fmt.Fprintf(&b, "\nRatios (jobraft / other, same run):\n\n")
+	fmt.Fprintf(&b, "| C | Submit / NATS submit | Submit / bare submit | cycle / NATS cycle | cycle / bare cycle | cycle / bare submit |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", r.C, ratio(r.R[jobraftSubmit], r.R[natsSubmit]), ratio(r.R[jobraftSubmit], r.R[bareSubmit]),
+			ratio(r.R[jobraftCycle], r.R[natsCycle]), ratio(r.R[jobraftCycle], r.R[bareCycle]), ratio(r.R[jobraftCycle], r.R[bareSubmit]))
+	}
+	return b.String()
+}
+
+// thousands formats a rate with thousands separators.
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// retryStart starts a cluster, up to three times: the loopback ports
+// freeAddrs found free can be taken by another process before the cluster
+// binds them.
+func retryStart(start func() error) error {
+	var errs []error
+	for attempt := 0; attempt < 3; attempt++ {
+		err := start()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// freeAddrs returns n loopback addresses free at the time of the call.
+func freeAddrs(n int) ([]string, error) {
+	var out []string
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, l)
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
+}
+
+// waitUntil polls cond every 20 ms until it holds or d passed.
+func waitUntil(d time.Duration, cond func() bool) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v", d)
+		}
+		<-tick.C
+	}
+	return nil
+}
