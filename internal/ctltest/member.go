@@ -31,6 +31,14 @@ type MemberConfig struct {
 	ClockOffset    time.Duration `json:"clock_offset"`
 	LeaseTTL       time.Duration `json:"lease_ttl"`
 	ExpireInterval time.Duration `json:"expire_interval"`
+	// Faults routes the member's raft traffic through its own fault network
+	// and its log through a wal.FaultFS, both set over POST /faults (see
+	// FaultSpec): the chaos harness pushes the same network rules to every
+	// member.
+	Faults bool `json:"faults,omitempty"`
+	// ElectionTimeout, when set, is the member's heartbeat and election
+	// timeout (default 200ms).
+	ElectionTimeout time.Duration `json:"election_timeout,omitempty"`
 }
 
 // MemberMain runs a child member when the process was started as one (by
@@ -54,10 +62,14 @@ func MemberMain() {
 }
 
 func runMember(mc MemberConfig) error {
+	et := mc.ElectionTimeout
+	if et <= 0 {
+		et = 200 * time.Millisecond
+	}
 	cfg := jobraft.Config{
 		Config: raft.Config{
 			ID: mc.ID, DataDir: mc.DataDir, BindAddr: mc.RaftAddr, Bootstrap: true, InitialMembers: mc.Members,
-			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+			HeartbeatTimeout: et, ElectionTimeout: et,
 			LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 2 * time.Millisecond,
 			SnapshotInterval: time.Hour, SnapshotThreshold: 1 << 30, ApplyTimeout: 2 * time.Second,
 			Logger: hclog.New(&hclog.LoggerOptions{Name: mc.ID, Level: hclog.Warn, Output: os.Stderr}),
@@ -67,6 +79,10 @@ func runMember(mc MemberConfig) error {
 	}
 	if mc.ClockOffset != 0 {
 		cfg.Clock = func() time.Time { return time.Now().Add(mc.ClockOffset) }
+	}
+	var faults *memberFaults
+	if mc.Faults {
+		faults = newMemberFaults(&cfg.Config)
 	}
 	applied, err := history.OpenFile(mc.ID, historyPath(mc.DataDir), func(err error) {
 		// A hole in the history would be checked wrongly: die loudly.
@@ -94,7 +110,11 @@ func runMember(mc MemberConfig) error {
 	if err != nil {
 		return err
 	}
-	return http.Serve(ln, Handler(ctl))
+	h := Handler(ctl)
+	if faults != nil {
+		h = faults.handler(h)
+	}
+	return http.Serve(ln, h)
 }
 
 // Outcomes reported by the member API.
@@ -124,6 +144,11 @@ type Request struct {
 	Local   bool          `json:"local,omitempty"`
 	// MaxAttempts of a submitted job (0: default).
 	MaxAttempts uint32 `json:"max_attempts,omitempty"`
+	// Payloads of the jobs of a /batch submit (IDs assigned by the
+	// controller).
+	Payloads []string `json:"payloads,omitempty"`
+	// From is the raft index a /watch starts at (0: the next one).
+	From uint64 `json:"from,omitempty"`
 }
 
 // JobView is a job as the member API reports it.
@@ -153,6 +178,14 @@ type Reply struct {
 	Applied uint64    `json:"applied,omitempty"`
 	Commit  uint64    `json:"commit,omitempty"`
 	Leader  string    `json:"leader,omitempty"`
+	// Outcomes of a /batch submit, one per requested ID.
+	Outcomes []string `json:"outcomes,omitempty"`
+	// Events a /watch saw.
+	Events []EventView `json:"events,omitempty"`
+	// Last log index and the state machine's digest (/status).
+	Last        uint64 `json:"last,omitempty"`
+	DigestIndex uint64 `json:"digest_index,omitempty"`
+	Digest      string `json:"digest,omitempty"`
 }
 
 func view(j jobraft.Job) *JobView {
@@ -280,7 +313,9 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 	})
 	handle("/status", func(ctx context.Context, r Request) Reply {
 		s := ctl.Node().Status()
-		return Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID}
+		return Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID,
+			Last: s.LastIndex, DigestIndex: s.Digest.Index, Digest: fmt.Sprintf("%x", s.Digest.Sum)}
 	})
+	moreRoutes(ctl, handle, classify)
 	return mux
 }

@@ -29,6 +29,7 @@ type Procs struct {
 	t      testing.TB
 	Cfgs   []MemberConfig
 	cmds   []*exec.Cmd
+	exited []chan struct{} // closed when member i's current process has exited
 	logs   []string
 	client *http.Client
 
@@ -56,6 +57,7 @@ func StartProcs(t testing.TB, n int, tweak func(i int, mc *MemberConfig)) *Procs
 		p.Cfgs = append(p.Cfgs, mc)
 	}
 	p.cmds = make([]*exec.Cmd, n)
+	p.exited = make([]chan struct{}, n)
 	for i := range p.Cfgs {
 		p.Cfgs[i].Members = members
 		p.logs = append(p.logs, filepath.Join(base, p.Cfgs[i].ID+".log"))
@@ -81,7 +83,27 @@ func (p *Procs) Start(i int) {
 		p.t.Fatal(err)
 	}
 	p.cmds[i] = cmd
+	done := make(chan struct{})
+	p.exited[i] = done
+	go func() { _ = cmd.Wait(); close(done) }()
 }
+
+// Exited reports whether member i's process was started and has exited
+// on its own (it was not killed): it crashed or refused to start.
+func (p *Procs) Exited(i int) bool {
+	if p.cmds[i] == nil {
+		return false
+	}
+	select {
+	case <-p.exited[i]:
+		return true
+	default:
+		return false
+	}
+}
+
+// Logs returns the path of each member's log file.
+func (p *Procs) Logs() []string { return append([]string(nil), p.logs...) }
 
 // Running reports whether member i's process is running.
 func (p *Procs) Running(i int) bool { return p.cmds[i] != nil }
@@ -91,7 +113,7 @@ func (p *Procs) Kill(i int) {
 	if cmd := p.cmds[i]; cmd != nil {
 		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-p.exited[i]
 		p.cmds[i] = nil
 	}
 }
