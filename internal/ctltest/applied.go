@@ -41,7 +41,7 @@ func (p *Procs) CheckApplied(final bool) {
 func (p *Procs) checkApplied(final bool) ([]history.Violation, error) {
 	lead, st := -1, Reply{}
 	for i := range p.cmds {
-		if p.cmds[i] == nil {
+		if !p.Running(i) {
 			continue
 		}
 		rep, err := p.CallT(i, "/status", Request{}, time.Second)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -36,6 +37,10 @@ type MemberConfig struct {
 	// FaultSpec): the chaos harness pushes the same network rules to every
 	// member.
 	Faults bool `json:"faults,omitempty"`
+	// Snapshots makes the member snapshot often (every 256 entries,
+	// checked every 500ms, keeping 128): lagging members catch up by
+	// snapshot install. Off: no snapshot within a test.
+	Snapshots bool `json:"snapshots,omitempty"`
 	// ElectionTimeout, when set, is the member's heartbeat and election
 	// timeout (default 200ms).
 	ElectionTimeout time.Duration `json:"election_timeout,omitempty"`
@@ -77,6 +82,9 @@ func runMember(mc MemberConfig) error {
 		LeaseTTL: mc.LeaseTTL, ExpireInterval: mc.ExpireInterval,
 		ClaimPollInterval: 200 * time.Millisecond, ProposeTimeout: 3 * time.Second,
 	}
+	if mc.Snapshots {
+		cfg.SnapshotInterval, cfg.SnapshotThreshold, cfg.TrailingLogs = 500*time.Millisecond, 256, 128
+	}
 	if mc.ClockOffset != 0 {
 		cfg.Clock = func() time.Time { return time.Now().Add(mc.ClockOffset) }
 	}
@@ -94,8 +102,8 @@ func runMember(mc MemberConfig) error {
 	}
 	var ctl *jobraft.Controller
 	for attempt := 0; attempt < 100; attempt++ {
-		if ctl, err = jobraft.Open(context.Background(), cfg, nodeopt.Applied(applied)); err == nil {
-			break
+		if ctl, err = jobraft.Open(context.Background(), cfg, nodeopt.Applied(applied)); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			break // only a lingering port is retried: a refusal (a damaged log) is final
 		}
 		time.Sleep(50 * time.Millisecond) // the port of a killed predecessor may linger
 	}
