@@ -29,7 +29,7 @@ import (
 type Procs struct {
 	t      testing.TB
 	Cfgs   []MemberConfig
-	mu     sync.Mutex      // guards cmds and exited: the chaos harness kills and starts while it polls
+	mu     sync.Mutex // guards cmds and exited: the chaos harness kills and starts while it polls
 	cmds   []*exec.Cmd
 	exited []chan struct{} // closed when member i's current process has exited
 	logs   []string
