@@ -15,6 +15,8 @@ var (
 	firstFlag    = flag.Uint64("chaos.first", 1, "first seed TestChaos runs")
 	seedFlag     = flag.Uint64("chaos.seed", 0, "run only this seed")
 	scheduleFlag = flag.String("chaos.schedule", "", "run only the schedule in this file")
+	shrinkFlag   = flag.Bool("chaos.shrink", false, "shrink a failing schedule and save it under -chaos.save")
+	saveFlag     = flag.String("chaos.save", "testdata", "directory for shrunk failing schedules (regressions TestRegressions replays)")
 	picturesFlag = flag.String("chaos.pictures", "", "directory for the runs' pictures (default: the test's temp dir, kept on failure)")
 )
 
@@ -63,9 +65,17 @@ func TestChaos(t *testing.T) {
 		}
 		results = append(results, res)
 		fmt.Println(line(res))
+		if f := res.Failed(); len(f) > 0 && *shrinkFlag {
+			shrinkAndSave(t, s, f[0], dir)
+		}
 	}
 	fmt.Printf("chaos: %d seeds in %s; pictures in %s\n", len(results), time.Since(start).Round(time.Second), dir)
 	fmt.Print(Table(results))
+	if len(results) > 1 {
+		if path, err := WriteIndex(dir, results); err == nil {
+			fmt.Printf("chaos: index of the runs: %s\n", path)
+		}
+	}
 }
 
 // line is a run's one-line report.
@@ -81,4 +91,42 @@ func line(res Result) string {
 		pic = " picture " + res.Picture
 	}
 	return fmt.Sprintf("chaos seed %d: %s (%d members, %d actions, %d ops, %s)%s; replay: %s", s.Seed, word, s.Members, len(s.Actions), res.Ops, res.Wall.Round(100*time.Millisecond), pic, replay)
+}
+
+// shrinkAndSave shrinks a schedule that failed v and saves it as a
+// regression.
+func shrinkAndSave(t *testing.T, s Schedule, v Verdict, dir string) {
+	small, runs := Shrink(t, s, v.Checker, ShrinkOptions{Run: Options{PictureDir: filepath.Join(dir, "shrink")}})
+	path, err := SaveRegression(*saveFlag, small, v.Checker, v.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("chaos seed %d: shrunk in %d runs from %d to %d actions, saved %s:\n%s", s.Seed, runs, len(s.Actions), len(small.Actions), path, small)
+}
+
+// TestRegressions replays every schedule saved under testdata/ (shrunk
+// failures, and scenario narratives written as schedules): each must pass
+// every checker.
+func TestRegressions(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.sched"))
+	if len(files) == 0 {
+		t.Skip("no schedules under testdata/")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Parse(string(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Run(t, s, Options{PictureDir: filepath.Join(os.TempDir(), "jobraft-chaos", "regressions")})
+			t.Log(line(res))
+			for _, v := range res.Failed() {
+				t.Error(v)
+			}
+		})
+	}
 }

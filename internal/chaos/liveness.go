@@ -73,6 +73,7 @@ func (r *runner) liveness() Verdict {
 	bound := r.livenessBound()
 	var worst time.Duration
 	var last time.Duration // the last round with a leader or without a connected quorum
+	var prev time.Duration // the previous round
 	for k := 0; k+n <= len(samples); k += n {
 		round := samples[k : k+n]
 		t := round[0].At
@@ -101,6 +102,16 @@ func (r *runner) liveness() Verdict {
 				led = led || leader
 			}
 		}
+		// A moment since the previous round without a connected quorum in
+		// the schedule (a fault the sparse rounds did not see) restarts
+		// the stretch there.
+		for tau := t; tau > prev; tau -= 10 * time.Millisecond {
+			if !r.s.quorumConnected(tau) {
+				last = max(last, tau)
+				break
+			}
+		}
+		prev = t
 		if !quorum || led {
 			last = t
 			continue
@@ -114,4 +125,29 @@ func (r *runner) liveness() Verdict {
 		}
 	}
 	return Verdict{Checker: "liveness", OK: true, Detail: fmt.Sprintf("longest leaderless stretch of a connected quorum %s (bound %s)", worst.Round(time.Millisecond), bound)}
+}
+
+// quorumConnected reports whether the schedule leaves, at offset t, a
+// majority of members free of member faults and pairwise connected.
+func (s Schedule) quorumConnected(t time.Duration) bool {
+	n := s.Members
+	for set := 1; set < 1<<n; set++ {
+		size, ok := 0, true
+		for x := 0; x < n && ok; x++ {
+			if set&(1<<x) == 0 {
+				continue
+			}
+			size++
+			ok = !s.memberImpaired(x, t)
+			for y := x + 1; y < n && ok; y++ {
+				if set&(1<<y) != 0 {
+					ok = s.linkHealthy(x, y, t)
+				}
+			}
+		}
+		if ok && size > n/2 {
+			return true
+		}
+	}
+	return false
 }

@@ -60,16 +60,17 @@ func (o *observer) round() {
 	n := o.r.s.Members
 	var wg sync.WaitGroup
 	out := make([]Sample, n)
+	at := o.r.since() // every sample of a round carries the round's start
 	for i := 0; i < n; i++ {
 		if !o.r.running(i) {
-			out[i] = Sample{At: o.r.since(), Member: i}
+			out[i] = Sample{At: at, Member: i}
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rep, err := o.r.p.CallT(i, "/status", ctltest.Request{}, 300*time.Millisecond)
-			s := Sample{At: o.r.since(), Member: i}
+			s := Sample{At: at, Member: i}
 			if err == nil {
 				s.OK, s.Role, s.Term, s.Commit, s.Applied, s.Last = true, rep.Role, rep.Term, rep.Commit, rep.Applied, rep.Last
 				s.DigestIndex, s.Digest = rep.DigestIndex, rep.Digest
