@@ -4,7 +4,7 @@ GO        ?= go
 PKGS      := ./...
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all test unit fuzz lint tidy-check bench soak demo build clean
+.PHONY: all test unit fuzz lint tidy-check bench soak chaos-bugs demo build clean
 
 all: lint test
 
@@ -69,9 +69,25 @@ soak:
 	$(GO) test -count=1 -timeout 120m -run 'TestCrash|TestGuardModel' ./wal/ -crash.rounds=2000 -rapid.checks=20000
 	$(GO) test -race -count=1 -timeout 60m -run 'TestScenario' ./raft/ -raft.long
 	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' . -jobraft.long
+	$(GO) test -count=1 -timeout 240m -run 'TestChaos$$' ./internal/chaos/ -chaos.seeds=$(CHAOS_SEEDS) -chaos.pictures=$(CURDIR)/.soak/chaos
+
+## soak's chaos part: CHAOS_SEEDS seeds (make test runs the first 50);
+## one line per seed, the table seeds × outcome × checker, a picture per
+## seed and their index page under .soak/chaos/.
+CHAOS_SEEDS ?= 1000
+
+## chaos-bugs: proves the chaos checkers: each deliberately injected bug
+## (internal/bugs, built only with -tags chaosbugs) must be caught within
+## 50 seeds; prints the first seed and checker that caught it.
+chaos-bugs:
+	@set -e; for b in clamp floor fencing dedupe; do \
+		echo "chaos-bugs: $$b"; \
+		JOBRAFT_CHAOS_BUG=$$b $(GO) test -tags chaosbugs -count=1 -timeout 30m -run 'TestChaos$$' ./internal/chaos/ \
+			-chaos.seeds=50 -chaos.failfast -chaos.pictures=$(CURDIR)/.soak/chaos-bug-$$b | grep '^chaos' || true; \
+	done
 
 clean:
-	rm -rf bin .demo
+	rm -rf bin .demo .soak
 
 ## demo: a 3-member jobd cluster on loopback (mTLS between members) doing
 ## real work, with the leader SIGKILLed midway; exits 0 only if every check

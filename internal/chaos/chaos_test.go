@@ -15,6 +15,7 @@ var (
 	firstFlag    = flag.Uint64("chaos.first", 1, "first seed TestChaos runs")
 	seedFlag     = flag.Uint64("chaos.seed", 0, "run only this seed")
 	scheduleFlag = flag.String("chaos.schedule", "", "run only the schedule in this file")
+	failfast     = flag.Bool("chaos.failfast", false, "stop at the first failing seed")
 	shrinkFlag   = flag.Bool("chaos.shrink", false, "shrink a failing schedule and save it under -chaos.save")
 	saveFlag     = flag.String("chaos.save", "testdata", "directory for shrunk failing schedules (regressions TestRegressions replays)")
 	picturesFlag = flag.String("chaos.pictures", "", "directory for the runs' pictures (default: the test's temp dir, kept on failure)")
@@ -67,6 +68,9 @@ func TestChaos(t *testing.T) {
 		fmt.Println(line(res))
 		if f := res.Failed(); len(f) > 0 && *shrinkFlag {
 			shrinkAndSave(t, s, f[0], dir)
+		}
+		if len(res.Failed()) > 0 && *failfast {
+			break
 		}
 	}
 	fmt.Printf("chaos: %d seeds in %s; pictures in %s\n", len(results), time.Since(start).Round(time.Second), dir)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -140,8 +141,14 @@ func (r *runner) linearizable() Verdict {
 	detail := fmt.Sprintf("%d operations are not linearizable", len(ops))
 	if r.o.PictureDir != "" {
 		path := filepath.Join(r.o.PictureDir, fmt.Sprintf("seed-%d-porcupine.html", r.s.Seed))
-		if err := porcupine.VisualizePath(jobmodel.Model.ToModel(), info, path); err == nil {
+		err := os.MkdirAll(r.o.PictureDir, 0o755)
+		if err == nil {
+			err = porcupine.VisualizePath(jobmodel.Model.ToModel(), info, path)
+		}
+		if err == nil {
 			detail += "; porcupine's picture: " + path
+		} else {
+			detail += "; porcupine's picture not written: " + err.Error()
 		}
 	}
 	return Verdict{Checker: "linearizable", At: r.since(), Detail: detail}

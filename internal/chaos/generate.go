@@ -9,7 +9,7 @@ import (
 type GenOptions struct {
 	// Members of the cluster; 0: 5 for every fifth seed, else 3.
 	Members int
-	// Span of the fault phase (default 2.5s).
+	// Span of the fault phase (default 2s).
 	Span time.Duration
 	// MaxActions per schedule (default 6; at least 2 are generated).
 	MaxActions int
@@ -43,7 +43,7 @@ func Generate(seed uint64, o GenOptions) Schedule {
 		}
 	}
 	if o.Span <= 0 {
-		o.Span = 2500 * time.Millisecond
+		o.Span = 2 * time.Second
 	}
 	if o.MaxActions < 2 {
 		o.MaxActions = 6
