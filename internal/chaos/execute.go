@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -110,7 +111,51 @@ func (r *runner) restart(i int, why string) {
 	r.note(i, "started (%s)", why)
 }
 
+// resolve makes action k concrete when it starts: a Leader reference
+// becomes the member leading in the latest status round. It returns false
+// (and the action is skipped) when no leader is known or a member fault
+// would land on a member that is down or paused.
+func (r *runner) resolve(k int, a Action) (Action, bool) {
+	a.Members = slices.Clone(a.Members)
+	for i, m := range a.Members {
+		if m != Leader {
+			continue
+		}
+		l := r.obs.leader()
+		if l < 0 {
+			r.note(-1, "skip %s: no leader known", a)
+			return a, false
+		}
+		for slices.Contains(a.Members, l) { // a pair naming the leader twice: the next member
+			l = (l + 1) % r.s.Members
+		}
+		a.Members[i] = l
+	}
+	switch a.Kind {
+	case Kill, Pause, Fsync, DiskFull, Skew, BitFlip:
+		m := a.Members[0]
+		r.mu.Lock()
+		busy := r.down[m] || r.paused[m] || r.memberBusy[m]
+		if !busy {
+			r.memberBusy[m] = true
+		}
+		r.mu.Unlock()
+		if busy {
+			r.note(m, "skip %s: m%d is down, paused or under another member fault", a, m)
+			return a, false
+		}
+	}
+	r.mu.Lock()
+	r.resolved[k] = a
+	r.mu.Unlock()
+	return a, true
+}
+
 func (r *runner) begin(k int, a Action) {
+	a, ok := r.resolve(k, a)
+	if !ok {
+		return
+	}
 	m := -1
 	if len(a.Members) > 0 {
 		m = a.Members[0]
@@ -144,7 +189,20 @@ func (r *runner) begin(k int, a Action) {
 	}
 }
 
-func (r *runner) end(k int, a Action) {
+func (r *runner) end(k int, _ Action) {
+	r.mu.Lock()
+	a, ok := r.resolved[k]
+	r.mu.Unlock()
+	if !ok {
+		return // skipped at its start
+	}
+	defer func() {
+		if len(a.Members) > 0 {
+			r.mu.Lock()
+			r.memberBusy[a.Members[0]] = false
+			r.mu.Unlock()
+		}
+	}()
 	m := -1
 	if len(a.Members) > 0 {
 		m = a.Members[0]

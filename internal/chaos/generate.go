@@ -79,7 +79,13 @@ func Generate(seed uint64, o GenOptions) Schedule {
 			return []int{x, y}
 		}
 		switch k {
-		case Kill, Pause, Fsync, DiskFull, Skew, BitFlip:
+		case Kill, Pause:
+			if rng.IntN(2) == 0 {
+				a.Members = []int{Leader} // whoever leads then; a clash is skipped at run time
+				break
+			}
+			fallthrough
+		case Fsync, DiskFull, Skew, BitFlip:
 			m := pick()
 			if flipped[m] || overlaps(busy[m], a) || (k == BitFlip && len(busy[m]) > 0) {
 				continue
@@ -102,6 +108,9 @@ func Generate(seed uint64, o GenOptions) Schedule {
 		case Partition:
 			perm := rng.Perm(n)
 			a.Members = perm[:1+rng.IntN(n/2)]
+			if rng.IntN(2) == 0 {
+				a.Members = []int{Leader} // the leader isolated
+			}
 		case Bridge, OneWay:
 			a.Members = pair()
 		case Flap:

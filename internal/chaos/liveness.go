@@ -16,6 +16,21 @@ func (r *runner) livenessBound() time.Duration {
 	return 4*r.o.ElectionTimeout + pollEvery
 }
 
+// effective is the schedule as it ran: the actions started, made
+// concrete (leader references resolved), in start order; the skipped ones
+// left out.
+func (r *runner) effective() Schedule {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.s
+	e.Actions = nil
+	for _, a := range r.resolved {
+		e.Actions = append(e.Actions, a)
+	}
+	sortActions(e.Actions)
+	return e
+}
+
 // memberImpaired reports whether the schedule has a member fault on m at
 // offset t (a kill, a pause, a failing disk, a bit flip).
 func (s Schedule) memberImpaired(m int, t time.Duration) bool {
@@ -71,6 +86,7 @@ func (r *runner) liveness() Verdict {
 	q := n/2 + 1
 	samples := r.obs.all()
 	bound := r.livenessBound()
+	eff := r.effective()
 	var worst time.Duration
 	var last time.Duration // the last round with a leader or without a connected quorum
 	var prev time.Duration // the previous round
@@ -79,7 +95,7 @@ func (r *runner) liveness() Verdict {
 		t := round[0].At
 		healthy := make([]bool, n)
 		for _, s := range round {
-			healthy[s.Member] = s.OK && !r.s.memberImpaired(s.Member, t)
+			healthy[s.Member] = s.OK && !eff.memberImpaired(s.Member, t)
 		}
 		quorum, led := false, false
 		for set := 1; set < 1<<n; set++ {
@@ -93,7 +109,7 @@ func (r *runner) liveness() Verdict {
 				leader = leader || round[x].Role == "Leader"
 				for y := x + 1; y < n && ok; y++ {
 					if set&(1<<y) != 0 {
-						ok = r.s.linkHealthy(x, y, t)
+						ok = eff.linkHealthy(x, y, t)
 					}
 				}
 			}
@@ -106,7 +122,7 @@ func (r *runner) liveness() Verdict {
 		// the schedule (a fault the sparse rounds did not see) restarts
 		// the stretch there.
 		for tau := t; tau > prev; tau -= 10 * time.Millisecond {
-			if !r.s.quorumConnected(tau) {
+			if !eff.quorumConnected(tau) {
 				last = max(last, tau)
 				break
 			}

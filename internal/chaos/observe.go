@@ -111,3 +111,21 @@ func (o *observer) all() []Sample {
 	defer o.mu.Unlock()
 	return append([]Sample(nil), o.samples...)
 }
+
+// leader returns the member leading in the highest term of the latest
+// round, or -1.
+func (o *observer) leader() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := o.r.s.Members
+	if len(o.samples) < n {
+		return -1
+	}
+	best, term := -1, uint64(0)
+	for _, s := range o.samples[len(o.samples)-n:] {
+		if s.OK && s.Role == "Leader" && s.Term >= term {
+			best, term = s.Member, s.Term
+		}
+	}
+	return best
+}

@@ -46,7 +46,7 @@ func (r *runner) picture(res Result) []byte {
 		fmt.Fprintf(&b, "<line x1=%.1f y1=20 x2=%.1f y2=%.1f stroke='#eee'/><text x=%.1f y=14 font-size=10>%s</text>\n", x(t), x(t), height, x(t)-8, t)
 	}
 	// fault bands
-	for _, a := range r.s.Actions {
+	for _, a := range r.effective().Actions {
 		color := map[Kind]string{Kill: "#f88", Pause: "#fc8", Partition: "#88f", Bridge: "#aaf", OneWay: "#ccf", Flap: "#c8f",
 			Net: "#8cc", Fsync: "#cc8", DiskFull: "#aa6", BitFlip: "#f4f", Skew: "#8f8", Transfer: "#555"}[a.Kind]
 		lanes := a.Members

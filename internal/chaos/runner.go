@@ -90,16 +90,18 @@ type runner struct {
 	wl     *workload
 	faults *faultState
 
-	mu        sync.Mutex
-	down      []bool // killed (or refused to start)
-	paused    []bool
-	flipped   []bool // took a bit flip
-	refused   []bool // exited on its own after a bit flip
-	violation []Verdict
-	events    []Event
-	exits     []Event
-	converged uint64                    // the applied index the final phase converged at
-	lists     map[int][]ctltest.JobView // the live members' jobs after convergence
+	mu         sync.Mutex
+	down       []bool // killed (or refused to start)
+	paused     []bool
+	flipped    []bool // took a bit flip
+	refused    []bool // exited on its own after a bit flip
+	violation  []Verdict
+	events     []Event
+	exits      []Event
+	memberBusy []bool                    // a member fault is in force on the member
+	resolved   map[int]Action            // the actions started, made concrete (resolve)
+	converged  uint64                    // the applied index the final phase converged at
+	lists      map[int][]ctltest.JobView // the live members' jobs after convergence
 }
 
 func (r *runner) since() time.Duration { return time.Since(r.start) }
@@ -153,7 +155,8 @@ func Run(t testing.TB, s Schedule, o Options) Result {
 	wall := time.Now()
 	r := &runner{t: t, s: s, o: o,
 		down: make([]bool, s.Members), paused: make([]bool, s.Members),
-		flipped: make([]bool, s.Members), refused: make([]bool, s.Members)}
+		flipped: make([]bool, s.Members), refused: make([]bool, s.Members),
+		memberBusy: make([]bool, s.Members), resolved: map[int]Action{}}
 	r.p = ctltest.StartProcs(t, s.Members, func(_ int, mc *ctltest.MemberConfig) {
 		mc.Faults = true
 		mc.ElectionTimeout = o.ElectionTimeout

@@ -49,11 +49,17 @@ const (
 	Transfer Kind = "transfer"
 )
 
+// Leader, in Action.Members, names the member leading when the action
+// starts (resolved then from the latest status round; text "leader").
+// An action whose leader cannot be resolved, or whose member is already
+// down or paused, is skipped and the run notes it.
+const Leader = -1
+
 // Action is one timed fault of a schedule.
 type Action struct {
 	At, For time.Duration // start, relative to the run's start; span
 	Kind    Kind
-	Members []int // the members it targets (Partition: one side)
+	Members []int // the members it targets (Partition: one side); Leader: the leader
 	Period  time.Duration
 	Drop    float64
 	Dup     float64
@@ -87,7 +93,7 @@ func (s Schedule) Validate() error {
 			return fmt.Errorf("%w: action %d (%s) outside [0, %s]", ErrSchedule, i, a.Kind, s.Span)
 		}
 		for _, m := range a.Members {
-			if m < 0 || m >= s.Members {
+			if (m < 0 && m != Leader) || m >= s.Members {
 				return fmt.Errorf("%w: action %d (%s) names member %d", ErrSchedule, i, a.Kind, m)
 			}
 		}
@@ -125,6 +131,10 @@ func (a Action) String() string {
 	w = append(w, string(a.Kind))
 	ms := func(ids []int) {
 		for _, m := range ids {
+			if m == Leader {
+				w = append(w, "leader")
+				continue
+			}
 			w = append(w, fmt.Sprintf("m%d", m))
 		}
 	}
@@ -215,6 +225,8 @@ func parseAction(w []string) (Action, error) {
 				return a, fmt.Errorf("member %q", f)
 			}
 			a.Members = append(a.Members, m)
+		case f == "leader":
+			a.Members = append(a.Members, Leader)
 		case f == "|" || f == "rest":
 		case f == "log" || f == "snap":
 			a.Target = f

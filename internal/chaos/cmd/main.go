@@ -36,7 +36,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chaos: find the module root:", err)
 		os.Exit(2)
 	}
-	args := []string{"test", "-count=1", "-timeout", *timeout, "-run", "TestChaos$"}
+	args := []string{"test", "-v", "-count=1", "-timeout", *timeout, "-run", "TestChaos$"}
 	if *race {
 		args = append(args, "-race")
 	}
