@@ -53,6 +53,10 @@ func TestChaos(t *testing.T) {
 		var res Result
 		ok := t.Run(fmt.Sprintf("seed-%d", s.Seed), func(t *testing.T) {
 			res = Run(t, s, Options{PictureDir: dir})
+			res.Replay = replaySeed(s.Seed)
+			if *scheduleFlag != "" {
+				res.Replay = replayFile(*scheduleFlag)
+			}
 			t.Log(line(res))
 			if f := res.Failed(); len(f) > 0 {
 				for _, v := range f {
@@ -85,7 +89,6 @@ func TestChaos(t *testing.T) {
 // line is a run's one-line report.
 func line(res Result) string {
 	s := res.Schedule
-	replay := fmt.Sprintf("go test -race -run 'TestChaos$' ./internal/chaos/ -chaos.seed=%d", s.Seed)
 	word := "PASS"
 	if f := res.Checkers(); len(f) > 0 {
 		word = "FAIL " + strings.Join(f, ",")
@@ -94,7 +97,15 @@ func line(res Result) string {
 	if res.Picture != "" {
 		pic = " picture " + res.Picture
 	}
-	return fmt.Sprintf("chaos seed %d: %s (%d members, %d actions, %d ops, %s)%s; replay: %s", s.Seed, word, s.Members, len(s.Actions), res.Ops, res.Wall.Round(100*time.Millisecond), pic, replay)
+	return fmt.Sprintf("chaos seed %d: %s (%d members, %d actions, %d ops, %s)%s; replay: %s", s.Seed, word, s.Members, len(s.Actions), res.Ops, res.Wall.Round(100*time.Millisecond), pic, res.Replay)
+}
+
+func replaySeed(seed uint64) string {
+	return fmt.Sprintf("go test -race -run 'TestChaos$' ./internal/chaos/ -chaos.seed=%d", seed)
+}
+
+func replayFile(path string) string {
+	return fmt.Sprintf("go test -race -run 'TestChaos$' ./internal/chaos/ -chaos.schedule=%s", path)
 }
 
 // shrinkAndSave shrinks a schedule that failed v and saves it as a
@@ -127,6 +138,7 @@ func TestRegressions(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := Run(t, s, Options{PictureDir: filepath.Join(os.TempDir(), "jobraft-chaos", "regressions")})
+			res.Replay = replayFile(f)
 			t.Log(line(res))
 			for _, v := range res.Failed() {
 				t.Error(v)

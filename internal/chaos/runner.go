@@ -52,6 +52,7 @@ type Result struct {
 	Wall     time.Duration
 	Ops      int
 	Samples  int
+	Replay   string // the command that replays the run (set by the caller)
 }
 
 // Failed returns the failing verdicts.
@@ -161,6 +162,7 @@ func Run(t testing.TB, s Schedule, o Options) Result {
 		mc.Faults = true
 		mc.ElectionTimeout = o.ElectionTimeout
 		mc.LeaseTTL = leaseTTL
+		mc.Snapshots = true // lagging members catch up by snapshot install too
 	})
 	r.faults = newFaultState(r)
 	r.p.WaitLeader(30 * time.Second)
