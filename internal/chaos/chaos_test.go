@@ -111,7 +111,7 @@ func replayFile(path string) string {
 // shrinkAndSave shrinks a schedule that failed v and saves it as a
 // regression.
 func shrinkAndSave(t *testing.T, s Schedule, v Verdict, dir string) {
-	small, runs := Shrink(t, s, v.Checker, ShrinkOptions{Run: Options{PictureDir: filepath.Join(dir, "shrink")}})
+	small, runs := Shrink(t, s, v.Checker, ShrinkOptions{Run: Options{PictureDir: filepath.Join(dir, "shrink"), Converge: 10 * time.Second}})
 	path, err := SaveRegression(*saveFlag, small, v.Checker, v.String())
 	if err != nil {
 		t.Fatal(err)

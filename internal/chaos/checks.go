@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -54,6 +55,11 @@ func (r *runner) ackedSet(ops []Op) Verdict {
 		for _, j := range r.lists[i] {
 			ids[j.ID] = true
 			if j.Queue != bulkQueue {
+				// A model queue mq-k holds one job, mj-k, however often
+				// it was submitted.
+				if want := "mj-" + strings.TrimPrefix(j.Queue, "mq-"); j.ID != want {
+					return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d holds job %s in queue %s, where only %s was ever submitted: a submit of an existing ID created a second job", i, j.ID, j.Queue, want)}
+				}
 				continue
 			}
 			count[j.Payload]++
