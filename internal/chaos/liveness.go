@@ -7,7 +7,7 @@ import (
 	"github.com/jobraft/jobraft/internal/stalltest"
 )
 
-// livenessBound is how long a connected quorum may stay without a leader:
+// livenessBound is how long a connected quorum may be seen without a leader:
 // the followers notice the leader is gone within two heartbeat timeouts
 // (hashicorp/raft randomizes it in [HB, 2HB)), then an election completes
 // within two election timeouts; plus one poll period of observation. The
@@ -88,8 +88,8 @@ func (r *runner) liveness() Verdict {
 	bound := r.livenessBound()
 	eff := r.effective()
 	var worst time.Duration
-	var last time.Duration // the last round with a leader or without a connected quorum
-	var prev time.Duration // the previous round
+	first := time.Duration(-1) // the first leaderless round of a connected quorum's current stretch
+	var prev time.Duration     // the previous round
 	for k := 0; k+n <= len(samples); k += n {
 		round := samples[k : k+n]
 		t := round[0].At
@@ -119,25 +119,31 @@ func (r *runner) liveness() Verdict {
 			}
 		}
 		// A moment since the previous round without a connected quorum in
-		// the schedule (a fault the sparse rounds did not see) restarts
-		// the stretch there.
+		// the schedule (a fault the sparse rounds did not see) ends the
+		// stretch there.
 		for tau := t; tau > prev; tau -= 10 * time.Millisecond {
 			if !eff.quorumConnected(tau) {
-				last = max(last, tau)
+				first = -1
 				break
 			}
 		}
 		prev = t
 		if !quorum || led {
-			last = t
+			first = -1
 			continue
 		}
-		gap := t - last
+		if first < 0 {
+			first = t
+		}
+		// The stretch is measured between leaderless observations: a
+		// lower bound of the time without a leader, so a round that took
+		// long (a paused member's call times out) cannot make one up.
+		gap := t - first
 		worst = max(worst, gap)
-		stall := stalltest.Between(r.start.Add(last), r.start.Add(t))
+		stall := stalltest.Between(r.start.Add(first), r.start.Add(t))
 		if gap > bound+stall.Total {
-			return Verdict{Checker: "liveness", At: last,
-				Detail: fmt.Sprintf("a connected quorum without a leader for %s from %s (bound %s, %s)", gap.Round(time.Millisecond), last.Round(time.Millisecond), bound, stall)}
+			return Verdict{Checker: "liveness", At: first,
+				Detail: fmt.Sprintf("a connected quorum without a leader for at least %s from %s (bound %s, %s)", gap.Round(time.Millisecond), first.Round(time.Millisecond), bound, stall)}
 		}
 	}
 	return Verdict{Checker: "liveness", OK: true, Detail: fmt.Sprintf("longest leaderless stretch of a connected quorum %s (bound %s)", worst.Round(time.Millisecond), bound)}
