@@ -7,13 +7,15 @@ import (
 	"github.com/jobraft/jobraft/internal/stalltest"
 )
 
-// livenessBound is how long a connected quorum may be seen without a leader:
-// the followers notice the leader is gone within two heartbeat timeouts
-// (hashicorp/raft randomizes it in [HB, 2HB)), then an election completes
-// within two election timeouts; plus one poll period of observation. The
-// members run with HB = ET, so 4 ET + poll. Widened by the measured stall.
+// livenessBound is how long a connected quorum may be seen without a
+// leader: the followers notice the leader is gone within two heartbeat
+// timeouts (hashicorp/raft randomizes it in [HB, 2HB)), then an election
+// completes within two election timeouts, and one split vote (candidates
+// timing out together, seen with five members) may take two more; plus
+// one poll period of observation. The members run with HB = ET, so
+// 6 ET + poll. Widened by the measured stall.
 func (r *runner) livenessBound() time.Duration {
-	return 4*r.o.ElectionTimeout + pollEvery
+	return 6*r.o.ElectionTimeout + pollEvery
 }
 
 // effective is the schedule as it ran: the actions started, made

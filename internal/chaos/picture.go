@@ -19,9 +19,12 @@ func (r *runner) picture(res Result) []byte {
 	r.mu.Lock()
 	events := append([]Event(nil), r.events...)
 	r.mu.Unlock()
-	end := r.since()
+	var end time.Duration // the last status round (the final checks after it draw nothing)
 	for _, s := range samples {
-		end = max(end, s.At)
+		end = max(end, s.At+pollEvery)
+	}
+	for _, op := range ops {
+		end = max(end, op.Call)
 	}
 	const (
 		left, width    = 90.0, 1100.0
