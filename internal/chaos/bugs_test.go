@@ -13,18 +13,22 @@ import (
 	"github.com/jobraft/jobraft/internal/bugs"
 )
 
-// injected lists the bugs a chaos run must catch, with the checkers that
-// may name each. The floor bug is not here: nothing asks the guard to cut
-// at or below the commit floor unless another bug does, so a run cannot
-// see it (docs/chaos.md); wal.TestHistoricTruncationAtOrBelowFloorRefused
-// fails with it armed.
+// injected lists the bugs a chaos run reliably catches within 50 seeds,
+// with the checkers that may name each. Not here (docs/chaos.md):
+//   - floor: nothing asks the guard to cut at or below the commit floor
+//     unless another bug does, so a run cannot see it;
+//     wal.TestHistoricTruncationAtOrBelowFloorRefused fails with it armed.
+//   - clamp: caught (applied, convergence) only when a deposed leader's
+//     rejoin meets a timing window: seed 32 caught it in one pass of
+//     three, a whole pass of 50 seeds did not. Run it with
+//     JOBRAFT_CHAOS_BUG=clamp go test -tags chaosbugs -run 'TestChaos$' ./internal/chaos/ -chaos.failfast
+//     raft.TestCraftedCommitAheadOfVerifiedAppendIsClamped catches it every time.
 var injected = []struct {
 	bug      string
 	checkers []string
 }{
 	{"fencing", []string{"fencing", "linearizable"}},
 	{"dedupe", []string{"acked-set", "linearizable"}},
-	{"clamp", []string{"applied", "convergence", "walcompare", "digest"}},
 }
 
 // TestInjectedBugs (go test -tags chaosbugs; make chaos-bugs) arms each
