@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// minSpan is the shortest fault phase a shrink leaves: the workload needs
+// time to hit a bug even when no fault is needed.
+const minSpan = time.Second
+
 // ShrinkOptions bound a shrink.
 type ShrinkOptions struct {
 	// Runs is the most runs the shrink may spend (default 30).
@@ -69,9 +73,10 @@ func Shrink(t *testing.T, s Schedule, checker string, o ShrinkOptions) (Schedule
 	for _, a := range s.Actions {
 		end = max(end, a.End())
 	}
-	if end+step < s.Span && runs < o.Runs {
+	end = max(end+step, minSpan)
+	if end < s.Span && runs < o.Runs {
 		c := s
-		c.Span = end + step
+		c.Span = end
 		if fails(c) {
 			s = c
 		}
