@@ -146,6 +146,7 @@ func (r *runner) resolve(k int, a Action) (Action, bool) {
 		}
 	}
 	r.mu.Lock()
+	a.At = r.since() // as it ran: the executor may run late on a loaded machine
 	r.resolved[k] = a
 	r.mu.Unlock()
 	return a, true
@@ -197,11 +198,14 @@ func (r *runner) end(k int, _ Action) {
 		return // skipped at its start
 	}
 	defer func() {
+		r.mu.Lock()
 		if len(a.Members) > 0 {
-			r.mu.Lock()
 			r.memberBusy[a.Members[0]] = false
-			r.mu.Unlock()
 		}
+		ran := r.resolved[k]
+		ran.For = r.since() - ran.At // undone now, as it ran
+		r.resolved[k] = ran
+		r.mu.Unlock()
 	}()
 	m := -1
 	if len(a.Members) > 0 {
