@@ -80,7 +80,9 @@ CHAOS_SEEDS ?= 1000
 ## (internal/bugs, built only with -tags chaosbugs) must be caught within
 ## 50 seeds; prints the seed and the checkers that caught it.
 chaos-bugs:
-	$(GO) test -tags chaosbugs -count=1 -timeout 60m -run 'TestInjectedBugs' ./internal/chaos/ -v | grep -E '^(chaos bug|--- FAIL|FAIL|ok)'
+	@mkdir -p .soak; status=0; \
+	$(GO) test -tags chaosbugs -count=1 -timeout 60m -run 'TestInjectedBugs' ./internal/chaos/ -v > .soak/chaos-bugs.log 2>&1 || status=$$?; \
+	grep -E '^(chaos bug|--- FAIL|FAIL|ok)' .soak/chaos-bugs.log; echo "full log: .soak/chaos-bugs.log"; exit $$status
 
 clean:
 	rm -rf bin .demo .soak
