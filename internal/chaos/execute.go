@@ -118,6 +118,15 @@ func (r *runner) restart(i int, why string) {
 func (r *runner) resolve(k int, a Action) (Action, bool) {
 	a.Members = slices.Clone(a.Members)
 	for i, m := range a.Members {
+		if m == Isolated {
+			l := r.isolated()
+			if l < 0 {
+				r.note(-1, "skip %s: no member cut off alone", a)
+				return a, false
+			}
+			a.Members[i] = l
+			continue
+		}
 		if m != Leader {
 			continue
 		}
@@ -146,7 +155,7 @@ func (r *runner) resolve(k int, a Action) (Action, bool) {
 		}
 	}
 	r.mu.Lock()
-	a.At = r.since() // as it ran: the executor may run late on a loaded machine
+	a.At = r.since().Round(time.Millisecond) // as it ran: the executor may run late on a loaded machine
 	r.resolved[k] = a
 	r.mu.Unlock()
 	return a, true
@@ -203,7 +212,7 @@ func (r *runner) end(k int, _ Action) {
 			r.memberBusy[a.Members[0]] = false
 		}
 		ran := r.resolved[k]
-		ran.For = r.since() - ran.At // undone now, as it ran
+		ran.For = r.since().Round(time.Millisecond) - ran.At // undone now, as it ran
 		r.resolved[k] = ran
 		r.mu.Unlock()
 	}()
@@ -321,4 +330,18 @@ func flipBit(dataDir, target string, seed uint64) string {
 	}
 	rel, _ := filepath.Rel(dataDir, f)
 	return fmt.Sprintf("bit flip: %s offset %d of %d, bit %#02x", rel, off, len(b), bit)
+}
+
+// isolated returns the member the most recently started partition still
+// in force cut off alone, or -1.
+func (r *runner) isolated() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	best, at := -1, time.Duration(-1)
+	for k, a := range r.resolved {
+		if a.Kind == Partition && len(a.Members) == 1 && a.At > at && r.faults.inForce(k) {
+			best, at = a.Members[0], a.At
+		}
+	}
+	return best
 }

@@ -123,3 +123,11 @@ func (f *faultState) pusher(i int) {
 		}
 	}
 }
+
+// inForce reports whether action k's network or disk fault is in force.
+func (f *faultState) inForce(k int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.active[k]
+	return ok
+}

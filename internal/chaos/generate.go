@@ -110,6 +110,16 @@ func Generate(seed uint64, o GenOptions) Schedule {
 			a.Members = perm[:1+rng.IntN(n/2)]
 			if rng.IntN(2) == 0 {
 				a.Members = []int{Leader} // the leader isolated
+				if rng.IntN(2) == 0 && a.For > 3*step {
+					// ... and killed while cut off, after it may have taken
+					// proposals it cannot commit: it restarts as a deposed
+					// leader with an uncommitted tail.
+					at := a.At + time.Duration(2+rng.IntN(int(a.For/step)-2))*step
+					kill := Action{At: at, For: min(time.Duration(2+rng.IntN(8))*step, o.Span-at), Kind: Kill, Members: []int{Isolated}}
+					if kill.For > 0 {
+						s.Actions = append(s.Actions, kill)
+					}
+				}
 			}
 		case Bridge, OneWay:
 			a.Members = pair()

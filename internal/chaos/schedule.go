@@ -55,6 +55,12 @@ const (
 // down or paused, is skipped and the run notes it.
 const Leader = -1
 
+// Isolated, in Action.Members, names the member the most recently started
+// partition still in force cut off alone (text "isolated"): "kill the
+// deposed leader while it is cut off" is a partition of Leader, then a
+// kill of Isolated.
+const Isolated = -2
+
 // Action is one timed fault of a schedule.
 type Action struct {
 	At, For time.Duration // start, relative to the run's start; span
@@ -93,7 +99,7 @@ func (s Schedule) Validate() error {
 			return fmt.Errorf("%w: action %d (%s) outside [0, %s]", ErrSchedule, i, a.Kind, s.Span)
 		}
 		for _, m := range a.Members {
-			if (m < 0 && m != Leader) || m >= s.Members {
+			if (m < 0 && m != Leader && m != Isolated) || m >= s.Members {
 				return fmt.Errorf("%w: action %d (%s) names member %d", ErrSchedule, i, a.Kind, m)
 			}
 		}
@@ -133,6 +139,10 @@ func (a Action) String() string {
 		for _, m := range ids {
 			if m == Leader {
 				w = append(w, "leader")
+				continue
+			}
+			if m == Isolated {
+				w = append(w, "isolated")
 				continue
 			}
 			w = append(w, fmt.Sprintf("m%d", m))
@@ -227,6 +237,8 @@ func parseAction(w []string) (Action, error) {
 			a.Members = append(a.Members, m)
 		case f == "leader":
 			a.Members = append(a.Members, Leader)
+		case f == "isolated":
+			a.Members = append(a.Members, Isolated)
 		case f == "|" || f == "rest":
 		case f == "log" || f == "snap":
 			a.Target = f
