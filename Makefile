@@ -4,7 +4,7 @@ GO        ?= go
 PKGS      := ./...
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster
+.PHONY: all test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster chaos-bugs
 
 all: lint test
 
@@ -91,9 +91,23 @@ soak:
 	$(GO) test -count=1 -timeout 120m -run 'TestCrash|TestGuardModel' ./wal/ -crash.rounds=2000 -rapid.checks=20000
 	$(GO) test -race -count=1 -timeout 60m -run 'TestScenario' ./raft/ -raft.long
 	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' . -jobraft.long
+	$(GO) test -count=1 -timeout 240m -run 'TestChaos$$' ./internal/chaos/ -chaos.seeds=$(CHAOS_SEEDS) -chaos.pictures=$(CURDIR)/.soak/chaos
+
+## soak's chaos part: CHAOS_SEEDS seeds (make test runs the first 50);
+## one line per seed, the table seeds × outcome × checker, a picture per
+## seed and their index page under .soak/chaos/.
+CHAOS_SEEDS ?= 1000
+
+## chaos-bugs: proves the chaos checkers: each deliberately injected bug
+## (internal/bugs, built only with -tags chaosbugs) must be caught within
+## 50 seeds; prints the seed and the checkers that caught it.
+chaos-bugs:
+	@mkdir -p .soak; status=0; \
+	$(GO) test -tags chaosbugs -count=1 -timeout 60m -run 'TestInjectedBugs' ./internal/chaos/ -v > .soak/chaos-bugs.log 2>&1 || status=$$?; \
+	grep -E '^(chaos bug|--- FAIL|FAIL|ok)' .soak/chaos-bugs.log; echo "full log: .soak/chaos-bugs.log"; exit $$status
 
 clean:
-	rm -rf bin .demo .cluster
+	rm -rf bin .demo .cluster .soak
 
 ## demo: a 3-member jobd cluster on loopback (mTLS between members) doing
 ## real work, with the leader SIGKILLed midway; exits 0 only if every check

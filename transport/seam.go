@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"github.com/jobraft/jobraft/internal/bugs"
 	"io"
 	"sync"
 
@@ -67,7 +68,7 @@ type SeamHooks struct {
 func ClampCommit(a *raft.AppendEntriesRequest) (leaderCommit uint64, clamped bool) {
 	leaderCommit = a.LeaderCommitIndex
 	verified := a.PrevLogEntry + uint64(len(a.Entries))
-	if leaderCommit > verified {
+	if leaderCommit > verified && !bugs.On("clamp") {
 		a.LeaderCommitIndex = verified
 		return leaderCommit, true
 	}

@@ -41,7 +41,7 @@ func (p *Procs) CheckApplied(final bool) {
 func (p *Procs) checkApplied(final bool) ([]history.Violation, error) {
 	lead, st := -1, Reply{}
 	for i := range p.cmds {
-		if p.cmds[i] == nil {
+		if !p.Running(i) {
 			continue
 		}
 		rep, err := p.CallT(i, "/status", Request{}, time.Second)
@@ -88,3 +88,12 @@ func (p *Procs) failOnApplied(force bool) {
 	}
 	p.CheckApplied(false)
 }
+
+// AppliedViolations is CheckApplied that returns what it found instead of
+// failing the test (the chaos harness names the checker and goes on).
+func (p *Procs) AppliedViolations(final bool) ([]history.Violation, error) {
+	return p.checkApplied(final)
+}
+
+// AppliedStats returns what the applied-history checks covered.
+func (p *Procs) AppliedStats() history.Stats { return p.applied.Stats() }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -35,6 +36,18 @@ type MemberConfig struct {
 	// Timing overrides the test timing (200 ms heartbeat and election,
 	// 150 ms leader lease, 3 s propose timeout) where set.
 	Timing Timing `json:"timing"`
+	// Faults routes the member's raft traffic through its own fault network
+	// and its log through a wal.FaultFS, both set over POST /faults (see
+	// FaultSpec): the chaos harness pushes the same network rules to every
+	// member.
+	Faults bool `json:"faults,omitempty"`
+	// Snapshots makes the member snapshot often (every 256 entries,
+	// checked every 500ms, keeping 128): lagging members catch up by
+	// snapshot install. Off: no snapshot within a test.
+	Snapshots bool `json:"snapshots,omitempty"`
+	// ElectionTimeout, when set, is the member's heartbeat and election
+	// timeout (default 200ms).
+	ElectionTimeout time.Duration `json:"election_timeout,omitempty"`
 }
 
 // Timing is a member's raft timing and propose timeout; zero fields keep
@@ -80,10 +93,14 @@ func MemberMain() {
 }
 
 func runMember(mc MemberConfig) error {
+	et := mc.ElectionTimeout
+	if et <= 0 {
+		et = 200 * time.Millisecond
+	}
 	cfg := jobraft.Config{
 		Config: raft.Config{
 			ID: mc.ID, DataDir: mc.DataDir, BindAddr: mc.RaftAddr, Bootstrap: true, InitialMembers: mc.Members,
-			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+			HeartbeatTimeout: et, ElectionTimeout: et,
 			LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 2 * time.Millisecond,
 			SnapshotInterval: time.Hour, SnapshotThreshold: 1 << 30, ApplyTimeout: 2 * time.Second,
 			Logger: hclog.New(&hclog.LoggerOptions{Name: mc.ID, Level: hclog.Warn, Output: os.Stderr}),
@@ -93,8 +110,17 @@ func runMember(mc MemberConfig) error {
 	}
 	mc.Timing.apply(&cfg)
 	stalltest.Watch() // the member's own stalls, for /status
+	if mc.Snapshots {
+		cfg.SnapshotInterval, cfg.SnapshotThreshold, cfg.TrailingLogs = 500*time.Millisecond, 256, 128
+	}
 	if mc.ClockOffset != 0 {
 		cfg.Clock = func() time.Time { return time.Now().Add(mc.ClockOffset) }
+	}
+	var faults *memberFaults
+	var opts []nodeopt.Option
+	if mc.Faults {
+		faults = newMemberFaults()
+		opts = faults.options()
 	}
 	applied, err := history.OpenFile(mc.ID, historyPath(mc.DataDir), func(err error) {
 		// A hole in the history would be checked wrongly: die loudly.
@@ -106,8 +132,8 @@ func runMember(mc MemberConfig) error {
 	}
 	var ctl *jobraft.Controller
 	for attempt := 0; attempt < 100; attempt++ {
-		if ctl, err = jobraft.Open(context.Background(), cfg, nodeopt.Applied(applied)); err == nil {
-			break
+		if ctl, err = jobraft.Open(context.Background(), cfg, append(opts, nodeopt.Applied(applied))...); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			break // only a lingering port is retried: a refusal (a damaged log) is final
 		}
 		time.Sleep(50 * time.Millisecond) // the port of a killed predecessor may linger
 	}
@@ -122,7 +148,11 @@ func runMember(mc MemberConfig) error {
 	if err != nil {
 		return err
 	}
-	return http.Serve(ln, Handler(ctl))
+	h := Handler(ctl)
+	if faults != nil {
+		h = faults.handler(h)
+	}
+	return http.Serve(ln, h)
 }
 
 // Outcomes reported by the member API.
@@ -152,6 +182,11 @@ type Request struct {
 	Local   bool          `json:"local,omitempty"`
 	// MaxAttempts of a submitted job (0: default).
 	MaxAttempts uint32 `json:"max_attempts,omitempty"`
+	// Payloads of the jobs of a /batch submit (IDs assigned by the
+	// controller).
+	Payloads []string `json:"payloads,omitempty"`
+	// From is the raft index a /watch starts at (0: the next one).
+	From uint64 `json:"from,omitempty"`
 }
 
 // JobView is a job as the member API reports it.
@@ -183,6 +218,14 @@ type Reply struct {
 	Leader  string    `json:"leader,omitempty"`
 	// WorstStall: see /status.
 	WorstStall time.Duration `json:"worst_stall,omitempty"`
+	// Outcomes of a /batch submit, one per requested ID.
+	Outcomes []string `json:"outcomes,omitempty"`
+	// Events a /watch saw.
+	Events []EventView `json:"events,omitempty"`
+	// Last log index and the state machine's digest (/status).
+	Last        uint64 `json:"last,omitempty"`
+	DigestIndex uint64 `json:"digest_index,omitempty"`
+	Digest      string `json:"digest,omitempty"`
 }
 
 func view(j jobraft.Job) *JobView {
@@ -310,7 +353,8 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 	})
 	handle("/status", func(ctx context.Context, r Request) Reply {
 		s := ctl.Node().Status()
-		rep := Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID}
+		rep := Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID,
+			Last: s.LastIndex, DigestIndex: s.Digest.Index, Digest: fmt.Sprintf("%x", s.Digest.Sum)}
 		if r.TTL > 0 && r.Wait > 0 {
 			// This process's worst stall within any TTL-long stretch of the
 			// last Wait (stalltest): a liveness allowance for the caller.
@@ -319,5 +363,6 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 		}
 		return rep
 	})
+	moreRoutes(ctl, handle, classify)
 	return mux
 }

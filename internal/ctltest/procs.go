@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -28,7 +29,9 @@ import (
 type Procs struct {
 	t      testing.TB
 	Cfgs   []MemberConfig
+	mu     sync.Mutex // guards cmds and exited: the chaos harness kills and starts while it polls
 	cmds   []*exec.Cmd
+	exited []chan struct{} // closed when member i's current process has exited
 	logs   []string
 	client *http.Client
 
@@ -56,6 +59,7 @@ func StartProcs(t testing.TB, n int, tweak func(i int, mc *MemberConfig)) *Procs
 		p.Cfgs = append(p.Cfgs, mc)
 	}
 	p.cmds = make([]*exec.Cmd, n)
+	p.exited = make([]chan struct{}, n)
 	for i := range p.Cfgs {
 		p.Cfgs[i].Members = members
 		p.logs = append(p.logs, filepath.Join(base, p.Cfgs[i].ID+".log"))
@@ -80,29 +84,67 @@ func (p *Procs) Start(i int) {
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
-	p.cmds[i] = cmd
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.cmds[i], p.exited[i] = cmd, done
+	p.mu.Unlock()
+	go func() { _ = cmd.Wait(); close(done) }()
 }
 
+// cmd returns member i's process (nil when it is not running) and its
+// exit channel.
+func (p *Procs) cmd(i int) (*exec.Cmd, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmds[i], p.exited[i]
+}
+
+// Exited reports whether member i's process was started and has exited
+// on its own (it was not killed): it crashed or refused to start.
+func (p *Procs) Exited(i int) bool {
+	cmd, exited := p.cmd(i)
+	if cmd == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Logs returns the path of each member's log file.
+func (p *Procs) Logs() []string { return append([]string(nil), p.logs...) }
+
 // Running reports whether member i's process is running.
-func (p *Procs) Running(i int) bool { return p.cmds[i] != nil }
+func (p *Procs) Running(i int) bool { cmd, _ := p.cmd(i); return cmd != nil }
 
 // Kill SIGKILLs member i and reaps it.
 func (p *Procs) Kill(i int) {
-	if cmd := p.cmds[i]; cmd != nil {
+	if cmd, exited := p.cmd(i); cmd != nil {
 		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
+		p.mu.Lock()
 		p.cmds[i] = nil
+		p.mu.Unlock()
 	}
 }
 
 // Pause SIGSTOPs member i; Resume SIGCONTs it.
-func (p *Procs) Pause(i int)  { _ = p.cmds[i].Process.Signal(syscall.SIGSTOP) }
-func (p *Procs) Resume(i int) { _ = p.cmds[i].Process.Signal(syscall.SIGCONT) }
+func (p *Procs) Pause(i int)  { p.signal(i, syscall.SIGSTOP) }
+func (p *Procs) Resume(i int) { p.signal(i, syscall.SIGCONT) }
+
+func (p *Procs) signal(i int, sig syscall.Signal) {
+	if cmd, _ := p.cmd(i); cmd != nil {
+		_ = cmd.Process.Signal(sig)
+	}
+}
 
 // Close kills every member; on failure it logs the tail of each log.
 func (p *Procs) Close() {
-	for i := range p.cmds {
+	for i := range p.Cfgs {
 		p.Kill(i)
 	}
 	if p.t.Failed() {
@@ -119,6 +161,12 @@ func (p *Procs) Close() {
 // Call sends req to member i's path and decodes the reply. An error means
 // no reply (the member died or is paused): the outcome is unknown.
 func (p *Procs) Call(ctx context.Context, i int, path string, req Request) (Reply, error) {
+	return p.Post(ctx, i, path, req)
+}
+
+// Post sends any JSON body to member i's path and decodes the reply (as
+// Call; the chaos harness posts a FaultSpec to /faults).
+func (p *Procs) Post(ctx context.Context, i int, path string, req any) (Reply, error) {
 	body, _ := json.Marshal(req)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.Cfgs[i].HTTPAddr+path, bytes.NewReader(body))
 	if err != nil {
@@ -152,7 +200,7 @@ func (p *Procs) CallT(i int, path string, req Request, d time.Duration) (Reply, 
 func (p *Procs) Leader() int {
 	best, term := -1, uint64(0)
 	for i := range p.cmds {
-		if p.cmds[i] == nil {
+		if !p.Running(i) {
 			continue
 		}
 		rep, err := p.CallT(i, "/status", Request{}, time.Second)
@@ -188,8 +236,8 @@ func (p *Procs) WaitConverged(d time.Duration) uint64 {
 	WaitFor(p.t, d, "members to converge", func() bool {
 		p.failOnApplied(time.Until(deadline) < appliedCheckEvery)
 		idx = 0
-		for i := range p.cmds {
-			if p.cmds[i] == nil {
+		for i := range p.Cfgs {
+			if !p.Running(i) {
 				continue
 			}
 			rep, err := p.CallT(i, "/status", Request{}, time.Second)

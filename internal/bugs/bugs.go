@@ -1,0 +1,20 @@
+// Package bugs holds the deliberately injected bugs that prove the chaos
+// harness's checkers catch what they name (internal/chaos). A bug exists
+// only in a binary built with the build tag chaosbugs, and is armed only
+// when the environment variable JOBRAFT_CHAOS_BUG names it; in every other
+// build On is a constant false and the compiler removes the bug's code.
+//
+// The bugs:
+//
+//	clamp     transport: the seam does not clamp a follower's commit index (Raft Figure 2)
+//	floor     wal: the guard allows a suffix truncation at or below the commit floor (G4)
+//	fencing   fsm: ack, nak, extend and term accept any token of a running job
+//	dedupe    fsm: a submit whose ID exists creates a second job under a new ID
+package bugs
+
+// Env names the environment variable that arms a bug (chaosbugs builds
+// only).
+const Env = "JOBRAFT_CHAOS_BUG"
+
+// Names lists the bugs.
+var Names = []string{"clamp", "floor", "fencing", "dedupe"}

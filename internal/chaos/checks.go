@@ -1,0 +1,161 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/jobmodel"
+)
+
+// finalChecks runs the checkers that judge the whole recorded run.
+func (r *runner) finalChecks() []Verdict {
+	ops := r.wl.all()
+	out := []Verdict{r.ackedSet(ops), fencing(ops), r.linearizable(), r.liveness()}
+	return append(out, r.walCompare())
+}
+
+// ackedSet: every bulk submit acknowledged (ok) exists exactly once on
+// every live member, one whose outcome is unknown at most once, one
+// refused (not_submitted) never; no job exists that no client submitted;
+// every model job whose submit was acknowledged exists.
+func (r *runner) ackedSet(ops []Op) Verdict {
+	if r.lists == nil {
+		return Verdict{Checker: "acked-set", OK: true, Detail: "not checked: the members did not converge"}
+	}
+	want := map[string]string{} // tag → outcome
+	models := map[string]bool{}
+	for _, op := range ops {
+		switch {
+		case op.Kind == "submit" && len(op.Tags) == 1, op.Kind == "batch-job":
+			want[op.Tags[0]] = op.Outcome
+		case op.Kind == "submit" && op.Outcome == ctltest.OutcomeOK:
+			models[op.Job] = true
+		}
+	}
+	acked := 0
+	for _, o := range want {
+		if o == ctltest.OutcomeOK {
+			acked++
+		}
+	}
+	members := make([]int, 0, len(r.lists))
+	for i := range r.lists {
+		members = append(members, i)
+	}
+	sort.Ints(members)
+	for _, i := range members {
+		count := map[string]int{}
+		ids := map[string]bool{}
+		for _, j := range r.lists[i] {
+			ids[j.ID] = true
+			if j.Queue != bulkQueue {
+				// A model queue mq-k holds one job, mj-k, however often
+				// it was submitted.
+				if want := "mj-" + strings.TrimPrefix(j.Queue, "mq-"); j.ID != want {
+					return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d holds job %s in queue %s, where only %s was ever submitted: a submit of an existing ID created a second job", i, j.ID, j.Queue, want)}
+				}
+				continue
+			}
+			count[j.Payload]++
+			o, ok := want[j.Payload]
+			if !ok {
+				return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d holds job %s (payload of %d bytes) that no client submitted", i, j.ID, len(j.Payload))}
+			}
+			if o == ctltest.OutcomeNotSubmitted && count[j.Payload] == 1 {
+				return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d holds job %s whose submit was answered not_submitted (tag %s)", i, j.ID, j.Payload)}
+			}
+			if count[j.Payload] > 1 {
+				return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d holds tag %s %d times (submit outcome %s): not exactly once", i, j.Payload, count[j.Payload], o)}
+			}
+		}
+		for tag, o := range want {
+			if o == ctltest.OutcomeOK && count[tag] != 1 {
+				return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d lost acknowledged submit %s", i, tag)}
+			}
+		}
+		for id := range models {
+			if !ids[id] {
+				return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d lost acknowledged model job %s", i, id)}
+			}
+		}
+	}
+	return Verdict{Checker: "acked-set", OK: true, Detail: fmt.Sprintf("%d acknowledged of %d submitted, on %d members", acked, len(want), len(members))}
+}
+
+// fencing: no ack or extend is accepted on a lease that was already
+// superseded when the call was made: by a claim of the same job with a
+// higher token, or by a cancel, that had returned ok.
+func fencing(ops []Op) Verdict {
+	type claim struct {
+		token uint64
+		ret   time.Duration
+	}
+	claims := map[string][]claim{}
+	cancels := map[string][]time.Duration{}
+	for _, op := range ops {
+		if op.Outcome != ctltest.OutcomeOK {
+			continue
+		}
+		switch op.Kind {
+		case "claim":
+			if op.Job != "" {
+				claims[op.Job] = append(claims[op.Job], claim{op.Token, op.Return})
+			}
+		case "cancel":
+			cancels[op.Job] = append(cancels[op.Job], op.Return)
+		}
+	}
+	checked := 0
+	for _, op := range ops {
+		if op.Outcome != ctltest.OutcomeOK || (op.Kind != "ack" && op.Kind != "extend") {
+			continue
+		}
+		checked++
+		for _, c := range claims[op.Job] {
+			if c.token > op.Token && c.ret < op.Call {
+				return Verdict{Checker: "fencing", At: op.Call, Index: op.Token,
+					Detail: fmt.Sprintf("%s of %s with token %d accepted at %s, after a claim with token %d returned at %s", op.Kind, op.Job, op.Token, op.Call.Round(time.Millisecond), c.token, c.ret.Round(time.Millisecond))}
+			}
+		}
+		for _, at := range cancels[op.Job] {
+			if at < op.Call {
+				return Verdict{Checker: "fencing", At: op.Call, Index: op.Token,
+					Detail: fmt.Sprintf("%s of %s with token %d accepted at %s, after its cancel returned at %s", op.Kind, op.Job, op.Token, op.Call.Round(time.Millisecond), at.Round(time.Millisecond))}
+			}
+		}
+	}
+	return Verdict{Checker: "fencing", OK: true, Detail: fmt.Sprintf("%d accepted acks and extends", checked)}
+}
+
+// linearizable checks the model jobs' history with porcupine; on a
+// violation porcupine's own visualization is written next to the picture.
+func (r *runner) linearizable() Verdict {
+	ops := r.wl.rec.Ops()
+	res, info := jobmodel.Check(ops, 30*time.Second)
+	switch res {
+	case porcupine.Ok:
+		return Verdict{Checker: "linearizable", OK: true, Detail: fmt.Sprintf("%d operations", len(ops))}
+	case porcupine.Unknown:
+		return Verdict{Checker: "linearizable", OK: true, Detail: fmt.Sprintf("inconclusive: porcupine timed out on %d operations", len(ops))}
+	}
+	detail := fmt.Sprintf("%d operations are not linearizable", len(ops))
+	if r.o.PictureDir != "" {
+		path := filepath.Join(r.o.PictureDir, fmt.Sprintf("seed-%d-porcupine.html", r.s.Seed))
+		err := os.MkdirAll(r.o.PictureDir, 0o755)
+		if err == nil {
+			err = porcupine.VisualizePath(jobmodel.Model.ToModel(), info, path)
+		}
+		if err == nil {
+			detail += "; porcupine's picture: " + path
+		} else {
+			detail += "; porcupine's picture not written: " + err.Error()
+		}
+	}
+	return Verdict{Checker: "linearizable", At: r.since(), Detail: detail}
+}

@@ -1,0 +1,81 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const ms = time.Millisecond
+
+// The fencing checker names an ack accepted after a superseding claim or
+// a cancel had returned, and accepts the same ack made before them.
+func TestFencingChecker(t *testing.T) {
+	claim := func(tok uint64, call, ret time.Duration) Op {
+		return Op{Kind: "claim", Job: "j", Token: tok, Call: call, Return: ret, Outcome: "ok"}
+	}
+	ack := func(kind string, tok uint64, call time.Duration) Op {
+		return Op{Kind: kind, Job: "j", Token: tok, Call: call, Return: call + ms, Outcome: "ok"}
+	}
+	for _, c := range []struct {
+		name string
+		ops  []Op
+		ok   bool
+	}{
+		{"ack of the current lease", []Op{claim(5, 0, 1*ms), ack("ack", 5, 2*ms)}, true},
+		{"ack overlapping the next claim", []Op{claim(5, 0, 1*ms), claim(9, 2*ms, 10*ms), ack("ack", 5, 3*ms)}, true},
+		{"ack after the next claim returned", []Op{claim(5, 0, 1*ms), claim(9, 2*ms, 3*ms), ack("ack", 5, 4*ms)}, false},
+		{"extend after the next claim returned", []Op{claim(5, 0, 1*ms), claim(9, 2*ms, 3*ms), ack("extend", 5, 4*ms)}, false},
+		{"ack after a cancel returned", []Op{claim(5, 0, 1*ms), {Kind: "cancel", Job: "j", Call: 2 * ms, Return: 3 * ms, Outcome: "ok"}, ack("ack", 5, 4*ms)}, false},
+		{"refused ack after the next claim", []Op{claim(5, 0, 1*ms), claim(9, 2*ms, 3*ms), {Kind: "ack", Job: "j", Token: 5, Call: 4 * ms, Outcome: "stale"}}, true},
+	} {
+		v := fencing(c.ops)
+		if v.OK != c.ok {
+			t.Errorf("%s: verdict %v, want ok=%v", c.name, v, c.ok)
+		}
+	}
+}
+
+// The schedule's view of the cluster the liveness checker uses: member
+// faults, partitions, one-way cuts and lossy networks break a quorum's
+// connection; faults on a minority do not.
+func TestQuorumConnected(t *testing.T) {
+	s, err := Parse(`chaos v1 seed=1 members=3 span=5s
+at 0s for 1s kill m0
+at 500ms for 1s kill m1
+at 2s for 1s partition m2 | rest
+at 3s for 1s oneway m0 m1
+at 4s for 500ms net drop=0.1 dup=0 delay=0s
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{
+		{100 * ms, true}, {600 * ms, false}, {1200 * ms, true}, {1600 * ms, true},
+		{2500 * ms, true}, {3500 * ms, true}, {4200 * ms, false}, {4700 * ms, true},
+	} {
+		if got := s.quorumConnected(c.at); got != c.want {
+			t.Errorf("at %s: quorum connected %v, want %v", c.at, got, c.want)
+		}
+	}
+	if s.linkHealthy(0, 1, 3500*ms) || !s.linkHealthy(0, 2, 3500*ms) || s.linkHealthy(0, 2, 2500*ms) {
+		t.Error("link health under a one-way cut or a partition is wrong")
+	}
+}
+
+func TestTable(t *testing.T) {
+	rs := []Result{
+		{Schedule: Schedule{Seed: 1}},
+		{Schedule: Schedule{Seed: 2}, Verdicts: []Verdict{{Checker: "fencing"}, {Checker: "linearizable"}}},
+		{Schedule: Schedule{Seed: 3}, Verdicts: []Verdict{{Checker: "fencing"}, {Checker: "fencing", Detail: "again"}}},
+	}
+	got := Table(rs)
+	for _, want := range []string{"PASS                1", "FAIL                2", "fencing             2  [2 3]", "linearizable        1  [2]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+}

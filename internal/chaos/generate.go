@@ -1,0 +1,150 @@
+package chaos
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// GenOptions shape the generated schedules.
+type GenOptions struct {
+	// Members of the cluster; 0: 5 for every fifth seed, else 3.
+	Members int
+	// Span of the fault phase (default 2s).
+	Span time.Duration
+	// MaxActions per schedule (default 6; at least 2 are generated).
+	MaxActions int
+}
+
+// weights of the generated kinds: crashes and pauses most, the rest once
+// each.
+var weights = []struct {
+	kind Kind
+	w    int
+}{
+	{Kill, 4}, {Pause, 2}, {Partition, 2}, {Bridge, 1}, {OneWay, 1}, {Flap, 1}, {Net, 1},
+	{Fsync, 1}, {DiskFull, 1}, {BitFlip, 1}, {Skew, 1}, {Transfer, 2},
+}
+
+// step is the generator's time grain.
+const step = 50 * time.Millisecond
+
+// Generate returns the schedule of seed: the same seed and options give
+// the same schedule. Faults overlap freely across members; on one member
+// the member faults (kill, pause, disk, bit flip, skew) do not overlap, a
+// member whose log took a bit flip is targeted no more (it may stay down),
+// bit flips hit a minority, and every action ends by Span.
+func Generate(seed uint64, o GenOptions) Schedule {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	n := o.Members
+	if n == 0 {
+		n = 3
+		if seed%5 == 0 {
+			n = 5
+		}
+	}
+	if o.Span <= 0 {
+		o.Span = 2 * time.Second
+	}
+	if o.MaxActions < 2 {
+		o.MaxActions = 6
+	}
+	s := Schedule{Seed: seed, Members: n, Span: o.Span}
+	busy := make([][]Action, n) // member faults per member
+	flipped := map[int]bool{}
+	total := 0
+	for _, w := range weights {
+		total += w.w
+	}
+	slots := int(o.Span / step)
+	want := 2 + rng.IntN(o.MaxActions-1)
+	for tries := 0; len(s.Actions) < want && tries < 50; tries++ {
+		r := rng.IntN(total)
+		var k Kind
+		for _, w := range weights {
+			if r -= w.w; r < 0 {
+				k = w.kind
+				break
+			}
+		}
+		at := time.Duration(rng.IntN(slots-2)) * step
+		span := time.Duration(2+rng.IntN(min(16, slots-int(at/step)-1))) * step
+		if at+span > o.Span {
+			span = o.Span - at
+		}
+		a := Action{At: at, For: span, Kind: k}
+		pick := func() int { return rng.IntN(n) }
+		pair := func() []int {
+			x := pick()
+			y := (x + 1 + rng.IntN(n-1)) % n
+			return []int{x, y}
+		}
+		switch k {
+		case Kill, Pause:
+			if rng.IntN(2) == 0 {
+				a.Members = []int{Leader} // whoever leads then; a clash is skipped at run time
+				break
+			}
+			fallthrough
+		case Fsync, DiskFull, Skew, BitFlip:
+			m := pick()
+			if flipped[m] || overlaps(busy[m], a) || (k == BitFlip && len(busy[m]) > 0) {
+				continue
+			}
+			if k == BitFlip {
+				if len(flipped) >= (n-1)/2 {
+					continue
+				}
+				flipped[m] = true
+				a.Target = "log"
+				if rng.IntN(3) == 0 {
+					a.Target = "snap"
+				}
+			}
+			if k == Skew {
+				a.Skew = time.Duration(rng.IntN(40)-20) * step
+			}
+			a.Members = []int{m}
+			busy[m] = append(busy[m], a)
+		case Partition:
+			perm := rng.Perm(n)
+			a.Members = perm[:1+rng.IntN(n/2)]
+			if rng.IntN(2) == 0 {
+				a.Members = []int{Leader} // the leader isolated
+				if rng.IntN(2) == 0 && a.For > 3*step {
+					// ... and killed while cut off, after it may have taken
+					// proposals it cannot commit: it restarts as a deposed
+					// leader with an uncommitted tail.
+					at := a.At + time.Duration(2+rng.IntN(int(a.For/step)-2))*step
+					kill := Action{At: at, For: min(time.Duration(2+rng.IntN(8))*step, o.Span-at), Kind: Kill, Members: []int{Isolated}}
+					if kill.For > 0 {
+						s.Actions = append(s.Actions, kill)
+					}
+				}
+			}
+		case Bridge, OneWay:
+			a.Members = pair()
+		case Flap:
+			a.Members = pair()
+			a.Period = time.Duration(1+rng.IntN(4)) * step
+		case Net:
+			a.Drop = float64(rng.IntN(4)) / 20
+			a.Dup = float64(rng.IntN(3)) / 20
+			a.Delay = time.Duration(rng.IntN(4)) * 5 * time.Millisecond
+		case Transfer:
+			a.For = 0
+		}
+		s.Actions = append(s.Actions, a)
+	}
+	sortActions(s.Actions)
+	return s
+}
+
+// overlaps reports whether a overlaps any of as in time.
+func overlaps(as []Action, a Action) bool {
+	for _, b := range as {
+		if a.At < b.End() && b.At < a.End() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,177 @@
+package chaos
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/jobraft/jobraft/internal/stalltest"
+)
+
+// livenessBound is how long a connected quorum may be seen without a
+// leader: the followers notice the leader is gone within two heartbeat
+// timeouts (hashicorp/raft randomizes it in [HB, 2HB)), then an election
+// completes within two election timeouts, and one split vote (candidates
+// timing out together, seen with five members) may take two more; plus
+// one poll period of observation. The members run with HB = ET, so
+// 6 ET + poll. Widened by the measured stall.
+func (r *runner) livenessBound() time.Duration {
+	return 6*r.o.ElectionTimeout + pollEvery
+}
+
+// effective is the schedule as it ran: the actions started, made
+// concrete (leader references resolved), in start order; the skipped ones
+// left out.
+func (r *runner) effective() Schedule {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.s
+	e.Actions = nil
+	for _, a := range r.resolved {
+		e.Actions = append(e.Actions, a)
+	}
+	sortActions(e.Actions)
+	return e
+}
+
+// memberImpaired reports whether the schedule has a member fault on m at
+// offset t (a kill, a pause, a failing disk, a bit flip).
+func (s Schedule) memberImpaired(m int, t time.Duration) bool {
+	for _, a := range s.Actions {
+		if t < a.At || t >= a.End() || len(a.Members) == 0 || a.Members[0] != m {
+			continue
+		}
+		switch a.Kind {
+		case Kill, Pause, Fsync, DiskFull, BitFlip:
+			return true
+		}
+	}
+	return false
+}
+
+// linkHealthy reports whether the schedule leaves the link x–y whole, both
+// ways, at offset t: no partition between them, no cut, no flap, no lossy
+// network.
+func (s Schedule) linkHealthy(x, y int, t time.Duration) bool {
+	for _, a := range s.Actions {
+		if t < a.At || t >= a.End() {
+			continue
+		}
+		has := func(m int) bool {
+			for _, v := range a.Members {
+				if v == m {
+					return true
+				}
+			}
+			return false
+		}
+		switch a.Kind {
+		case Net:
+			return false
+		case Partition:
+			if has(x) != has(y) {
+				return false
+			}
+		case Bridge, OneWay, Flap:
+			if has(x) && has(y) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// liveness: whenever a quorum of members is up (answering), free of
+// member faults and pairwise connected, one of them leads within the
+// bound, widened by the stall measured over the leaderless stretch.
+func (r *runner) liveness() Verdict {
+	n := r.s.Members
+	q := n/2 + 1
+	samples := r.obs.all()
+	bound := r.livenessBound()
+	eff := r.effective()
+	var worst time.Duration
+	first := time.Duration(-1) // the first leaderless round of a connected quorum's current stretch
+	var prev time.Duration     // the previous round
+	for k := 0; k+n <= len(samples); k += n {
+		round := samples[k : k+n]
+		t := round[0].At
+		healthy := make([]bool, n)
+		for _, s := range round {
+			healthy[s.Member] = s.OK && !eff.memberImpaired(s.Member, t)
+		}
+		quorum, led := false, false
+		for set := 1; set < 1<<n; set++ {
+			size, ok, leader := 0, true, false
+			for x := 0; x < n && ok; x++ {
+				if set&(1<<x) == 0 {
+					continue
+				}
+				size++
+				ok = healthy[x]
+				leader = leader || round[x].Role == "Leader"
+				for y := x + 1; y < n && ok; y++ {
+					if set&(1<<y) != 0 {
+						ok = eff.linkHealthy(x, y, t)
+					}
+				}
+			}
+			if ok && size >= q {
+				quorum = true
+				led = led || leader
+			}
+		}
+		// A moment since the previous round without a connected quorum in
+		// the schedule (a fault the sparse rounds did not see) ends the
+		// stretch there.
+		for tau := t; tau > prev; tau -= 10 * time.Millisecond {
+			if !eff.quorumConnected(tau) {
+				first = -1
+				break
+			}
+		}
+		prev = t
+		if !quorum || led {
+			first = -1
+			continue
+		}
+		if first < 0 {
+			first = t
+		}
+		// The stretch is measured between leaderless observations: a
+		// lower bound of the time without a leader, so a round that took
+		// long (a paused member's call times out) cannot make one up.
+		gap := t - first
+		worst = max(worst, gap)
+		stall := stalltest.Between(r.start.Add(first), r.start.Add(t))
+		if gap > bound+stall.Total {
+			return Verdict{Checker: "liveness", At: first,
+				Detail: fmt.Sprintf("a connected quorum without a leader for at least %s from %s (bound %s, %s)", gap.Round(time.Millisecond), first.Round(time.Millisecond), bound, stall)}
+		}
+	}
+	return Verdict{Checker: "liveness", OK: true, Detail: fmt.Sprintf("longest leaderless stretch of a connected quorum %s (bound %s)", worst.Round(time.Millisecond), bound)}
+}
+
+// quorumConnected reports whether the schedule leaves, at offset t, a
+// majority of members free of member faults and pairwise connected.
+func (s Schedule) quorumConnected(t time.Duration) bool {
+	n := s.Members
+	for set := 1; set < 1<<n; set++ {
+		size, ok := 0, true
+		for x := 0; x < n && ok; x++ {
+			if set&(1<<x) == 0 {
+				continue
+			}
+			size++
+			ok = !s.memberImpaired(x, t)
+			for y := x + 1; y < n && ok; y++ {
+				if set&(1<<y) != 0 {
+					ok = s.linkHealthy(x, y, t)
+				}
+			}
+		}
+		if ok && size > n/2 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,131 @@
+package chaos
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jobraft/jobraft/internal/ctltest"
+)
+
+// Sample is one status observation of one member.
+type Sample struct {
+	At          time.Duration // since the run's start
+	Member      int
+	OK          bool // the member answered
+	Role        string
+	Term        uint64
+	Commit      uint64
+	Applied     uint64
+	Last        uint64
+	DigestIndex uint64
+	Digest      string
+}
+
+// observer polls every member's status, keeps the samples, and checks
+// election safety and digests on every sample (continuous checkers).
+type observer struct {
+	r *runner
+
+	mu      sync.Mutex
+	samples []Sample
+	leaders map[uint64]int    // term → the member seen leading it
+	digests map[uint64]string // digest index → sum
+	digAt   map[uint64]int    // digest index → the member that reported it first
+}
+
+func newObserver(r *runner) *observer {
+	return &observer{r: r, leaders: map[uint64]int{}, digests: map[uint64]string{}, digAt: map[uint64]int{}}
+}
+
+// pollEvery is the status poll period.
+const pollEvery = 50 * time.Millisecond
+
+// run polls until stop is closed.
+func (o *observer) run(stop <-chan struct{}) {
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		o.round()
+	}
+}
+
+// round polls every running member once, concurrently.
+func (o *observer) round() {
+	n := o.r.s.Members
+	var wg sync.WaitGroup
+	out := make([]Sample, n)
+	at := o.r.since() // every sample of a round carries the round's start
+	for i := 0; i < n; i++ {
+		if !o.r.running(i) {
+			out[i] = Sample{At: at, Member: i}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := o.r.p.CallT(i, "/status", ctltest.Request{}, 300*time.Millisecond)
+			s := Sample{At: at, Member: i}
+			if err == nil {
+				s.OK, s.Role, s.Term, s.Commit, s.Applied, s.Last = true, rep.Role, rep.Term, rep.Commit, rep.Applied, rep.Last
+				s.DigestIndex, s.Digest = rep.DigestIndex, rep.Digest
+			}
+			out[i] = s
+		}()
+	}
+	wg.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range out {
+		o.samples = append(o.samples, s)
+		if !s.OK {
+			continue
+		}
+		if s.Role == "Leader" {
+			if l, ok := o.leaders[s.Term]; ok && l != s.Member {
+				o.r.violate(Verdict{Checker: "election", At: s.At, Index: s.Commit,
+					Detail: fmt.Sprintf("m%d and m%d both leaders in term %d", l, s.Member, s.Term)})
+			} else if !ok {
+				o.leaders[s.Term] = s.Member
+			}
+		}
+		if s.DigestIndex > 0 {
+			if d, ok := o.digests[s.DigestIndex]; ok && d != s.Digest {
+				o.r.violate(Verdict{Checker: "digest", At: s.At, Index: s.DigestIndex,
+					Detail: fmt.Sprintf("m%d digest %.8s, m%d digest %.8s at applied index %d", o.digAt[s.DigestIndex], d, s.Member, s.Digest, s.DigestIndex)})
+			} else if !ok {
+				o.digests[s.DigestIndex], o.digAt[s.DigestIndex] = s.Digest, s.Member
+			}
+		}
+	}
+}
+
+// all returns a copy of the samples.
+func (o *observer) all() []Sample {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]Sample(nil), o.samples...)
+}
+
+// leader returns the member leading in the highest term of the latest
+// round, or -1.
+func (o *observer) leader() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := o.r.s.Members
+	if len(o.samples) < n {
+		return -1
+	}
+	best, term := -1, uint64(0)
+	for _, s := range o.samples[len(o.samples)-n:] {
+		if s.OK && s.Role == "Leader" && s.Term >= term {
+			best, term = s.Member, s.Term
+		}
+	}
+	return best
+}

@@ -1,0 +1,275 @@
+package chaos
+
+import (
+	"bufio"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is a fault family. The set is open: a new kind needs a line here,
+// its text form (format/parse), its effect (runner.go) and, when the
+// generator should pick it, a weight (generate.go).
+type Kind string
+
+// Fault kinds. Every kind but Transfer holds for the action's span
+// (At, At+For) and is undone at its end.
+const (
+	// Kill SIGKILLs a member's process and restarts it from its data dir
+	// at the end of the span.
+	Kill Kind = "kill"
+	// Pause SIGSTOPs a member's process; SIGCONT at the end.
+	Pause Kind = "pause"
+	// Partition cuts every link between Members and the rest, both ways.
+	Partition Kind = "partition"
+	// Bridge cuts the link between two members both ways while both still
+	// reach the others (an asymmetric, non-transitive partition).
+	Bridge Kind = "bridge"
+	// OneWay cuts the link from Members[0] to Members[1] only.
+	OneWay Kind = "oneway"
+	// Flap takes the link between two members up and down every Period.
+	Flap Kind = "flap"
+	// Net drops, duplicates and delays messages on every link.
+	Net Kind = "net"
+	// Fsync makes a member's log fsyncs fail (EIO).
+	Fsync Kind = "fsync"
+	// DiskFull makes a member's log writes fail (ENOSPC).
+	DiskFull Kind = "diskfull"
+	// BitFlip kills a member, flips one bit in one of its log segments
+	// (Target "log") or snapshot files ("snap"), and restarts it at the
+	// end of the span. The member may refuse to start (a typed corruption
+	// error): it then stays down, a minority.
+	BitFlip Kind = "bitflip"
+	// Skew restarts a member with its clock Skew off; at the end of the
+	// span it restarts it with a true clock.
+	Skew Kind = "skew"
+	// Transfer asks the leader to hand leadership over (instant).
+	Transfer Kind = "transfer"
+)
+
+// Leader, in Action.Members, names the member leading when the action
+// starts (resolved then from the latest status round; text "leader").
+// An action whose leader cannot be resolved, or whose member is already
+// down or paused, is skipped and the run notes it.
+const Leader = -1
+
+// Isolated, in Action.Members, names the member the most recently started
+// partition still in force cut off alone (text "isolated"): "kill the
+// deposed leader while it is cut off" is a partition of Leader, then a
+// kill of Isolated.
+const Isolated = -2
+
+// Action is one timed fault of a schedule.
+type Action struct {
+	At, For time.Duration // start, relative to the run's start; span
+	Kind    Kind
+	Members []int // the members it targets (Partition: one side); Leader: the leader
+	Period  time.Duration
+	Drop    float64
+	Dup     float64
+	Delay   time.Duration
+	Skew    time.Duration
+	Target  string // BitFlip: "log" or "snap"
+}
+
+// End is when the action's fault is undone.
+func (a Action) End() time.Duration { return a.At + a.For }
+
+// Schedule is a seeded fault schedule: data, printed and parsed by
+// String/Parse, replayed exactly (the faults; the workload and the
+// machine's timing are not replayed).
+type Schedule struct {
+	Seed    uint64
+	Members int
+	// Span is the fault phase: every action ends by it; the final phase
+	// (healed network, every member running) follows.
+	Span    time.Duration
+	Actions []Action
+}
+
+// Validate reports a schedule the runner cannot execute.
+func (s Schedule) Validate() error {
+	if s.Members < 1 || s.Members > 9 {
+		return fmt.Errorf("%w: %d members", ErrSchedule, s.Members)
+	}
+	for i, a := range s.Actions {
+		if a.At < 0 || a.For < 0 || a.End() > s.Span {
+			return fmt.Errorf("%w: action %d (%s) outside [0, %s]", ErrSchedule, i, a.Kind, s.Span)
+		}
+		for _, m := range a.Members {
+			if (m < 0 && m != Leader && m != Isolated) || m >= s.Members {
+				return fmt.Errorf("%w: action %d (%s) names member %d", ErrSchedule, i, a.Kind, m)
+			}
+		}
+		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0}
+		if n, ok := want[a.Kind]; ok && len(a.Members) != n {
+			return fmt.Errorf("%w: action %d (%s) takes %d members, has %d", ErrSchedule, i, a.Kind, n, len(a.Members))
+		}
+		if a.Kind == Partition && (len(a.Members) == 0 || len(a.Members) >= s.Members) {
+			return fmt.Errorf("%w: action %d: a partition side of %d members", ErrSchedule, i, len(a.Members))
+		}
+		if a.Kind == Flap && a.Period <= 0 {
+			return fmt.Errorf("%w: action %d: flap period %s", ErrSchedule, i, a.Period)
+		}
+	}
+	return nil
+}
+
+// String is the schedule's text form (Parse reads it back).
+func (s Schedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos v1 seed=%d members=%d span=%s\n", s.Seed, s.Members, s.Span)
+	for _, a := range s.Actions {
+		b.WriteString(a.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// String is the action's line in a schedule.
+func (a Action) String() string {
+	w := []string{"at", a.At.String()}
+	if a.Kind != Transfer {
+		w = append(w, "for", a.For.String())
+	}
+	w = append(w, string(a.Kind))
+	ms := func(ids []int) {
+		for _, m := range ids {
+			if m == Leader {
+				w = append(w, "leader")
+				continue
+			}
+			if m == Isolated {
+				w = append(w, "isolated")
+				continue
+			}
+			w = append(w, fmt.Sprintf("m%d", m))
+		}
+	}
+	switch a.Kind {
+	case Partition:
+		ms(a.Members)
+		w = append(w, "|", "rest")
+	case Flap:
+		ms(a.Members)
+		w = append(w, "period="+a.Period.String())
+	case Net:
+		w = append(w, "drop="+strconv.FormatFloat(a.Drop, 'g', -1, 64), "dup="+strconv.FormatFloat(a.Dup, 'g', -1, 64), "delay="+a.Delay.String())
+	case BitFlip:
+		ms(a.Members)
+		w = append(w, a.Target)
+	case Skew:
+		ms(a.Members)
+		w = append(w, "by="+a.Skew.String())
+	default:
+		ms(a.Members)
+	}
+	return strings.Join(w, " ")
+}
+
+// Parse reads a schedule's text form: a header line, then one action per
+// line; blank lines and lines starting with '#' are skipped.
+func Parse(text string) (Schedule, error) {
+	var s Schedule
+	sc := bufio.NewScanner(strings.NewReader(text))
+	header := false
+	line := 0
+	for sc.Scan() {
+		line++
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if !header {
+			if _, err := fmt.Sscanf(l, "chaos v1 seed=%d members=%d span=%s", &s.Seed, &s.Members, new(string)); err != nil {
+				return Schedule{}, fmt.Errorf("%w: line %d: header: %v", ErrSchedule, line, err)
+			}
+			span, err := time.ParseDuration(l[strings.LastIndex(l, "span=")+len("span="):])
+			if err != nil {
+				return Schedule{}, fmt.Errorf("%w: line %d: span: %v", ErrSchedule, line, err)
+			}
+			s.Span, header = span, true
+			continue
+		}
+		a, err := parseAction(strings.Fields(l))
+		if err != nil {
+			return Schedule{}, fmt.Errorf("%w: line %d: %v", ErrSchedule, line, err)
+		}
+		s.Actions = append(s.Actions, a)
+	}
+	if !header {
+		return Schedule{}, fmt.Errorf("%w: no header", ErrSchedule)
+	}
+	sortActions(s.Actions)
+	return s, s.Validate()
+}
+
+func parseAction(w []string) (Action, error) {
+	var a Action
+	var err error
+	if len(w) < 3 || w[0] != "at" {
+		return a, fmt.Errorf("want 'at <duration> [for <duration>] <kind> ...'")
+	}
+	if a.At, err = time.ParseDuration(w[1]); err != nil {
+		return a, err
+	}
+	w = w[2:]
+	if len(w) >= 2 && w[0] == "for" {
+		if a.For, err = time.ParseDuration(w[1]); err != nil {
+			return a, err
+		}
+		w = w[2:]
+	}
+	if len(w) == 0 {
+		return a, fmt.Errorf("no kind")
+	}
+	a.Kind = Kind(w[0])
+	for _, f := range w[1:] {
+		k, v, kv := strings.Cut(f, "=")
+		switch {
+		case strings.HasPrefix(f, "m") && !kv:
+			m, err := strconv.Atoi(f[1:])
+			if err != nil {
+				return a, fmt.Errorf("member %q", f)
+			}
+			a.Members = append(a.Members, m)
+		case f == "leader":
+			a.Members = append(a.Members, Leader)
+		case f == "isolated":
+			a.Members = append(a.Members, Isolated)
+		case f == "|" || f == "rest":
+		case f == "log" || f == "snap":
+			a.Target = f
+		case kv && k == "period":
+			a.Period, err = time.ParseDuration(v)
+		case kv && k == "delay":
+			a.Delay, err = time.ParseDuration(v)
+		case kv && k == "by":
+			a.Skew, err = time.ParseDuration(v)
+		case kv && k == "drop":
+			a.Drop, err = strconv.ParseFloat(v, 64)
+		case kv && k == "dup":
+			a.Dup, err = strconv.ParseFloat(v, 64)
+		default:
+			return a, fmt.Errorf("unknown word %q", f)
+		}
+		if err != nil {
+			return a, fmt.Errorf("%s: %v", f, err)
+		}
+	}
+	switch a.Kind {
+	case Kill, Pause, Partition, Bridge, OneWay, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Transfer:
+	default:
+		return a, fmt.Errorf("unknown kind %q", a.Kind)
+	}
+	if a.Kind == BitFlip && a.Target == "" {
+		a.Target = "log"
+	}
+	return a, nil
+}
+
+func sortActions(as []Action) {
+	sort.SliceStable(as, func(i, j int) bool { return as[i].At < as[j].At })
+}
