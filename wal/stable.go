@@ -27,7 +27,7 @@ func openStable(path string) (*bolt.DB, error) {
 }
 
 // Set implements raft.StableStore. It is durable when it returns.
-func (l *Log) Set(key, val []byte) error {
+func (l *segStore) Set(key, val []byte) error {
 	if l.stable == nil {
 		return ErrClosed
 	}
@@ -38,7 +38,7 @@ func (l *Log) Set(key, val []byte) error {
 
 // Get implements raft.StableStore; a missing key is ErrKeyNotFound ("not
 // found", which hashicorp/raft compares by text).
-func (l *Log) Get(key []byte) ([]byte, error) {
+func (l *segStore) Get(key []byte) ([]byte, error) {
 	if l.stable == nil {
 		return nil, ErrClosed
 	}
@@ -55,12 +55,12 @@ func (l *Log) Get(key []byte) ([]byte, error) {
 }
 
 // SetUint64 implements raft.StableStore.
-func (l *Log) SetUint64(key []byte, val uint64) error {
+func (l *segStore) SetUint64(key []byte, val uint64) error {
 	return l.Set(key, binary.BigEndian.AppendUint64(nil, val))
 }
 
 // GetUint64 implements raft.StableStore.
-func (l *Log) GetUint64(key []byte) (uint64, error) {
+func (l *segStore) GetUint64(key []byte) (uint64, error) {
 	v, err := l.Get(key)
 	if err != nil {
 		return 0, err
