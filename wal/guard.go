@@ -230,7 +230,7 @@ func NewGuard(inner raft.LogStore, opts ...GuardOption) *Guard {
 		switch {
 		case err == nil:
 			gd.floor.raise(v)
-		case IsKeyNotFound(err):
+		case isKeyNotFound(err):
 		default:
 			gd.a.err = fmt.Errorf("wal: read persisted floor: %w", err)
 		}
@@ -243,11 +243,11 @@ func NewGuard(inner raft.LogStore, opts ...GuardOption) *Guard {
 	return gd
 }
 
-// IsKeyNotFound reports whether err is a raft.StableStore's "key not found":
+// isKeyNotFound reports whether err is a raft.StableStore's "key not found":
 // ErrKeyNotFound, or another store's error with the same text (raft-boltdb's
 // and raft.InmemStore's have no shared sentinel; hashicorp/raft itself
 // recognises them by that text).
-func IsKeyNotFound(err error) bool {
+func isKeyNotFound(err error) bool {
 	return errors.Is(err, ErrKeyNotFound) || (err != nil && err.Error() == ErrKeyNotFound.Error())
 }
 

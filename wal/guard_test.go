@@ -96,3 +96,39 @@ func TestStampRoundTrip(t *testing.T) {
 	e.Extensions = nil
 	guardErr(t, VerifyStamp(e), ErrUnstamped)
 }
+
+// A record larger than the format's bound (maxRecord) was written and
+// acknowledged, but Open reads its header as invalid: as the last frame of
+// the last segment it is cut as a torn tail (an acknowledged entry silently
+// lost), anywhere else Open refuses the log. StoreLogs must refuse it up
+// front, typed, with the log unchanged.
+func TestOversizeRecordRefused(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, WithCacheSize(0), WithPrealloc(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { l.Close() }()
+	storeRange(t, l, 1, 1, 1)
+	// Unstamped: the store adds a 13-byte stamp, which takes the record
+	// just past the bound. The pages are never touched when it is refused.
+	big := &raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: make([]byte, maxRecord-recHeaderSize)}
+	err = l.StoreLogs([]*raft.Log{big})
+	if err == nil {
+		l.Close()
+		l, err = Open(dir, WithCacheSize(0))
+		if err != nil {
+			t.Fatalf("StoreLogs acknowledged a %d-byte record; Open then fails: %v", maxRecord+stampSize, err)
+		}
+		last, _ := l.LastIndex()
+		t.Fatalf("StoreLogs acknowledged a %d-byte record; after a reopen the log ends at %d", maxRecord+stampSize, last)
+	}
+	var ge *GuardError
+	if !errors.As(err, &ge) || !errors.Is(err, ErrTooLarge) || ge.Index != 2 {
+		t.Fatalf("oversize record: %v, want a GuardError matching ErrTooLarge at index 2", err)
+	}
+	if last, _ := l.LastIndex(); last != 1 {
+		t.Fatalf("refusal changed the log: last %d", last)
+	}
+	storeRange(t, l, 2, 3, 1)
+}
