@@ -113,6 +113,17 @@ func (g *guard) deleteRange(min, max uint64) error {
 		return err
 	}
 	sh.Floor = g.floor.now()
+	if !g.floor.bound() && sh.Last != 0 && min <= sh.First && max >= sh.First && max < sh.Last && max > sh.Floor {
+		// No floor source bound (a plain hashicorp/raft user): trust
+		// raft's compaction contract. hashicorp/raft deletes a prefix
+		// only up to the index of a snapshot it has persisted
+		// (compactLogs: max <= the snapshot's index), so the compaction
+		// itself says its entries are committed. The floor rises to it
+		// (made durable with the compaction), so later truncations at or
+		// below it are refused. A bound source is checked, not trusted.
+		g.floor.derive(max)
+		sh.Floor = g.floor.now()
+	}
 	kind, ge := checkDeleteGated(sh, min, max, g.floor.resetGate())
 	if ge != nil {
 		return g.refuse("DeleteRange", ge)
@@ -141,7 +152,8 @@ func (g *guard) deleteRange(min, max uint64) error {
 // getLog reads the entry at index and verifies it against its stamp.
 // Damage is refused with an error matching ErrCorrupt (ErrPayloadMismatch
 // for a body that does not match its stamp); the damaged entry is not
-// returned.
+// returned. A stamp the store added (StampPersist) is removed from what is
+// returned: the caller gets exactly what StoreLog was given.
 func (g *guard) getLog(index uint64, out *raft.Log) error {
 	where, err := g.store.readEntry(index, out)
 	if err != nil {
@@ -149,6 +161,7 @@ func (g *guard) getLog(index uint64, out *raft.Log) error {
 	}
 	err = verifyStamp(OpGet, out)
 	if err == nil {
+		stripPersistStamp(out)
 		return nil
 	}
 	var ge *GuardError

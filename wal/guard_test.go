@@ -53,9 +53,10 @@ func TestGuardGetLogRefusesRot(t *testing.T) {
 	}
 }
 
-// Entries that arrive unstamped (raft's no-op, configuration, barrier) get
-// a persist stamp so rot is caught on read; the caller's entry is not
-// modified. RequireStamp refuses an unstamped command.
+// Entries that arrive unstamped (raft's no-op, configuration, barrier) are
+// stored with a persist stamp so rot is caught on read; the caller's entry
+// is not modified and GetLog returns it without the store's stamp.
+// RequireStamp refuses an unstamped command.
 func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 	eachStore(t, func(t *testing.T, s storeUnderTest) {
 		cfg := &raft.Log{Index: 1, Term: 1, Type: raft.LogConfiguration, Data: []byte("cfg")}
@@ -64,13 +65,28 @@ func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 		if cfg.Extensions != nil || noop.Extensions != nil {
 			t.Fatal("caller's entries modified")
 		}
-		var e raft.Log
+		var e, stored raft.Log
 		if err := s.GetLog(1, &e); err != nil {
 			t.Fatal(err)
 		}
-		st, ok := ParseStamp(e.Extensions)
+		if e.Extensions != nil || string(e.Data) != "cfg" {
+			t.Fatalf("GetLog returned extensions %q data %q, StoreLog was given none and %q", e.Extensions, e.Data, "cfg")
+		}
+		switch st := s.LogStore.(type) {
+		case *Log:
+			if _, err := st.readEntry(1, &stored); err != nil {
+				t.Fatal(err)
+			}
+		case *Guard:
+			if err := st.Inner().GetLog(1, &stored); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatalf("store %T", s.LogStore)
+		}
+		st, ok := ParseStamp(stored.Extensions)
 		if !ok || st.Origin != StampPersist || st.Len != 3 || st.CRC != Checksum([]byte("cfg")) {
-			t.Fatalf("stamp %+v %v", st, ok)
+			t.Fatalf("stored stamp %+v %v", st, ok)
 		}
 	})
 	g := NewGuard(raft.NewInmemStore(), GuardRequireStamp())

@@ -2,9 +2,11 @@ package wal
 
 import (
 	"encoding/binary"
+	"errors"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 var stableBucket = []byte("stable")
@@ -26,20 +28,37 @@ func openStable(path string) (*bolt.DB, error) {
 	return db, nil
 }
 
-// Set implements raft.StableStore. It is durable when it returns.
+// Set implements raft.StableStore. It is durable when it returns. After
+// Close it returns ErrClosed.
 func (l *segStore) Set(key, val []byte) error {
-	if l.stable == nil {
+	if l.isClosed() {
 		return ErrClosed
 	}
-	return l.stable.Update(func(tx *bolt.Tx) error {
+	return stableErr(l.stable.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(stableBucket).Put(key, val)
-	})
+	}))
+}
+
+func (l *segStore) isClosed() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.closed
+}
+
+// stableErr is ErrClosed for bbolt's closed database (a call that raced
+// Close), else err.
+func stableErr(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
 }
 
 // Get implements raft.StableStore; a missing key is ErrKeyNotFound ("not
-// found", which hashicorp/raft compares by text).
+// found", which hashicorp/raft compares by text). After Close it returns
+// ErrClosed.
 func (l *segStore) Get(key []byte) ([]byte, error) {
-	if l.stable == nil {
+	if l.isClosed() {
 		return nil, ErrClosed
 	}
 	var out []byte
@@ -51,7 +70,7 @@ func (l *segStore) Get(key []byte) ([]byte, error) {
 		out = append([]byte(nil), v...)
 		return nil
 	})
-	return out, err
+	return out, stableErr(err)
 }
 
 // SetUint64 implements raft.StableStore.
