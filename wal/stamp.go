@@ -66,7 +66,7 @@ func stampWith(l *raft.Log, origin byte) {
 // when nothing else was there, as the entry arrived).
 func stripPersistStamp(l *raft.Log) {
 	if st, ok := ParseStamp(l.Extensions); ok && st.Origin == StampPersist {
-		l.Extensions = l.Extensions[:len(l.Extensions)-stampSize:len(l.Extensions)-stampSize]
+		l.Extensions = l.Extensions[: len(l.Extensions)-stampSize : len(l.Extensions)-stampSize]
 		if len(l.Extensions) == 0 {
 			l.Extensions = nil
 		}
