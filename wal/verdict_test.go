@@ -10,9 +10,9 @@ package wal
 //     damage (a Corrupt or lost record, or a note);
 //   - when Open opens it, the Reader reports a torn tail exactly when Open
 //     cut one, and no record Open does not serve;
-//   - record by record, every entry Open serves with Repair (when the
-//     repair removed no later segment) is one the Reader reports intact,
-//     with the same term, type, length and CRC.
+//   - record by record, every entry Open serves (with Repair when it
+//     refuses, if the repair removed no later segment) is one the Reader
+//     reports intact, with the same term, type, length and CRC.
 
 import (
 	"bytes"
@@ -172,100 +172,144 @@ func TestOpenAndReaderAgreeOnDamagedSegments(t *testing.T) {
 	refused, torn := 0, 0
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			// The Reader's verdict.
-			r, err := ReadOnly(verdictDir(t, c))
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs := map[uint64]Record{}
-			damaged, why := false, ""
-			if err := r.Scan(0, 0, func(rec *Record) bool {
-				if rec.Corrupt || rec.Lost() {
-					if !damaged {
-						why = fmt.Sprintf("index %d at %s@%d: %s (lost %v)", rec.Index, rec.Segment, rec.Offset, rec.Detail, rec.Lost())
-					}
-					damaged = true
-				}
-				recs[rec.Index] = *rec
-				return true
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if n := r.Notes(); len(n) > 0 && !damaged {
-				damaged, why = true, n[0]
-			}
-			if r.Torn() != nil {
-				torn++
-			}
-
-			// Open's verdict.
-			dir := verdictDir(t, c)
-			before := dirSizes(t, dir)
-			l, err := Open(dir, WithCacheSize(0))
-			switch {
-			case err == nil && damaged:
-				l.Close()
-				t.Fatalf("Open opens the log; the Reader reports damage: %s", why)
-			case err != nil && !errors.Is(err, ErrCorrupt):
-				t.Fatalf("Open: %v", err)
-			case err != nil && !damaged:
-				t.Fatalf("Open refuses the log (%v); the Reader reports no damage (torn %+v)", err, r.Torn())
-			case err != nil:
+			refusedHere, tornHere := checkVerdicts(t, c)
+			if refusedHere {
 				refused++
-			default:
-				cut := false
-				after := dirSizes(t, dir)
-				for n, sz := range before {
-					if a, ok := after[n]; !ok || a < sz {
-						cut = true
-					}
-				}
-				if cut != (r.Torn() != nil) {
-					t.Fatalf("Open cut a torn tail: %v; the Reader reports a torn tail: %+v", cut, r.Torn())
-				}
-				last, _ := l.LastIndex()
-				for ix := range recs {
-					if ix > last {
-						t.Fatalf("the Reader reports index %d; Open's log ends at %d", ix, last)
-					}
-				}
-				l.Close()
 			}
-
-			// Record by record, against what Open keeps with Repair.
-			l, err = Open(verdictDir(t, c), WithCacheSize(0), Repair())
-			if err != nil {
-				if !errors.Is(err, ErrCorrupt) {
-					t.Fatalf("Open with Repair: %v", err)
-				}
-				return
-			}
-			defer l.Close()
-			if rep := l.Repaired(); rep != nil && len(rep.RemovedSegments) > 0 {
-				// Repair's own policy: the segments after the cut
-				// (truncations included) are gone; the Reader still
-				// applies them, so the two logs differ by design.
-				return
-			}
-			first, _ := l.FirstIndex()
-			last, _ := l.LastIndex()
-			for ix := first; ix <= last && last != 0; ix++ {
-				var e raft.Log
-				if err := l.GetLog(ix, &e); err != nil {
-					t.Fatalf("repaired log: GetLog(%d): %v", ix, err)
-				}
-				rec, ok := recs[ix]
-				switch {
-				case !ok:
-					t.Fatalf("index %d: Open serves it, the Reader does not report it", ix)
-				case rec.Corrupt || rec.Lost():
-					t.Fatalf("index %d: Open serves it, the Reader reports it damaged: %s", ix, rec.Detail)
-				case rec.Term != e.Term || rec.Type != e.Type || rec.DataLen != uint32(len(e.Data)) || rec.DataCRC != Checksum(e.Data):
-					t.Fatalf("index %d: Open serves term %d type %v len %d crc %08x, the Reader reads term %d type %v len %d crc %08x",
-						ix, e.Term, e.Type, len(e.Data), Checksum(e.Data), rec.Term, rec.Type, rec.DataLen, rec.DataCRC)
-				}
+			if tornHere {
+				torn++
 			}
 		})
 	}
 	t.Logf("Open refused %d, the Reader found %d torn tails", refused, torn)
+}
+
+// checkVerdicts checks that Open and the Reader agree on c (see the top of
+// the file) and reports whether Open refused it and the Reader found a torn
+// tail.
+func checkVerdicts(t *testing.T, c verdictCase) (refusedLog, tornTail bool) {
+	t.Helper()
+	// The Reader's verdict.
+	r, err := ReadOnly(verdictDir(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := map[uint64]Record{}
+	damaged, why := false, ""
+	if err := r.Scan(0, 0, func(rec *Record) bool {
+		if rec.Corrupt || rec.Lost() {
+			if !damaged {
+				why = fmt.Sprintf("index %d at %s@%d: %s (lost %v)", rec.Index, rec.Segment, rec.Offset, rec.Detail, rec.Lost())
+			}
+			damaged = true
+		}
+		recs[rec.Index] = *rec
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Notes(); len(n) > 0 && !damaged {
+		damaged, why = true, n[0]
+	}
+	tornTail = r.Torn() != nil
+
+	// Open's verdict.
+	dir := verdictDir(t, c)
+	before := dirSizes(t, dir)
+	l, err := Open(dir, WithCacheSize(0))
+	switch {
+	case err == nil && damaged:
+		l.Close()
+		t.Fatalf("Open opens the log; the Reader reports damage: %s", why)
+	case err != nil && !errors.Is(err, ErrCorrupt):
+		t.Fatalf("Open: %v", err)
+	case err != nil && !damaged:
+		t.Fatalf("Open refuses the log (%v); the Reader reports no damage (torn %+v)", err, r.Torn())
+	case err != nil:
+		refusedLog = true
+	default:
+		cut := false
+		after := dirSizes(t, dir)
+		for n, sz := range before {
+			if a, ok := after[n]; !ok || a < sz {
+				cut = true
+			}
+		}
+		if cut != (r.Torn() != nil) {
+			t.Fatalf("Open cut a torn tail: %v; the Reader reports a torn tail: %+v", cut, r.Torn())
+		}
+		last, _ := l.LastIndex()
+		for ix := range recs {
+			if ix > last {
+				t.Fatalf("the Reader reports index %d; Open's log ends at %d", ix, last)
+			}
+		}
+		// Record by record: Repair would keep the same log.
+		defer l.Close()
+		sameRecords(t, l, recs)
+		return refusedLog, tornTail
+	}
+
+	// Record by record, against what Open keeps with Repair.
+	l, err = Open(verdictDir(t, c), WithCacheSize(0), Repair())
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open with Repair: %v", err)
+		}
+		return refusedLog, tornTail
+	}
+	defer l.Close()
+	if rep := l.Repaired(); rep != nil && len(rep.RemovedSegments) > 0 {
+		// Repair's own policy: the segments after the cut
+		// (truncations included) are gone; the Reader still
+		// applies them, so the two logs differ by design.
+		return refusedLog, tornTail
+	}
+	sameRecords(t, l, recs)
+	return refusedLog, tornTail
+}
+
+// sameRecords checks every entry l serves is one the Reader reported
+// intact (recs), with the same term, type, length and CRC.
+func sameRecords(t *testing.T, l *Log, recs map[uint64]Record) {
+	t.Helper()
+	first, _ := l.FirstIndex()
+	last, _ := l.LastIndex()
+	for ix := first; ix <= last && last != 0; ix++ {
+		var e raft.Log
+		if err := l.GetLog(ix, &e); err != nil {
+			t.Fatalf("GetLog(%d): %v", ix, err)
+		}
+		rec, ok := recs[ix]
+		switch {
+		case !ok:
+			t.Fatalf("index %d: Open serves it, the Reader does not report it", ix)
+		case rec.Corrupt || rec.Lost():
+			t.Fatalf("index %d: Open serves it, the Reader reports it damaged: %s", ix, rec.Detail)
+		case rec.Term != e.Term || rec.Type != e.Type || rec.DataLen != uint32(len(e.Data)) || rec.DataCRC != Checksum(e.Data):
+			t.Fatalf("index %d: Open serves term %d type %v len %d crc %08x, the Reader reads term %d type %v len %d crc %08x",
+				ix, e.Term, e.Type, len(e.Data), Checksum(e.Data), rec.Term, rec.Type, rec.DataLen, rec.DataCRC)
+		}
+	}
+}
+
+// FuzzOpenAndReaderAgree: the agreement on arbitrary damage to the seed
+// log's last segment.
+//
+//	go test ./wal/ -run '^$' -fuzz FuzzOpenAndReaderAgree -fuzztime 10s
+func FuzzOpenAndReaderAgree(f *testing.F) {
+	segs := fuzzSegments(f)
+	last := len(segs) - 1
+	f.Add(segs[last])
+	for _, v := range fuzzVariants(segs[last]) {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, seg []byte) {
+		c := verdictCase{name: "fuzz", files: map[string][]byte{}}
+		for i, s := range segs[:last] {
+			c.files[segName(uint64(i+1))] = s
+		}
+		c.files[segName(uint64(last+1))] = seg
+		checkVerdicts(t, c)
+	})
 }
