@@ -4,12 +4,25 @@ GO        ?= go
 PKGS      := ./...
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all test unit fuzz lint tidy-check bench soak demo build clean
+.PHONY: all test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster
 
 all: lint test
 
 build:
 	$(GO) build $(PKGS)
+
+## jobd, jobctl: the example daemon and CLI into bin/ (examples is its
+## own module, so they are built from there).
+jobd:
+	cd examples && $(GO) build -o ../bin/jobd ./jobd
+
+jobctl:
+	cd examples && $(GO) build -o ../bin/jobctl ./cmd/jobctl
+
+## cluster: a local 3-member jobd cluster (mTLS) in .cluster/; stop it with
+## examples/scripts/stop-cluster.sh .cluster
+cluster: jobd jobctl
+	JOBD=$(CURDIR)/bin/jobd examples/scripts/start-cluster.sh .cluster
 
 ## test: everything CI runs — all packages with the race detector (the
 ## crash tests included), then a short pass of every fuzz target.
@@ -71,7 +84,7 @@ soak:
 	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' . -jobraft.long
 
 clean:
-	rm -rf bin .demo
+	rm -rf bin .demo .cluster
 
 ## demo: a 3-member jobd cluster on loopback (mTLS between members) doing
 ## real work, with the leader SIGKILLed midway; exits 0 only if every check

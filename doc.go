@@ -66,6 +66,17 @@
 // Config.SweepInterval. Both are proposed with raft.Node.ProposeOnLeader:
 // never forwarded to another member, never carried into another term.
 //
+// # Backup and restore
+//
+// Controller.Backup writes the whole job state at a linearizable point (a
+// read barrier, then a copy-on-write snapshot) in the backup package's
+// format, sealed and verified before the first byte is written. Restore
+// checks a backup file whole (VerifyBackup: header, manifest, SHA-256,
+// the state rebuilt to its digest) and only then seeds an empty data dir
+// as a member of a new cluster (raft.Seed); a corrupt file is refused with
+// a *backup.CorruptError and nothing is written. docs/backup.md has the
+// format and the procedure.
+//
 // # Caveats
 //
 //   - Idempotency lasts as long as the job is retained: after a finished

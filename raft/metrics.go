@@ -1,17 +1,43 @@
 package raft
 
 import (
+	"maps"
+
 	metrics "github.com/hashicorp/go-metrics/compat"
 )
 
 // Metrics are emitted through go-metrics, the library hashicorp/raft and the
-// wal use, so one sink sees all three:
-//
-//	jobraft.raft.diverged{member}  gauge, 1 while the member is diverged, else 0;
-//	                               emitted at start, on detection and every 10 s
+// wal use, so one sink sees all three. Keys are dotted go-metrics keys; a
+// counter counts events (a Prometheus exporter adds _total), a gauge holds
+// a value in base units. MetricHelp describes each one: an exporter uses it
+// as the HELP text.
 //
 // The member label keeps members sharing a process (tests, embedded
 // clusters) from overwriting each other's value.
+var metricHelp = map[string]string{
+	"jobraft.raft.diverged": "1 while the member has diverged from its leader's log (re-seed it), else 0; " +
+		"emitted at start, on detection and every 10 s.",
+	"jobraft.raft.commit_clamped": "Appends whose leader commit index was clamped to the last entry the seam " +
+		"verified (not an error; many mean the leader sends commit indexes ahead of what it sent).",
+	"jobraft.raft.timeout_now_refused": "TimeoutNow requests refused because they came from a member that is " +
+		"not the current leader, or to a non-voter.",
+	"jobraft.raft.install_answered": "Install-snapshot requests answered without restoring because the member " +
+		"already holds the snapshot's last entry.",
+	"jobraft.raft.install_deferred": "Install-snapshot requests refused until raft adopts the sender's term.",
+	"jobraft.raft.install_behind": "Install-snapshot requests at or below the commit floor refused; the member " +
+		"asked the sender for a newer snapshot.",
+	"jobraft.raft.install_diverged": "Install-snapshot requests refused because they conflict with entries the " +
+		"member committed (it has diverged).",
+	"jobraft.raft.append_refused_at_seam": "Append requests refused by the persist guard before raft saw them.",
+	"jobraft.raft.stale_append_refused":   "Append requests refused because they matched raft's stale last index rather than the log's.",
+	"jobraft.raft.stale_vote_refused":     "Vote requests refused because raft's last index was stale and the candidate's log is behind the member's.",
+	"jobraft.raft.stale_campaign_refused": "Elections this member did not start because it has diverged or raft's last index is stale.",
+}
+
+// MetricHelp returns a description of every go-metrics key this package
+// emits, keyed by the dotted key (e.g. "jobraft.raft.diverged"). A new
+// metric gets its entry here.
+func MetricHelp() map[string]string { return maps.Clone(metricHelp) }
 
 func gaugeDiverged(member string, diverged bool) {
 	var v float32

@@ -1,19 +1,28 @@
 package wal
 
 import (
+	"maps"
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 )
 
 // Metrics are emitted through go-metrics, the library hashicorp/raft uses, so
-// one sink sees both:
-//
-//	jobraft.wal.refusal{kind}    counter, every guard refusal by kind
-//	jobraft.wal.fsync            timer (ms), each batch's fsync
-//	jobraft.wal.batch_entries    sample, entries per StoreLogs
-//	jobraft.wal.batch_bytes      sample, bytes per StoreLogs
-//	jobraft.wal.delete{kind}     counter, compactions, truncations, resets
+// one sink sees both. Values are in base units: durations in seconds (the
+// key ends in _seconds; go-metrics' own timers would be milliseconds),
+// sizes in bytes. MetricHelp describes each key.
+var metricHelp = map[string]string{
+	"jobraft.wal.refusal":       "Persist-guard refusals of the raft log store, by kind of refusal.",
+	"jobraft.wal.fsync_seconds": "Time to fsync one batch of log entries, in seconds.",
+	"jobraft.wal.batch_entries": "Entries per StoreLogs call (one fsync each).",
+	"jobraft.wal.batch_bytes":   "Bytes of entry data per StoreLogs call.",
+	"jobraft.wal.delete":        "Log deletions by kind: compact (prefix), truncate (conflicting suffix), reset (everything).",
+}
+
+// MetricHelp returns a description of every go-metrics key this package
+// emits, keyed by the dotted key (e.g. "jobraft.wal.fsync_seconds"). A new
+// metric gets its entry here.
+func MetricHelp() map[string]string { return maps.Clone(metricHelp) }
 
 func countRefusal(err error) {
 	if k := RefusalKind(err); k != "" {
@@ -23,7 +32,7 @@ func countRefusal(err error) {
 }
 
 func measureFsync(start time.Time) {
-	metrics.MeasureSince([]string{"jobraft", "wal", "fsync"}, start)
+	metrics.AddSample([]string{"jobraft", "wal", "fsync_seconds"}, float32(time.Since(start).Seconds()))
 }
 
 func sampleBatch(entries, bytes int) {

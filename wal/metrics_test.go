@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -41,8 +42,19 @@ func TestMetricsCountRefusalsAndBatches(t *testing.T) {
 	if s, ok := samples["test.jobraft.wal.batch_entries"]; !ok || s.Sum != 2 {
 		t.Fatalf("batch_entries: %+v", s)
 	}
-	if s, ok := samples["test.jobraft.wal.fsync"]; !ok || s.Count < 1 {
-		t.Fatalf("fsync timer: %+v", s)
+	// Durations are in seconds: a loopback fsync takes well under a minute.
+	if s, ok := samples["test.jobraft.wal.fsync_seconds"]; !ok || s.Count < 1 || s.Max > 60 {
+		t.Fatalf("fsync_seconds: %+v", s)
+	}
+	// Every key emitted has its description (labels follow ';').
+	help := MetricHelp()
+	for _, m := range []map[string]metrics.SampledValue{counters, samples} {
+		for k := range m {
+			key := strings.TrimPrefix(strings.SplitN(k, ";", 2)[0], "test.")
+			if help[key] == "" {
+				t.Errorf("%s has no MetricHelp entry", key)
+			}
+		}
 	}
 }
 

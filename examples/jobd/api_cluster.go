@@ -142,10 +142,12 @@ func (s *server) walcompare(w http.ResponseWriter, r *http.Request) error {
 		}
 		members = append(members, lm)
 	}
+	start := time.Now()
 	rep, err := walcompare.Compare(ctx, members, opts)
 	if err != nil {
 		return err
 	}
+	s.compare.set(compareRun{At: start, By: "API", Took: time.Since(start), Report: rep})
 	writeJSON(w, http.StatusOK, rep)
 	return nil
 }

@@ -5,6 +5,7 @@
 //	jobd -id n1 -data /var/lib/jobd -raft-addr 127.0.0.1:7401 -http-addr 127.0.0.1:8401 \
 //	     -peers n1=127.0.0.1:7401,n2=127.0.0.1:7402,n3=127.0.0.1:7403 -bootstrap -token-file token
 //	jobd gencerts -dir certs -names n1,n2,n3,api   # throwaway certificates for a local cluster
+//	jobd restore -from cluster.jrb -data DIR -id n1 -peers ... -cluster-id NEW   # seed a member of a new cluster from a backup
 //
 // See README.md in the repository root for the API and every flag.
 package main
@@ -33,6 +34,16 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "gencerts" {
 		if err := gencerts(os.Args[2:]); err != nil {
 			exitUsage(err)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "restore" {
+		if err := restoreCmd(os.Args[2:], os.Stdout); err != nil {
+			if errors.Is(err, errRestoreUsage) || errors.Is(err, flag.ErrHelp) {
+				exitUsage(err)
+			}
+			fmt.Fprintln(os.Stderr, "jobd restore:", err)
+			os.Exit(1)
 		}
 		return
 	}
@@ -170,6 +181,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	reqCtx, stopReqs := context.WithCancel(context.Background())
 	d.stopReqs = stopReqs
 	s := newServer(ctl, o.ID, token, o, m, log.Named("http"), ctls)
+	s.clusterID = want.Cluster
 	// Bounded: -max-conns connections at a time; -read-timeout for a
 	// request's headers (and the TLS handshake), then again for its body
 	// (boundBody); writeTimeout for each reply; idle keep-alive connections

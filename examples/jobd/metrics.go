@@ -5,15 +5,15 @@ import (
 	"time"
 
 	gometrics "github.com/hashicorp/go-metrics/compat"
-	gmprom "github.com/hashicorp/go-metrics/compat/prometheus"
 	"github.com/jobraft/jobraft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are jobd's Prometheus metrics. Besides its own, the registry
-// carries hashicorp/raft's and the wal's go-metrics (raft_*, jobraft_wal_*)
-// through go-metrics' Prometheus sink when installRaftSink was called.
+// carries hashicorp/raft's and jobraft's go-metrics (raft_*, jobraft_raft_*,
+// jobraft_wal_*) through promSink when installRaftSink was called: seconds,
+// base units, peers as labels, a HELP text for every family.
 type metrics struct {
 	reg        *prometheus.Registry
 	submit     *prometheus.HistogramVec
@@ -22,6 +22,7 @@ type metrics struct {
 	executions *prometheus.CounterVec
 	execTime   *prometheus.HistogramVec
 	requests   *prometheus.CounterVec
+	dropped    prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -45,7 +46,10 @@ func newMetrics() *metrics {
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobd_http_requests_total", Help: "API requests by route and status code.",
 	}, []string{"route", "code"})
-	m.reg.MustRegister(m.submit, m.refusals, m.expiries, m.executions, m.execTime, m.requests,
+	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "jobd_gometrics_dropped_total", Help: "go-metrics values dropped because their name was already exported with another type or label set.",
+	})
+	m.reg.MustRegister(m.dropped, m.submit, m.refusals, m.expiries, m.executions, m.execTime, m.requests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -53,15 +57,15 @@ func newMetrics() *metrics {
 // installRaftSink routes go-metrics (hashicorp/raft, the wal) into the
 // registry. go-metrics has one global sink per process: call it once.
 func (m *metrics) installRaftSink() error {
-	sink, err := gmprom.NewPrometheusSinkFrom(gmprom.PrometheusOpts{Registerer: m.reg, Expiration: time.Minute, Name: "jobd_gometrics"})
-	if err != nil {
+	sink := newPromSink(m.dropped)
+	if err := m.reg.Register(sink); err != nil {
 		return err
 	}
 	cfg := gometrics.DefaultConfig("")
 	cfg.EnableHostname = false
 	cfg.EnableRuntimeMetrics = false // the Go collector has them
 	cfg.EnableServiceLabel = false
-	_, err = gometrics.NewGlobal(cfg, sink)
+	_, err := gometrics.NewGlobal(cfg, sink)
 	return err
 }
 

@@ -270,7 +270,7 @@ func TestGracefulStopLogsNoErrors(t *testing.T) {
 	for _, m := range c.Members {
 		waitReadyURL(t, "http://"+m.HTTPAddr, nil, logFile(m.LogPath))
 	}
-	st, err := c.Members[0].Client.Status(context.Background())
+	st, err := c.Members[0].Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

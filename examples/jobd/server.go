@@ -27,6 +27,8 @@ type server struct {
 	m           *metrics
 	log         hclog.Logger
 	clusterTLS  *tls.Config // client side of the members' mTLS (walcompare), nil without
+	compare     lastCompare // the last walcompare run (API or console), for the console
+	clusterID   string      // the data dir's cluster (recorded in backups)
 }
 
 func newServer(ctl *jobraft.Controller, member, token string, o options, m *metrics, log hclog.Logger, clusterTLS *tls.Config) *server {
@@ -61,9 +63,14 @@ func (s *server) handler() http.Handler {
 	api("GET /v1/watch", "", s.watch)
 	api("GET /v1/cluster/status", "", s.clusterStatus)
 	api("GET /v1/cluster/walcompare", "", s.walcompare)
+	api("GET /v1/cluster/backup", "", s.backup)
+	api("POST /v1/queues/{queue}/pause", adviceOther, s.pauseQueue)
+	api("POST /v1/queues/{queue}/resume", adviceOther, s.resumeQueue)
 	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	// The web console (console.go): its own login and session cookie.
+	newConsole(s).routes(mux)
 	return boundBody(s.readTimeout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)

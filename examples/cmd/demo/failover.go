@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jobraft/jobraft/examples/client"
 	"github.com/jobraft/jobraft/examples/internal/cluster"
 )
 
@@ -42,12 +43,12 @@ func killLeader(ctx context.Context, c *cluster.Cluster) (*failoverResult, error
 	deadline, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for r.NewLeader == "" {
-		var sts []cluster.Status
+		var sts []client.Status
 		for j, m := range c.Members {
 			if j == i {
 				continue
 			}
-			if st, err := m.Client.Status(deadline); err == nil {
+			if st, err := m.Status(deadline); err == nil {
 				sts = append(sts, st)
 			}
 		}
@@ -72,7 +73,7 @@ func killLeader(ctx context.Context, c *cluster.Cluster) (*failoverResult, error
 		return r, err
 	}
 	for {
-		st, err := c.Members[i].Client.Status(deadline)
+		st, err := c.Members[i].Status(deadline)
 		if err == nil && st.Ready && st.LeaderID != "" {
 			r.Rejoin = time.Since(t1)
 			return r, nil
@@ -97,7 +98,7 @@ func findLeader(ctx context.Context, c *cluster.Cluster) (string, uint64, error)
 			if !c.Running(i) {
 				continue
 			}
-			st, err := m.Client.Status(ctx)
+			st, err := m.Status(ctx)
 			if err != nil || st.LeaderID == "" {
 				continue
 			}
@@ -105,7 +106,7 @@ func findLeader(ctx context.Context, c *cluster.Cluster) (string, uint64, error)
 			if j < 0 {
 				continue
 			}
-			if ls, err := c.Members[j].Client.Status(ctx); err == nil && ls.Role == "Leader" {
+			if ls, err := c.Members[j].Status(ctx); err == nil && ls.Role == "Leader" {
 				return ls.ID, ls.Term, nil
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jobraft/jobraft/examples/client"
 	"github.com/jobraft/jobraft/examples/internal/cluster"
 )
 
@@ -124,23 +125,16 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 	}
 	// Online walcompare through the API: live members over their mTLS RPC
 	// channel, by range digests, without stopping anyone.
-	var online struct {
-		Mode      string `json:"mode"`
-		From      uint64 `json:"from"`
-		To        uint64 `json:"to"`
-		Committed uint64 `json:"committed"`
-		Count     int    `json:"committed_divergences"`
-		Calls     int64  `json:"calls"`
-	}
 	octx, ocancel := context.WithTimeout(ctx, time.Minute)
-	err = c.Members[0].Client.Do(octx, "GET", "/v1/cluster/walcompare", nil, &online)
+	online, err := c.Members[0].Client.WalCompare(octx, 0, 0)
 	ocancel()
 	onlineDetail := fmt.Sprintf("mode %s, indexes %d..%d, committed boundary %d, %d committed divergences, %d RPCs",
-		online.Mode, online.From, online.To, online.Committed, online.Count, online.Calls)
+		online.Mode, online.From, online.To, online.Committed, online.CommittedCount, online.Calls)
 	if err != nil {
 		onlineDetail = "request failed: " + err.Error()
 	}
-	sum.check("online walcompare (GET /v1/cluster/walcompare): committed divergences = 0", err == nil && online.Count == 0, onlineDetail)
+	sum.check("online walcompare (GET /v1/cluster/walcompare): committed divergences = 0", err == nil && online.CommittedCount == 0, onlineDetail)
+	checkBackup(ctx, cfg, c, conv, sum)
 
 	// Stop gracefully, then compare the logs on disk.
 	var stopErrs []string
@@ -165,7 +159,7 @@ func progress(cfg config, format string, args ...any) {
 
 // waitCluster polls every member's status API until ok accepts the set
 // (default: every member ready and agreeing on a leader) or the deadline.
-func waitCluster(ctx context.Context, c *cluster.Cluster, d time.Duration, ok func([]cluster.Status) bool) ([]cluster.Status, error) {
+func waitCluster(ctx context.Context, c *cluster.Cluster, d time.Duration, ok func([]client.Status) bool) ([]client.Status, error) {
 	if ok == nil {
 		ok = agreeOnLeader
 	}
@@ -173,13 +167,13 @@ func waitCluster(ctx context.Context, c *cluster.Cluster, d time.Duration, ok fu
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	var last []cluster.Status
+	var last []client.Status
 	var lastErr error
 	for {
-		sts := make([]cluster.Status, len(c.Members))
+		sts := make([]client.Status, len(c.Members))
 		lastErr = nil
 		for i, m := range c.Members {
-			st, err := m.Client.Status(ctx)
+			st, err := m.Status(ctx)
 			if err != nil {
 				lastErr = fmt.Errorf("%s: %w", m.ID, err)
 				break
@@ -200,7 +194,7 @@ func waitCluster(ctx context.Context, c *cluster.Cluster, d time.Duration, ok fu
 	}
 }
 
-func agreeOnLeader(sts []cluster.Status) bool {
+func agreeOnLeader(sts []client.Status) bool {
 	leaders := 0
 	for _, s := range sts {
 		if !s.Ready || s.LeaderID != sts[0].LeaderID {
@@ -216,7 +210,7 @@ func agreeOnLeader(sts []cluster.Status) bool {
 // sameState: every member is ready (applied everything it knows
 // committed), at the same commit and last index, with the same state digest
 // at the same applied index.
-func sameState(sts []cluster.Status) bool {
+func sameState(sts []client.Status) bool {
 	if !agreeOnLeader(sts) {
 		return false
 	}
@@ -229,7 +223,7 @@ func sameState(sts []cluster.Status) bool {
 	return true
 }
 
-func describe(sts []cluster.Status) string {
+func describe(sts []client.Status) string {
 	var b strings.Builder
 	for _, s := range sts {
 		fmt.Fprintf(&b, "[%s %s term %d leader %q commit %d applied %d] ", s.ID, s.Role, s.Term, s.LeaderID, s.CommitIndex, s.AppliedIndex)
@@ -241,13 +235,13 @@ func describe(sts []cluster.Status) string {
 // clients, each spreading its batches over the members and retrying a batch
 // (same job IDs: idempotent) on another member when one fails or is down.
 func submitAll(ctx context.Context, cfg config, c *cluster.Cluster, submitted, dups *atomic.Int64, half chan struct{}) error {
-	batches := make(chan []cluster.NewJob)
+	batches := make(chan []client.SubmitRequest)
 	go func() {
 		defer close(batches)
 		for i := 0; i < cfg.Jobs; i += cfg.Batch {
-			var b []cluster.NewJob
+			var b []client.SubmitRequest
 			for j := i; j < min(i+cfg.Batch, cfg.Jobs); j++ {
-				b = append(b, cluster.NewJob{ID: jobID(j), Queue: queue, Kind: "sha256", PayloadText: payload(j)})
+				b = append(b, client.SubmitRequest{ID: jobID(j), Queue: queue, Kind: "sha256", Payload: []byte(payload(j))})
 			}
 			select {
 			case batches <- b:
@@ -263,9 +257,9 @@ func submitAll(ctx context.Context, cfg config, c *cluster.Cluster, submitted, d
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rr := k
+			cl := c.Client()
 			for b := range batches {
-				if err := submitBatch(ctx, c, &rr, b, dups); err != nil {
+				if err := submitBatch(ctx, cl, b, dups); err != nil {
 					errs <- err
 					return
 				}
@@ -280,44 +274,36 @@ func submitAll(ctx context.Context, cfg config, c *cluster.Cluster, submitted, d
 	return errors.Join(<-errs, ctx.Err())
 }
 
-func submitBatch(ctx context.Context, c *cluster.Cluster, rr *int, b []cluster.NewJob, dups *atomic.Int64) error {
+// submitBatch submits b through the public client, which fails over
+// between members and resubmits (same job IDs: exactly-once) every job
+// not submitted or whose outcome was unknown; while no member can take it
+// (the leader was just killed), it tries again.
+func submitBatch(ctx context.Context, cl *client.Client, b []client.SubmitRequest, dups *atomic.Int64) error {
 	pause := time.NewTicker(100 * time.Millisecond) // retry pacing only
 	defer pause.Stop()
-	for len(b) > 0 {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		*rr = (*rr + 1) % len(c.Members)
-		if !c.Running(*rr) {
-			continue
-		}
+	for {
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		res, err := c.Members[*rr].Client.SubmitBatch(rctx, b)
+		res, err := cl.SubmitBatch(rctx, b)
 		cancel()
-		var ae *cluster.APIError
-		if err != nil && (!errors.As(err, &ae) || ae.Code >= 500) {
-			<-pause.C // member down or no leader: try the next one
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, client.ErrUnavailable), errors.Is(err, client.ErrOutcomeUnknown):
+			<-pause.C // no member could take it yet (or the attempt timed out): again, same IDs
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return err // a 4xx: the demo's own request is wrong
 		}
-		var again []cluster.NewJob
 		for i, r := range res {
-			switch r.Error {
-			case "":
-				if r.Duplicate {
-					dups.Add(1)
-				}
-			case "not_submitted", "outcome_unknown", "closed", "timeout":
-				again = append(again, b[i])
-			default:
+			switch {
+			case r.Error != "":
 				return fmt.Errorf("job %s refused: %s: %s", b[i].ID, r.Error, r.Reason)
+			case r.Duplicate:
+				dups.Add(1)
 			}
 		}
-		b = again
+		return nil
 	}
-	return nil
 }
 
 // waitDone polls the job counts until every job succeeded.
@@ -330,7 +316,7 @@ func waitDone(ctx context.Context, c *cluster.Cluster, jobs int) error {
 				continue
 			}
 			qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			counts, err := m.Client.Counts(qctx, queue)
+			counts, err := m.Counts(qctx, queue)
 			cancel()
 			if err != nil {
 				continue
@@ -369,7 +355,7 @@ func startBar(ctx context.Context, cfg config, c *cluster.Cluster, submitted *at
 					continue
 				}
 				qctx, cancel := context.WithTimeout(ctx, time.Second)
-				counts, err := m.Client.Counts(qctx, queue)
+				counts, err := m.Counts(qctx, queue)
 				cancel()
 				if err == nil {
 					completed = counts["succeeded"]

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/jobraft/jobraft/examples/client"
 	"github.com/jobraft/jobraft/examples/internal/cluster"
 	"github.com/jobraft/jobraft/walcompare"
 )
@@ -29,14 +30,14 @@ type execution struct {
 // verifyResults lists every job (linearizable) and checks each succeeded
 // once with its own execution record and the right output.
 func verifyResults(ctx context.Context, cfg config, c *cluster.Cluster, sum *summary) error {
-	var jobs []cluster.Job
+	var jobs []client.Job
 	var err error
 	for i, m := range c.Members {
 		if !c.Running(i) {
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		jobs, err = m.Client.List(lctx, queue, "succeeded")
+		jobs, err = m.Client.ListAll(lctx, queue, "succeeded")
 		cancel()
 		if err == nil {
 			break
@@ -110,7 +111,7 @@ func verifyAcks(ctx context.Context, cfg config, c *cluster.Cluster, killed int,
 	defer cancel()
 	idle := time.AfterFunc(time.Hour, cancel)
 	defer idle.Stop()
-	err := c.Members[w].Client.Watch(wctx, 1, "queue="+queue+"&kind=acked", func(ev cluster.Event) bool {
+	err := c.Members[w].Client.Watch(wctx, client.WatchRequest{From: 1, Queues: []string{queue}, Kinds: []string{"acked"}}, func(ev client.Event) error {
 		acks[ev.JobID]++
 		total++
 		if len(acks) == cfg.Jobs {
@@ -118,7 +119,7 @@ func verifyAcks(ctx context.Context, cfg config, c *cluster.Cluster, killed int,
 			// for a second, so a second ack of any job would be counted.
 			idle.Reset(time.Second)
 		}
-		return true
+		return nil
 	})
 	if err != nil && !errors.Is(wctx.Err(), context.Canceled) {
 		if ctx.Err() == nil && wctx.Err() == nil {
@@ -194,7 +195,7 @@ type summary struct {
 	Duplicates int
 	Reruns     int
 	Failover   *failoverResult
-	Members    []cluster.Status
+	Members    []client.Status
 	PerMember  map[string]int
 	Walcompare *walcompare.Report
 	Checks     []check

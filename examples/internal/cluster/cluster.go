@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jobraft/jobraft/examples/client"
 )
 
 // Options configures a cluster.
@@ -37,7 +39,7 @@ type Member struct {
 	HTTPAddr string
 	DataDir  string
 	LogPath  string
-	Client   *Client
+	Client   *client.Client // this member only
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -96,7 +98,7 @@ func New(ctx context.Context, opts Options, jobd, walcmp string) (*Cluster, erro
 		if m.HTTPAddr, err = freeAddr(); err != nil {
 			return nil, err
 		}
-		m.Client = NewClient("http://"+m.HTTPAddr, c.Token)
+		m.Client = newMemberClient("http://"+m.HTTPAddr, c.Token)
 		c.Members = append(c.Members, m)
 		names = append(names, m.ID)
 		peers = append(peers, m.ID+"="+m.RaftAddr)

@@ -1,4 +1,4 @@
-package cluster
+package client
 
 import (
 	"context"
@@ -10,21 +10,26 @@ import (
 	"time"
 )
 
-// The harness client verifies the API server's certificate against the
-// system roots only: a server whose certificate comes from another CA (here
-// httptest's own) is refused before any request reaches it.
+// The client verifies the API server's certificate against the system
+// roots (or Config.TLS) only: a server whose certificate comes from
+// another CA (here httptest's own) is refused before any request reaches
+// it.
 func TestClientRefusesServerFromUnknownCA(t *testing.T) {
 	served := make(chan struct{}, 1)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served <- struct{}{}
-		w.WriteHeader(http.StatusOK)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jobs": 0}`))
 	}))
 	srv.StartTLS()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c := NewClient(srv.URL, "token")
-	err := c.Do(ctx, "GET", "/v1/stats", nil, nil)
+	c, err := New(Config{Endpoints: []string{srv.URL}, Token: "token", Attempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Stats(ctx)
 	var cve *tls.CertificateVerificationError
 	if !errors.As(err, &cve) {
 		t.Fatalf("request to a server from an unknown CA: %v, want a certificate verification error", err)
@@ -36,8 +41,11 @@ func TestClientRefusesServerFromUnknownCA(t *testing.T) {
 	}
 	// Control: a client trusting that CA gets through, so the refusal above
 	// is the certificate's.
-	c.HTTP = srv.Client()
-	if err := c.Do(ctx, "GET", "/v1/stats", nil, nil); err != nil {
+	c, err = New(Config{Endpoints: []string{srv.URL}, Token: "token", TLS: srv.Client().Transport.(*http.Transport).TLSClientConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stats(ctx); err != nil {
 		t.Fatalf("control: %v", err)
 	}
 }

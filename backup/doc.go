@@ -1,0 +1,36 @@
+// Package backup is the file format of a jobraft cluster backup: one job
+// state at one applied index, sealed with a manifest, in a single file
+// that can be streamed (over HTTP, to object storage) and checked end to
+// end before anything is restored from it.
+//
+// # Layout
+//
+//	offset  size  field
+//	0       8     magic "JRBACKUP"
+//	8       2     format version (1), big-endian
+//	10      2     flags, must be 0
+//	12      4     manifest length n, 0 < n <= 1 MiB, big-endian
+//	16      4     CRC-32C (Castagnoli) of the manifest bytes, big-endian
+//	20      n     manifest: a JSON object (Manifest), nothing after it
+//	20+n    Size  artifact: the state machine's snapshot stream (fsm)
+//
+// Nothing follows the artifact. The manifest carries the artifact's size
+// and SHA-256 and, embedded, the sealed snapshot manifest the artifact was
+// published under by the snapshot package (the same index, size and
+// digest), plus the cluster ID, the member that took it, the index and the
+// term, and the state digest the artifact rebuilds to.
+//
+// # Guarantees
+//
+//   - Encode refuses a manifest that fails Validate.
+//   - Decode (and Verify) refuse, with a *CorruptError listing every
+//     problem found, a file whose header, manifest CRC or manifest fields
+//     are wrong, whose artifact is shorter or longer than its manifest
+//     says or has another SHA-256, or that has trailing bytes. The
+//     artifact's reader returns the error instead of io.EOF, so a consumer
+//     that reads to the end never takes a corrupt artifact for a good one.
+//   - Decoding never panics on any input.
+//
+// The state digest is checked by the restorer (jobraft.Restore), which
+// rebuilds the state machine from the artifact and compares.
+package backup

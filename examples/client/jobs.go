@@ -1,0 +1,316 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Job is a job as jobd returns it. Payload and Result are the bytes (base64
+// on the wire).
+type Job struct {
+	ID             string     `json:"id"`
+	Queue          string     `json:"queue"`
+	Kind           string     `json:"kind"`
+	Payload        []byte     `json:"payload,omitempty"`
+	Priority       int32      `json:"priority"`
+	RunAt          *time.Time `json:"run_at,omitempty"`
+	MaxAttempts    uint32     `json:"max_attempts"`
+	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+	Attempts       uint32     `json:"attempts"`
+	State          string     `json:"state"` // pending, scheduled, running, succeeded, dead, canceled
+	Lease          *Lease     `json:"lease,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+	Result         []byte     `json:"result,omitempty"`
+	Created        time.Time  `json:"created"`
+	Updated        time.Time  `json:"updated"`
+	Finished       *time.Time `json:"finished,omitempty"`
+}
+
+// Lease is a running job's lease.
+type Lease struct {
+	Token    uint64    `json:"token"`
+	Worker   string    `json:"worker"`
+	Deadline time.Time `json:"deadline"`
+}
+
+// Duration is a duration on the wire ("1.5s").
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
+
+// SubmitRequest is one job to submit. An empty ID is filled with NewID
+// before the first attempt, so that retries are exactly-once.
+type SubmitRequest struct {
+	ID             string     `json:"id"`
+	Queue          string     `json:"queue"`
+	Kind           string     `json:"kind"`
+	Payload        []byte     `json:"payload,omitempty"`
+	Priority       int32      `json:"priority,omitempty"`
+	Delay          Duration   `json:"delay,omitempty"`
+	RunAt          *time.Time `json:"run_at,omitempty"`
+	MaxAttempts    uint32     `json:"max_attempts,omitempty"`
+	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+}
+
+// Submitted is a submit's outcome.
+type Submitted struct {
+	Job Job `json:"job"`
+	// Duplicate: the job existed before this call's last attempt (submitted
+	// before, or by an earlier attempt of this call whose outcome was
+	// unknown: see Retried).
+	Duplicate bool `json:"duplicate"`
+	// Retried: the call resubmitted after an unknown outcome.
+	Retried bool `json:"-"`
+	// Per-job error in a batch ("" if none), as jobd names it.
+	Error  string `json:"error,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Submit submits one job, resubmitting it with the same ID after an
+// unknown outcome until the outcome is known or ctx ends (then
+// ErrOutcomeUnknown: the job exists at most once; submit again with the
+// same ID to learn whether).
+func (c *Client) Submit(ctx context.Context, req SubmitRequest) (Submitted, error) {
+	if req.ID == "" {
+		req.ID = NewID()
+	}
+	retried := false
+	backoff := c.cfg.Backoff
+	for {
+		var out Submitted
+		cl := &call{method: "POST", path: "/v1/jobs", in: req, out: &out, mutates: true}
+		err := c.do(ctx, cl)
+		if err == nil {
+			out.Retried = retried
+			return out, nil
+		}
+		if !errors.Is(err, ErrOutcomeUnknown) || ctx.Err() != nil {
+			return Submitted{}, err
+		}
+		retried = true
+		if err := sleep(ctx, backoff); err != nil {
+			return Submitted{}, fmt.Errorf("%w (resubmit job %q to learn its outcome)", errors.Join(err, ErrOutcomeUnknown), req.ID)
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// resubmit are the per-job errors of a batch after which SubmitBatch
+// resubmits the job (with its ID, so at most once): not created, or
+// unknown.
+var resubmit = map[string]bool{"outcome_unknown": true, "not_submitted": true, "not_applied": true, "closed": true, "timeout": true}
+
+// SubmitBatch submits up to 1000 jobs; each result carries its own
+// outcome (Error, Reason). Jobs not submitted or whose outcome is unknown
+// are resubmitted, with the same IDs, until known or ctx ends.
+func (c *Client) SubmitBatch(ctx context.Context, reqs []SubmitRequest) ([]Submitted, error) {
+	reqs = append([]SubmitRequest(nil), reqs...)
+	for i := range reqs {
+		if reqs[i].ID == "" {
+			reqs[i].ID = NewID()
+		}
+	}
+	out := make([]Submitted, len(reqs))
+	todo := make([]int, len(reqs))
+	for i := range todo {
+		todo[i] = i
+	}
+	backoff := c.cfg.Backoff
+	for round := 0; ; round++ {
+		batch := make([]SubmitRequest, len(todo))
+		for k, i := range todo {
+			batch[k] = reqs[i]
+		}
+		var reply struct {
+			Results []Submitted `json:"results"`
+		}
+		err := c.do(ctx, &call{method: "POST", path: "/v1/jobs/batch", in: map[string]any{"jobs": batch}, out: &reply, mutates: true})
+		var again []int
+		switch {
+		case err == nil && len(reply.Results) == len(todo):
+			for k, i := range todo {
+				r := reply.Results[k]
+				r.Retried = round > 0
+				out[i] = r
+				if resubmit[r.Error] {
+					again = append(again, i)
+				}
+			}
+		case err == nil:
+			return out, fmt.Errorf("jobd: batch reply has %d results for %d jobs", len(reply.Results), len(todo))
+		case errors.Is(err, ErrOutcomeUnknown):
+			again = todo
+		default:
+			return out, err
+		}
+		if len(again) == 0 {
+			return out, nil
+		}
+		todo = again
+		if err := sleep(ctx, backoff); err != nil {
+			return out, errors.Join(err, ErrOutcomeUnknown)
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// Consistency of a read: "" (linearizable, the default) or "local".
+type Consistency string
+
+// Read consistencies.
+const (
+	Linearizable Consistency = ""
+	Local        Consistency = "local"
+)
+
+// Get returns a job (ErrNotFound if there is none).
+func (c *Client) Get(ctx context.Context, id string, cons Consistency) (Job, error) {
+	var j Job
+	path := "/v1/jobs/" + url.PathEscape(id)
+	if cons != "" {
+		path += "?consistency=" + url.QueryEscape(string(cons))
+	}
+	err := c.do(ctx, &call{method: "GET", path: path, out: &j})
+	return j, err
+}
+
+// ListRequest selects one page of a queue's jobs.
+type ListRequest struct {
+	Queue       string
+	State       string // "" for every state
+	Cursor      string
+	Limit       int // 0: jobd's default
+	Consistency Consistency
+}
+
+// JobPage is one page of a listing; Next is "" on the last page.
+type JobPage struct {
+	Jobs []Job  `json:"jobs"`
+	Next string `json:"next"`
+}
+
+// List returns one page of a queue's jobs.
+func (c *Client) List(ctx context.Context, r ListRequest) (JobPage, error) {
+	q := url.Values{"queue": {r.Queue}}
+	if r.State != "" {
+		q.Set("state", r.State)
+	}
+	if r.Cursor != "" {
+		q.Set("cursor", r.Cursor)
+	}
+	if r.Limit > 0 {
+		q.Set("limit", strconv.Itoa(r.Limit))
+	}
+	if r.Consistency != "" {
+		q.Set("consistency", string(r.Consistency))
+	}
+	var p JobPage
+	err := c.do(ctx, &call{method: "GET", path: "/v1/jobs?" + q.Encode(), out: &p})
+	return p, err
+}
+
+// ListAll pages through every job of a queue (in one state, or all).
+func (c *Client) ListAll(ctx context.Context, queue, state string) ([]Job, error) {
+	var all []Job
+	r := ListRequest{Queue: queue, State: state, Limit: 1000}
+	for {
+		p, err := c.List(ctx, r)
+		if err != nil {
+			return all, err
+		}
+		all = append(all, p.Jobs...)
+		if p.Next == "" {
+			return all, nil
+		}
+		r.Cursor = p.Next
+	}
+}
+
+// Cancel cancels a job, resending after an unknown outcome; a resend
+// refused because the job is canceled already returns the canceled job.
+func (c *Client) Cancel(ctx context.Context, id, reason string) (Job, error) {
+	var j Job
+	path := "/v1/jobs/" + url.PathEscape(id) + "/cancel"
+	err := c.resend(ctx, &call{method: "POST", path: path, in: map[string]string{"reason": reason}, out: &j, mutates: true},
+		func() (bool, error) {
+			got, err := c.Get(ctx, id, Linearizable)
+			if err == nil && got.State == "canceled" {
+				j = got
+				return true, nil
+			}
+			return false, err
+		})
+	return j, err
+}
+
+// Retry moves a dead or canceled job back to pending. It is never resent:
+// after an unknown outcome it reads the job and returns it if it left
+// dead/canceled, else ErrOutcomeUnknown (the retry may still apply).
+func (c *Client) Retry(ctx context.Context, id string) (Job, error) {
+	var j Job
+	err := c.do(ctx, &call{method: "POST", path: "/v1/jobs/" + url.PathEscape(id) + "/retry", out: &j, mutates: true})
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		return j, err
+	}
+	got, gerr := c.Get(ctx, id, Linearizable)
+	if gerr == nil && got.State != "dead" && got.State != "canceled" {
+		return got, nil
+	}
+	return j, err
+}
+
+// resend sends cl; after an unknown outcome it resends until known or ctx
+// ends. A resend refused (ErrRefused) is given to settled, which reports
+// whether the first attempt's effect is visible (then nil is returned).
+func (c *Client) resend(ctx context.Context, cl *call, settled func() (bool, error)) error {
+	unknown := false
+	backoff := c.cfg.Backoff
+	for {
+		err := c.do(ctx, cl)
+		switch {
+		case err == nil:
+			return nil
+		case unknown && errors.Is(err, ErrRefused) && settled != nil:
+			if ok, serr := settled(); serr == nil && ok {
+				return nil
+			}
+			return errors.Join(err, ErrOutcomeUnknown)
+		case !errors.Is(err, ErrOutcomeUnknown) || ctx.Err() != nil:
+			return err
+		}
+		unknown = true
+		if serr := sleep(ctx, backoff); serr != nil {
+			return errors.Join(err, serr)
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// Pause stops claims from a queue (submits are still accepted); Resume
+// undoes it. Both are idempotent, and resent after an unknown outcome.
+func (c *Client) Pause(ctx context.Context, queue string) error {
+	return c.resend(ctx, &call{method: "POST", path: "/v1/queues/" + url.PathEscape(queue) + "/pause", mutates: true}, nil)
+}
+
+// Resume restarts claims from a paused queue.
+func (c *Client) Resume(ctx context.Context, queue string) error {
+	return c.resend(ctx, &call{method: "POST", path: "/v1/queues/" + url.PathEscape(queue) + "/resume", mutates: true}, nil)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

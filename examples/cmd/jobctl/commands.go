@@ -1,0 +1,398 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/examples/client"
+)
+
+var commandOrder = []string{"submit", "get", "list", "watch", "cancel", "retry", "pause", "resume", "stats",
+	"members", "walcompare", "backup", "verify-backup"}
+
+// Per-command flag values (one command runs per process).
+var (
+	fQueue, fKind, fID, fPayload, fPayloadFile, fKey, fState, fReason, fJob, fOut string
+	fPriority                                                                     int
+	fDelay                                                                        time.Duration
+	fMaxAttempts                                                                  uint
+	fLimit, fCount                                                                int
+	fFrom, fTo                                                                    uint64
+	fAll                                                                          bool
+)
+
+var commands = map[string]*command{
+	"submit": {args: "", help: "submit a job (retried with the same ID after an unknown outcome: exactly once)",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&fQueue, "queue", "", "queue (required)")
+			fs.StringVar(&fKind, "kind", "", "job kind (required)")
+			fs.StringVar(&fID, "id", "", "job ID (default: a new random ID)")
+			fs.StringVar(&fPayload, "payload", "", "payload text")
+			fs.StringVar(&fPayloadFile, "payload-file", "", "read the payload from this file (- for stdin)")
+			fs.IntVar(&fPriority, "priority", 0, "priority (higher first)")
+			fs.DurationVar(&fDelay, "delay", 0, "run after this delay")
+			fs.UintVar(&fMaxAttempts, "max-attempts", 0, "attempts before the job is dead (0: the cluster's default)")
+			fs.StringVar(&fKey, "key", "", "idempotency key")
+		},
+		run: submit},
+	"get": {args: "ID", help: "show a job (linearizable read)", run: get},
+	"list": {args: "", help: "list a queue's jobs",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&fQueue, "queue", "", "queue (required)")
+			fs.StringVar(&fState, "state", "", "pending, scheduled, running, succeeded, dead or canceled (default all)")
+			fs.IntVar(&fLimit, "limit", 100, "at most this many jobs")
+			fs.BoolVar(&fAll, "all", false, "every job (pages through)")
+		},
+		run: list},
+	"watch": {args: "", help: "stream committed job events (resumes on another member if one fails)", long: true,
+		flags: func(fs *flag.FlagSet) {
+			fs.Uint64Var(&fFrom, "from", 0, "first raft index (default: the oldest retained)")
+			fs.StringVar(&fQueue, "queue", "", "only these queues (comma-separated)")
+			fs.StringVar(&fKind, "kind", "", "only these event kinds (comma-separated: submitted, claimed, acked, ...)")
+			fs.StringVar(&fJob, "job", "", "only this job")
+			fs.IntVar(&fCount, "n", 0, "stop after this many events (0: until interrupted or -timeout)")
+		},
+		run: watch},
+	"cancel": {args: "ID", help: "cancel a job",
+		flags: func(fs *flag.FlagSet) { fs.StringVar(&fReason, "reason", "", "why (recorded)") }, run: cancel},
+	"retry":   {args: "ID", help: "move a dead or canceled job back to pending", run: retry},
+	"pause":   {args: "QUEUE", help: "stop claims from a queue (submits are still accepted)", run: pauseResume(true)},
+	"resume":  {args: "QUEUE", help: "restart claims from a paused queue", run: pauseResume(false)},
+	"stats":   {args: "", help: "job counts per queue and state", run: stats},
+	"members": {args: "", help: "the members with role, term, indexes, lag and readiness", run: members},
+	"walcompare": {args: "", help: "compare the members' logs online; exit 8 on a committed divergence", flags: func(fs *flag.FlagSet) {
+		fs.Uint64Var(&fFrom, "from", 0, "first index")
+		fs.Uint64Var(&fTo, "to", 0, "last index")
+	}, run: walcompare},
+	"backup":        {args: "", help: "save a consistent, verified backup of the cluster's job state", long: true, flags: func(fs *flag.FlagSet) { fs.StringVar(&fOut, "o", "", "output file (required)") }, run: backupCmd},
+	"verify-backup": {args: "FILE", help: "check a backup file whole (the state rebuilt to its digest); exit 8 if it is corrupt", run: verifyBackup},
+}
+
+func oneArg(args []string, what string) (string, error) {
+	if len(args) != 1 {
+		return "", usagef("want one argument, %s; got %d", what, len(args))
+	}
+	return args[0], nil
+}
+
+func submit(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		return usagef("submit takes no arguments (got %q)", args)
+	}
+	if fQueue == "" || fKind == "" {
+		return usagef("-queue and -kind are required")
+	}
+	req := client.SubmitRequest{ID: fID, Queue: fQueue, Kind: fKind, Priority: int32(fPriority), Delay: client.Duration(fDelay),
+		MaxAttempts: uint32(fMaxAttempts), IdempotencyKey: fKey}
+	switch {
+	case fPayload != "" && fPayloadFile != "":
+		return usagef("give -payload or -payload-file, not both")
+	case fPayloadFile == "-":
+		b, err := readAll(os.Stdin)
+		if err != nil {
+			return err
+		}
+		req.Payload = b
+	case fPayloadFile != "":
+		b, err := os.ReadFile(fPayloadFile)
+		if err != nil {
+			return usagef("-payload-file: %v", err)
+		}
+		req.Payload = b
+	case fPayload != "":
+		req.Payload = []byte(fPayload)
+	}
+	res, err := e.c.Submit(ctx, req)
+	if err != nil {
+		return err
+	}
+	if e.g.json {
+		return printJSON(e, res)
+	}
+	what := "created"
+	if res.Duplicate {
+		what = "existed already"
+	}
+	fmt.Fprintf(e.out, "%s %s (queue %s, kind %s, state %s)\n", res.Job.ID, what, res.Job.Queue, res.Job.Kind, res.Job.State)
+	return nil
+}
+
+func get(ctx context.Context, e *env, args []string) error {
+	id, err := oneArg(args, "the job ID")
+	if err != nil {
+		return err
+	}
+	j, err := e.c.Get(ctx, id, client.Linearizable)
+	if err != nil {
+		return err
+	}
+	if e.g.json {
+		return printJSON(e, j)
+	}
+	t := newTable(e.out)
+	t.row("id", j.ID)
+	t.row("queue", j.Queue)
+	t.row("kind", j.Kind)
+	t.row("state", j.State)
+	t.row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
+	t.row("priority", j.Priority)
+	t.row("payload", fmt.Sprintf("%d bytes", len(j.Payload)))
+	if j.Lease != nil {
+		t.row("lease", fmt.Sprintf("token %d, worker %s, until %s", j.Lease.Token, j.Lease.Worker, j.Lease.Deadline.Format(time.RFC3339)))
+	}
+	if j.LastError != "" {
+		t.row("last error", j.LastError)
+	}
+	if j.Result != nil {
+		t.row("result", fmt.Sprintf("%d bytes", len(j.Result)))
+	}
+	t.row("created", j.Created.Format(time.RFC3339Nano))
+	t.row("updated", j.Updated.Format(time.RFC3339Nano))
+	return t.flush()
+}
+
+func list(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 || fQueue == "" {
+		return usagef("list takes -queue and no arguments")
+	}
+	var jobs []client.Job
+	var err error
+	if fAll {
+		jobs, err = e.c.ListAll(ctx, fQueue, fState)
+	} else {
+		if fLimit < 1 || fLimit > 1000 {
+			return usagef("-limit in 1..1000")
+		}
+		var p client.JobPage
+		p, err = e.c.List(ctx, client.ListRequest{Queue: fQueue, State: fState, Limit: fLimit})
+		jobs = p.Jobs
+	}
+	if err != nil {
+		return err
+	}
+	if e.g.json {
+		if jobs == nil {
+			jobs = []client.Job{}
+		}
+		return printJSON(e, jobs)
+	}
+	t := newTable(e.out)
+	t.row("ID", "KIND", "STATE", "ATTEMPTS", "PAYLOAD", "UPDATED")
+	for _, j := range jobs {
+		t.row(j.ID, j.Kind, j.State, j.Attempts, fmt.Sprintf("%dB", len(j.Payload)), j.Updated.Format(time.RFC3339))
+	}
+	return t.flush()
+}
+
+func watch(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		return usagef("watch takes no arguments")
+	}
+	r := client.WatchRequest{From: fFrom, JobID: fJob}
+	if fQueue != "" {
+		r.Queues = strings.Split(fQueue, ",")
+	}
+	if fKind != "" {
+		r.Kinds = strings.Split(fKind, ",")
+	}
+	n := 0
+	enc := json.NewEncoder(e.out)
+	return e.c.Watch(ctx, r, func(ev client.Event) error {
+		if e.g.json {
+			if err := enc.Encode(ev); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(e.out, "%d\t%s\t%s\t%s\t%s\t%s\n", ev.Index, ev.Time.Format(time.RFC3339Nano), ev.Kind, ev.JobID, ev.Queue, ev.State)
+		}
+		if n++; fCount > 0 && n >= fCount {
+			return client.ErrStop
+		}
+		return nil
+	})
+}
+
+func cancel(ctx context.Context, e *env, args []string) error {
+	id, err := oneArg(args, "the job ID")
+	if err != nil {
+		return err
+	}
+	j, err := e.c.Cancel(ctx, id, fReason)
+	return jobLine(e, j, err, "canceled")
+}
+
+func retry(ctx context.Context, e *env, args []string) error {
+	id, err := oneArg(args, "the job ID")
+	if err != nil {
+		return err
+	}
+	j, err := e.c.Retry(ctx, id)
+	return jobLine(e, j, err, "retried")
+}
+
+func jobLine(e *env, j client.Job, err error, what string) error {
+	if err != nil {
+		return err
+	}
+	if e.g.json {
+		return printJSON(e, j)
+	}
+	fmt.Fprintf(e.out, "%s %s (state %s)\n", j.ID, what, j.State)
+	return nil
+}
+
+func pauseResume(pause bool) func(ctx context.Context, e *env, args []string) error {
+	return func(ctx context.Context, e *env, args []string) error {
+		q, err := oneArg(args, "the queue")
+		if err != nil {
+			return err
+		}
+		op, what := e.c.Resume, "resumed"
+		if pause {
+			op, what = e.c.Pause, "paused"
+		}
+		if err := op(ctx, q); err != nil {
+			return err
+		}
+		if e.g.json {
+			return printJSON(e, map[string]any{"queue": q, "paused": pause})
+		}
+		fmt.Fprintf(e.out, "queue %s %s\n", q, what)
+		return nil
+	}
+}
+
+func stats(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		return usagef("stats takes no arguments")
+	}
+	s, err := e.c.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if e.g.json {
+		return printJSON(e, s)
+	}
+	t := newTable(e.out)
+	states := []string{"pending", "scheduled", "running", "succeeded", "dead", "canceled"}
+	t.row(append([]any{"QUEUE", "PAUSED"}, upper(states)...)...)
+	for _, q := range s.Queues {
+		cells := []any{q.Name, q.Paused}
+		for _, st := range states {
+			cells = append(cells, q.Counts[st])
+		}
+		t.row(cells...)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "%d jobs; answered by %s (%s, term %d, leader %s, applied %d)\n", s.Jobs, s.Member, s.Role, s.Term, s.Leader, s.AppliedIndex)
+	return nil
+}
+
+func members(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		return usagef("members takes no arguments")
+	}
+	ms, err := e.c.Members(ctx)
+	if err != nil {
+		return err
+	}
+	if e.g.json {
+		return printJSON(e, ms)
+	}
+	t := newTable(e.out)
+	t.row("ID", "ADDRESS", "VOTER", "ROLE", "TERM", "COMMIT", "APPLIED", "LAG", "READY", "DIGEST")
+	for _, m := range ms {
+		if m.Status == nil {
+			t.row(m.ID, m.Address, m.Voter, "unreachable", "-", "-", "-", "-", false, m.Error)
+			continue
+		}
+		s := m.Status
+		t.row(m.ID, m.Address, m.Voter, s.Role, s.Term, s.CommitIndex, s.AppliedIndex, m.Lag, s.Ready, short(s.Digest))
+	}
+	return t.flush()
+}
+
+func walcompare(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		return usagef("walcompare takes no arguments")
+	}
+	if fTo != 0 && fFrom > fTo {
+		return usagef("-from %d is above -to %d", fFrom, fTo)
+	}
+	r, err := e.c.WalCompare(ctx, fFrom, fTo)
+	if err != nil {
+		return err
+	}
+	if e.g.json {
+		if err := printJSON(e, r); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.out, "mode %s, indexes %d..%d, committed boundary %d (%s), %d committed divergences, %d divergences in all, %d RPCs\n",
+			r.Mode, r.From, r.To, r.Committed, r.CommittedBasis, r.CommittedCount, len(r.Divergences), r.Calls)
+		for _, d := range r.Divergences {
+			fmt.Fprintf(e.out, "  [%d, %d) %s committed=%v\n", d.Index, d.End, d.Class, d.Committed)
+		}
+	}
+	if r.CommittedCount > 0 {
+		return fmt.Errorf("%w: %d committed divergences", errCheck, r.CommittedCount)
+	}
+	return nil
+}
+
+func backupCmd(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 || fOut == "" {
+		return usagef("backup takes -o FILE and no arguments")
+	}
+	start := time.Now()
+	m, err := e.c.BackupToFile(ctx, fOut)
+	if err != nil {
+		return err
+	}
+	if e.g.json {
+		return printJSON(e, map[string]any{"file": fOut, "manifest": m, "seconds": time.Since(start).Seconds()})
+	}
+	fmt.Fprintf(e.out, "backup %s: index %d, term %d, %d jobs, %d bytes, state digest %s, from %s of cluster %q, verified, %s\n",
+		fOut, m.Index, m.Term, m.Jobs, m.Size, m.StateDigest, m.Member, m.ClusterID, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func verifyBackup(_ context.Context, e *env, args []string) error {
+	path, err := oneArg(args, "the backup file")
+	if err != nil {
+		return err
+	}
+	m, err := jobraft.VerifyBackup(path)
+	if err != nil {
+		return err
+	}
+	if e.g.json {
+		return printJSON(e, m)
+	}
+	fmt.Fprintf(e.out, "%s: ok: index %d, term %d, %d jobs, state digest %s, cluster %q, taken on %s at %s\n",
+		path, m.Index, m.Term, m.Jobs, m.StateDigest, m.ClusterID, m.Member, m.Created.Format(time.RFC3339))
+	return nil
+}
+
+func short(d string) string {
+	if len(d) > 16 {
+		return d[:16]
+	}
+	return d
+}
+
+func upper(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToUpper(s)
+	}
+	return out
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jobraft/jobraft/walcompare"
+)
+
+// memberRow is one member on the cluster page.
+type memberRow struct {
+	ID, Address     string
+	Voter, Up, Self bool
+	Leader          bool
+	Role            string
+	Term            uint64
+	Commit, Applied uint64
+	Last            uint64
+	Lag             uint64 // entries behind the leader's last index (when the leader answered)
+	LagKnown        bool
+	Ready           bool
+	CatchUp         string
+	Error           string
+}
+
+// catchUpOf describes a member's catch-up from what its raft status says
+// today (up, diverged, entries behind the leader, applied behind commit).
+// It is the console's adapter for per-member progress: when the members
+// API reports catch-up progress (snapshot transfer, replay), this is the
+// one function to switch to it.
+func catchUpOf(m memberRow, st *statusJSON) string {
+	switch {
+	case !m.Up:
+		return "down: " + m.Error
+	case st.Diverged != nil:
+		return fmt.Sprintf("diverged at index %d: re-seed this member", st.Diverged.Index)
+	case !m.Voter:
+		return "non-voter: catching up"
+	case m.LagKnown && m.Lag > 0:
+		return fmt.Sprintf("catching up: %d entries behind the leader", m.Lag)
+	case st.AppliedIndex < st.CommitIndex:
+		return fmt.Sprintf("applying: %d of commit %d", st.AppliedIndex, st.CommitIndex)
+	default:
+		return "caught up"
+	}
+}
+
+// GET /console/cluster: every member as the status RPC reports it (a
+// member that does not answer within 2 s is shown down) and the last
+// walcompare run through this jobd (console or API).
+func (c *console) clusterPage(w http.ResponseWriter, r *http.Request, p *page) error {
+	node := c.s.ctl.Node()
+	self := selfStatus(r.Context(), node)
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	ms := memberStatuses(ctx, node, self)
+	var leaderLast uint64
+	for _, m := range ms {
+		if m.Status != nil && m.Status.Role == "Leader" {
+			leaderLast = m.Status.LastIndex
+		}
+	}
+	rows := make([]memberRow, len(ms))
+	for i, m := range ms {
+		row := memberRow{ID: m.ID, Address: m.Address, Voter: m.Voter, Self: m.ID == self.ID, Up: m.Status != nil, Error: m.Error}
+		if st := m.Status; st != nil {
+			row.Role, row.Term, row.Commit, row.Applied, row.Last, row.Ready = st.Role, st.Term, st.CommitIndex, st.AppliedIndex, st.LastIndex, st.Ready
+			row.Leader = st.Role == "Leader"
+			if leaderLast > 0 {
+				row.LagKnown = true
+				if leaderLast > st.LastIndex {
+					row.Lag = leaderLast - st.LastIndex
+				}
+			}
+			row.CatchUp = catchUpOf(row, st)
+		} else {
+			row.CatchUp = catchUpOf(row, nil)
+		}
+		rows[i] = row
+	}
+	p.Title, p.Nav = "Cluster", "cluster"
+	p.Data = map[string]any{"Members": rows, "Self": self, "Compare": c.cmp.get()}
+	c.render(w, http.StatusOK, "cluster", p)
+	return nil
+}
+
+// POST /console/cluster/walcompare: compares the members' logs online, as
+// GET /v1/cluster/walcompare does, and keeps the result for the page.
+func (c *console) runCompare(w http.ResponseWriter, r *http.Request, _ *page) error {
+	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	var members []walcompare.Member
+	defer func() {
+		for _, m := range members {
+			m.Close()
+		}
+	}()
+	for _, m := range c.s.ctl.Node().Status().Members {
+		lm, err := walcompare.Dial(ctx, m.ID, m.Address, c.s.clusterTLS)
+		if err != nil {
+			c.cmp.set(compareRun{At: start, By: "console", Took: time.Since(start), Err: fmt.Sprintf("member %s (%s): %v", m.ID, m.Address, err)})
+			done(w, r, "/console/cluster", nil, "walcompare failed: member "+m.ID+" unreachable")
+			return nil
+		}
+		members = append(members, lm)
+	}
+	rep, err := walcompare.Compare(ctx, members, walcompare.Options{})
+	if err != nil {
+		c.cmp.set(compareRun{At: start, By: "console", Took: time.Since(start), Err: err.Error()})
+		done(w, r, "/console/cluster", nil, "walcompare failed")
+		return nil
+	}
+	c.cmp.set(compareRun{At: start, By: "console", Took: time.Since(start), Report: rep})
+	done(w, r, "/console/cluster", nil, fmt.Sprintf("walcompare: %d committed divergences", rep.CommittedCount))
+	return nil
+}
+
+// compareRun is one walcompare run.
+type compareRun struct {
+	At     time.Time
+	By     string // console or API
+	Took   time.Duration
+	Report *walcompare.Report
+	Err    string
+}
+
+// lastCompare holds the last walcompare run through this jobd.
+type lastCompare struct {
+	mu  sync.Mutex
+	run *compareRun
+}
+
+func (l *lastCompare) set(r compareRun) {
+	r.Took = r.Took.Round(100 * time.Microsecond)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.run = &r
+}
+
+func (l *lastCompare) get() *compareRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.run
+}
