@@ -41,7 +41,7 @@ unit:
 # fewer. Longer runs: make fuzz FUZZ_EXECS=5000000.
 FUZZ_EXECS      ?= 100000
 FUZZ_SLOW_EXECS ?= 5000
-FUZZ_SLOW       := FuzzOpen
+FUZZ_SLOW       := FuzzOpen FuzzOpenAndReaderAgree
 
 fuzz:
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \

@@ -60,3 +60,50 @@ func TestSubmitContextEndsAfterAppendIsMayExist(t *testing.T) {
 		t.Fatalf("queue holds %d jobs (%v), want 1", len(p.Jobs), err)
 	}
 }
+
+// After an attempt with an unknown outcome, a submit whose idempotency key
+// names a job that existed before the call (under another ID) is still
+// reported a duplicate: only the call's own ID is ambiguous.
+func TestSubmitDuplicateByKeyAfterUnknownAttempt(t *testing.T) {
+	s := seed(t)
+	fn := faultnet.New(s)
+	c := ctltest.StartWithFaults(t, 3, fn, nil)
+	l := c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, 2*wait)
+	first, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{ID: "first", Queue: "dup", Kind: "k", IdempotencyKey: "K"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.Ctls[l].Node().Status().LastIndex
+	// The leader is isolated and the submit (same key, new ID) goes to it:
+	// its entry is appended, never committed; the leader steps down, the
+	// attempt is unknown, the controller retries until the partition heals.
+	fn.Isolate(hraft.ServerAddress(c.Cfgs[l].BindAddr))
+	type res struct {
+		r   jobraft.SubmitResult
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		rs, err := c.Ctls[l].SubmitBatch(ctx, []jobraft.SubmitRequest{{ID: "second", Queue: "dup", Kind: "k", IdempotencyKey: "K"}})
+		var r jobraft.SubmitResult
+		if len(rs) == 1 {
+			r = rs[0]
+		}
+		done <- res{r, err}
+	}()
+	ctltest.WaitFor(t, wait, "the isolated leader to step down", func() bool {
+		return c.Ctls[l].Node().Status().Role != "Leader"
+	})
+	if after := c.Ctls[l].Node().Status().LastIndex; after <= before {
+		t.Fatalf("the submit was not appended on the isolated leader (last index %d → %d): setup failed", before, after)
+	}
+	fn.Heal()
+	got := <-done
+	if got.err != nil || got.r.Err != nil {
+		t.Fatalf("submit: %v / %v", got.err, got.r.Err)
+	}
+	if got.r.Job.ID != first.ID || !got.r.Duplicate {
+		t.Fatalf("result job %q duplicate=%v, want the pre-existing %q reported as a duplicate", got.r.Job.ID, got.r.Duplicate, first.ID)
+	}
+}

@@ -1,8 +1,10 @@
 package jobraft_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/jobraft/jobraft"
@@ -55,4 +57,33 @@ func TestWatchCompactedBoundary(t *testing.T) {
 	if st := ctl.LocalStats(); st.WatchOldest != oldest {
 		t.Fatalf("the window moved (%d → %d) while testing", oldest, st.WatchOldest)
 	}
+}
+
+// Watch racing Close never adds to the controller's WaitGroup after Close
+// waited on it: a Watch either starts (and ends with ErrClosed) or is
+// refused with ErrClosed.
+func TestWatchRacingCloseIsSafe(t *testing.T) {
+	ctl := ctltest.Start(t, 1, nil)
+	c := ctl.Ctls[0]
+	ctl.WaitLeader(wait)
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ch, err := c.Watch(context.Background(), 0, jobraft.WatchFilter{})
+			if err != nil {
+				if !errors.Is(err, jobraft.ErrClosed) {
+					t.Errorf("watch: %v", err)
+				}
+				return
+			}
+			for range ch {
+			}
+		}()
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
 }

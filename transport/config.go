@@ -110,7 +110,7 @@ func (cfg Config) withDefaults() (Config, *tls.Config, *tls.Config, error) {
 		cfg.MaxInflight = DefaultMaxInflight
 	}
 	if cfg.TLS == nil {
-		if !cfg.AllowInsecure && !isLoopbackHostPort(cfg.BindAddr) {
+		if !cfg.AllowInsecure && !IsLoopback(cfg.BindAddr) {
 			return cfg, nil, nil, fmt.Errorf("%w: bind %q", ErrInsecureBind, cfg.BindAddr)
 		}
 		return cfg, nil, nil, nil
@@ -158,9 +158,11 @@ func mutualTLS(in *tls.Config) (server, client *tls.Config, err error) {
 	return server, client, nil
 }
 
-// isLoopbackHostPort reports whether addr's host is a loopback IP or
-// "localhost". Empty and unspecified hosts are not loopback.
-func isLoopbackHostPort(addr string) bool {
+// IsLoopback reports whether the host of addr (host:port) is a loopback IP
+// or "localhost": the addresses Listen accepts without TLS unless
+// AllowInsecure. Empty and unspecified hosts, other hostnames and malformed
+// addresses are not loopback.
+func IsLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

@@ -8,8 +8,9 @@ import (
 )
 
 // This file is the guard's pure core: decisions as functions of the log's
-// shape and the operation, with no IO. Both *Log and *Guard call it, and the
-// rapid model test checks it against a naive log.
+// shape and the operation, with no IO. The guard (guard.go) calls it, for
+// Log and Guard alike, and the rapid model test checks it against a naive
+// log.
 
 // shape is what the guard knows about a log when it decides.
 type shape struct {

@@ -4,38 +4,20 @@ import (
 	"fmt"
 	"os"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
-// DeleteRange implements raft.LogStore under the guard's G4 (see
+// removeRange applies a deletion the guard accepted (G4, see
 // checkDelete): prefix compaction up to the floor, suffix truncation above
-// it, or a whole-log reset as snapshot install does it. A refusal changes
-// nothing. Each is durable when it returns: a truncation or reset is
-// recorded by a new segment whose header says where the log continues, a
-// compaction by a first-index mark.
-func (l *Log) DeleteRange(min, max uint64) error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	sh, err := l.writable()
-	if err != nil {
-		return err
-	}
-	kind, g := checkDeleteGated(sh, min, max, l.floor.resetGate())
-	if g != nil {
-		l.refused(g)
-		l.opts.logger.Error("guard refused DeleteRange", "error", g)
-		return g
-	}
+// it, or a whole-log reset as snapshot install does it. Each is durable
+// when it returns: a truncation or reset is recorded by a new segment whose
+// header says where the log continues, a compaction by a first-index mark.
+// wmu held.
+func (l *segStore) removeRange(kind deleteKind, min, max, prevTerm uint64, _ shape) error {
 	switch kind {
 	case deletePrefix:
-		if err := l.compact(max); err != nil {
-			return err
-		}
+		return l.compact(max)
 	case deleteSuffix:
-		if err := l.truncate(min); err != nil {
-			return err
-		}
+		return l.truncate(min, prevTerm)
 	case deleteAll:
 		seg, err := l.createSegment(0, segFlagReset)
 		if err != nil {
@@ -46,11 +28,7 @@ func (l *Log) DeleteRange(min, max uint64) error {
 		l.cache.dropFrom(0)
 		l.mu.Unlock()
 		l.rotateTo(seg, true)
-	default:
-		return nil
 	}
-	countDelete(kind)
-	l.opts.logger.Info("log range deleted", "kind", kind.String(), "min", min, "max", max, "floor", sh.Floor)
 	return nil
 }
 
@@ -62,14 +40,14 @@ func (l *Log) DeleteRange(min, max uint64) error {
 // hashicorp/raft always seals before it resets the log. Without a bound
 // (nil, the default) resets are not gated. fn must be cheap and must not
 // call back into the log.
-func (l *Log) SetResetBound(fn func() uint64) { l.floor.setReset(fn) }
+func (l *segStore) SetResetBound(fn func() uint64) { l.floor.setReset(fn) }
 
 // compact drops entries through max (max < last). The new first index is
 // made durable first (a first-index mark, see first.go), so FirstIndex never
 // moves backwards across a restart; then whole segments below it are
 // removed, oldest first. A partly compacted segment keeps its file, and its
 // entries below the first index stay on disk but are never served again.
-func (l *Log) compact(max uint64) error {
+func (l *segStore) compact(max uint64) error {
 	if err := l.persistFirst(max + 1); err != nil {
 		return err
 	}
@@ -90,13 +68,9 @@ func (l *Log) compact(max uint64) error {
 	return nil
 }
 
-// truncate cuts the suffix from min (first < min <= last, min > floor).
-func (l *Log) truncate(min uint64) error {
-	// The new last entry's term, read before anything changes.
-	var prev raft.Log
-	if err := l.GetLog(min-1, &prev); err != nil {
-		return fmt.Errorf("wal: truncate at %d: read index %d: %w", min, min-1, err)
-	}
+// truncate cuts the suffix from min (first < min <= last, min > floor);
+// prevTerm is the term of entry min-1, the new last.
+func (l *segStore) truncate(min, prevTerm uint64) error {
 	seg, err := l.createSegment(min, 0)
 	if err != nil {
 		return err
@@ -124,7 +98,7 @@ func (l *Log) truncate(min uint64) error {
 		drop[i], drop[j] = drop[j], drop[i]
 	}
 	l.segs = append(keep, seg)
-	l.last, l.lastTerm = min-1, prev.Term
+	l.last, l.lastTerm = min-1, prevTerm
 	l.cache.dropFrom(min)
 	l.mu.Unlock()
 	l.keepSegments(l.removeSegments(drop))
@@ -133,7 +107,7 @@ func (l *Log) truncate(min uint64) error {
 
 // Close writes a floor mark if the floor advanced since the last batch,
 // and closes every file. Further calls return ErrClosed.
-func (l *Log) Close() error {
+func (l *segStore) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.mu.Lock()
@@ -159,7 +133,7 @@ func (l *Log) Close() error {
 
 // persistFloor appends a floor mark frame when the floor is above what was
 // persisted. wmu held.
-func (l *Log) persistFloor() error {
+func (l *segStore) persistFloor() error {
 	floor := l.floor.now()
 	if floor <= l.floor.persisted.Load() {
 		return nil
@@ -181,7 +155,7 @@ func (l *Log) persistFloor() error {
 
 // SyncFloor makes the current commit floor durable now (a floor mark), so a
 // restart refuses truncations up to it even if no batch followed.
-func (l *Log) SyncFloor() error {
+func (l *segStore) SyncFloor() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if _, err := l.writable(); err != nil {
@@ -193,7 +167,7 @@ func (l *Log) SyncFloor() error {
 	return nil
 }
 
-func (l *Log) closeFiles() {
+func (l *segStore) closeFiles() {
 	for _, s := range l.segs {
 		if err := s.f.Close(); err != nil && !os.IsNotExist(err) {
 			l.opts.logger.Warn("close segment", "segment", s.path, "error", err)

@@ -23,6 +23,9 @@
 //   - G5: a stamped command payload (Stamp, carried in Log.Extensions) is
 //     verified against its stamp before it becomes durable and again on every
 //     read; an empty or altered body is never persisted and never returned.
+//     An entry that arrives unstamped is stored with a persist stamp so its
+//     reads are verified too; GetLog removes that stamp again, returning
+//     exactly what StoreLog was given.
 //   - G6: a refusal is typed, counted in metrics, reported to OnRefusal, and
 //     leaves the log unchanged.
 //   - G7: a returned StoreLogs is on disk (one write and one fdatasync per
@@ -35,9 +38,16 @@
 //     assumes nobody else writes its directory.
 //  2. Bind the commit floor as early as it can: SetCommitFloor(fn), with fn
 //     returning the highest index known committed (jobraft's node binds
-//     max(raft commit index, index the state machine has applied)). Until it
-//     is bound, the floor is the highest one made durable before; a log that
-//     never had one refuses every compaction rather than risk one.
+//     max(raft commit index, index the state machine has applied)); the
+//     guard then checks every compaction against it. A log that is never
+//     bound (a plain hashicorp/raft user) trusts raft's compaction contract
+//     instead: hashicorp/raft deletes a prefix only up to the index of a
+//     snapshot it has persisted, and a snapshot holds only committed
+//     entries, so a prefix DeleteRange is itself the proof that its entries
+//     are committed. The floor rises to its end and is made durable with
+//     it: later truncations at or below it are refused, across restarts.
+//     Without that, an unbound log would refuse every compaction and grow
+//     for ever. Bind the floor to have compactions checked, not trusted.
 //  3. Stamp command entries at proposal (Stamp) so that every member can
 //     verify their payloads; open with RequireStamp to refuse unstamped
 //     command entries.
@@ -64,8 +74,8 @@
 // peers — only safe for entries above the cluster's commit index or held by
 // a majority.
 //
-// State: ErrFailed (a write or sync failed; reopen), ErrClosed (used after
-// Close). Absent entries are raft.ErrLogNotFound itself, as hashicorp/raft
+// State: ErrFailed (a write or sync failed; reopen), ErrClosed (any method,
+// the stable store's included, used after Close). Absent entries are raft.ErrLogNotFound itself, as hashicorp/raft
 // compares it by identity.
 //
 // # Caveats

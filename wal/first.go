@@ -26,7 +26,7 @@ func firstMarkFrame(first, floor uint64) []byte {
 // older format version is never given a newer frame: the log first rotates
 // to a new segment that continues it (base last+1). An error fails the log
 // like any write error. wmu held; the log is not empty.
-func (l *Log) persistFirst(first uint64) error {
+func (l *segStore) persistFirst(first uint64) error {
 	tail := l.segs[len(l.segs)-1]
 	if tail.version < firstMarkVersion {
 		l.mu.RLock()

@@ -8,6 +8,10 @@ import "sync/atomic"
 type floorState struct {
 	fn        atomic.Pointer[func() uint64]
 	persisted atomic.Uint64
+	// derived is what an unbound log learned from raft's own compactions
+	// (see guard.deleteRange): raft compacts only below a snapshot it
+	// persisted, so a compaction's end is committed.
+	derived atomic.Uint64
 	// reset is the late-bound reset bound (SetResetBound): the index up to
 	// which a whole-log reset may remove committed entries. nil: resets are
 	// not gated.
@@ -24,11 +28,24 @@ func (f *floorState) set(fn func() uint64) {
 
 // now returns the current floor.
 func (f *floorState) now() uint64 {
-	v := f.persisted.Load()
+	v := max(f.persisted.Load(), f.derived.Load())
 	if p := f.fn.Load(); p != nil {
 		v = max(v, (*p)())
 	}
 	return v
+}
+
+// bound reports whether a floor source is bound (SetCommitFloor).
+func (f *floorState) bound() bool { return f.fn.Load() != nil }
+
+// derive records v as known committed (unbound logs only).
+func (f *floorState) derive(v uint64) {
+	for {
+		cur := f.derived.Load()
+		if v <= cur || f.derived.CompareAndSwap(cur, v) {
+			return
+		}
+	}
 }
 
 // raise records v as persisted if it is higher.

@@ -19,7 +19,7 @@ import (
 
 // fuzzSegments writes a small real log (three segments, a truncation and
 // an unstamped entry) and returns its segment files' bytes.
-func fuzzSegments(f *testing.F) [][]byte {
+func fuzzSegments(f testing.TB) [][]byte {
 	f.Helper()
 	dir, err := os.MkdirTemp("", "wal-fuzz-seed-")
 	if err != nil {

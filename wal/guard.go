@@ -9,21 +9,189 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// This file is the persist guard, written once: the guard type decides
+// every write and verifies every read (its decisions are the pure functions
+// of decide.go) in front of a store that only does. Log is the segment
+// store behind it (segstore.go); Guard is the same guard in front of any
+// raft.LogStore (storeAdapter).
+
+// guarded is what the guard needs of the store behind it.
+type guarded interface {
+	// writable returns the store's shape when it takes writes, or why it
+	// does not (ErrClosed, ErrFailed, a read error). The guard sets Floor.
+	writable() (shape, error)
+	// readEntry reads the entry at index as stored: checked against the
+	// store's own record checks, not yet against its stamp. where, when
+	// not nil, locates the record for the diagnostic of a stamp refusal.
+	readEntry(index uint64, out *raft.Log) (where *recordAt, err error)
+	// fits refuses what the store's format cannot hold (nil: it fits).
+	fits(sh shape, entries []*raft.Log) *GuardError
+	// appendBatch makes entries (accepted and stamped) durable. The store is
+	// the guard's floor persister: floor, the commit floor the batch was
+	// accepted under, is durable when appendBatch returns nil (the segment
+	// store writes it into the batch's frame; the adapter of a Guard stores
+	// it in its floor store first), so after a restart truncations at or
+	// below it are refused before raft has learned anything.
+	appendBatch(entries []*raft.Log, floor uint64) error
+	// removeRange applies a deletion the guard accepted as kind (never
+	// deleteNone); prevTerm is the term of entry min-1 for a suffix.
+	removeRange(kind deleteKind, min, max, prevTerm uint64, sh shape) error
+}
+
+// recordAt locates a stored record for a refusal's diagnostic.
+type recordAt struct {
+	sh      shape
+	segment string
+	offset  int64
+}
+
+func (r *recordAt) annotate(g *GuardError) {
+	g.First, g.Last, g.LastTerm, g.Floor = r.sh.First, r.sh.Last, r.sh.LastTerm, r.sh.Floor
+	g.Segment, g.Offset = r.segment, r.offset
+}
+
+// guard enforces G1–G6 on every StoreLogs, DeleteRange and GetLog of its
+// store; durability (G7) is the store's.
+type guard struct {
+	store guarded
+	floor *floorState
+	wmu   *sync.Mutex // the store's write lock: serialises writes
+	// requireStamp refuses unstamped commands; allowUnstamped returns
+	// stored entries without a stamp (a Guard over an older log).
+	requireStamp, allowUnstamped bool
+	logger                       hclog.Logger
+	// report counts a refusal and passes it to the owner's hook.
+	report func(error)
+	// logReads logs refused reads too (a Guard does; the node's Log
+	// reports them through its hook instead).
+	logReads bool
+}
+
+// refuse reports and logs a refused write.
+func (g *guard) refuse(op string, ge *GuardError) error {
+	g.report(ge)
+	g.logger.Error("guard refused "+op, "error", ge)
+	return ge
+}
+
+// storeLogs checks the batch as a whole (G1–G3, G5) and refuses it
+// unchanged, or has the store append it with a persist stamp added to the
+// entries that arrived without one (on copies).
+func (g *guard) storeLogs(entries []*raft.Log) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
+	sh, err := g.store.writable()
+	if err != nil {
+		return err
+	}
+	sh.Floor = g.floor.now()
+	if ge := checkStore(sh, entries, g.requireStamp); ge != nil {
+		if ge.Err == ErrOverwrite {
+			var stored raft.Log
+			if _, err := g.store.readEntry(ge.Index, &stored); err == nil {
+				overwriteDiag(ge, &stored, entries[0])
+			}
+		}
+		return g.refuse("StoreLogs", ge)
+	}
+	if ge := g.store.fits(sh, entries); ge != nil {
+		return g.refuse("StoreLogs", ge)
+	}
+	return g.store.appendBatch(stampMissing(entries), sh.Floor)
+}
+
+// deleteRange decides a deletion under G4 (see checkDelete) and has the
+// store apply it. A refusal changes nothing.
+func (g *guard) deleteRange(min, max uint64) error {
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
+	sh, err := g.store.writable()
+	if err != nil {
+		return err
+	}
+	sh.Floor = g.floor.now()
+	if !g.floor.bound() && sh.Last != 0 && min <= sh.First && max >= sh.First && max < sh.Last && max > sh.Floor {
+		// No floor source bound (a plain hashicorp/raft user): trust
+		// raft's compaction contract. hashicorp/raft deletes a prefix
+		// only up to the index of a snapshot it has persisted
+		// (compactLogs: max <= the snapshot's index), so the compaction
+		// itself says its entries are committed. The floor rises to it
+		// (made durable with the compaction), so later truncations at or
+		// below it are refused. A bound source is checked, not trusted.
+		g.floor.derive(max)
+		sh.Floor = g.floor.now()
+	}
+	kind, ge := checkDeleteGated(sh, min, max, g.floor.resetGate())
+	if ge != nil {
+		return g.refuse("DeleteRange", ge)
+	}
+	if kind == deleteNone {
+		return nil
+	}
+	var prevTerm uint64
+	if kind == deleteSuffix {
+		// The new last entry's term, read before anything changes (the
+		// record's own checks cover the term).
+		var prev raft.Log
+		if _, err := g.store.readEntry(min-1, &prev); err != nil {
+			return fmt.Errorf("wal: truncate at %d: read index %d: %w", min, min-1, err)
+		}
+		prevTerm = prev.Term
+	}
+	if err := g.store.removeRange(kind, min, max, prevTerm, sh); err != nil {
+		return err
+	}
+	countDelete(kind)
+	g.logger.Info("log range deleted", "kind", kind.String(), "min", min, "max", max, "floor", sh.Floor)
+	return nil
+}
+
+// getLog reads the entry at index and verifies it against its stamp.
+// Damage is refused with an error matching ErrCorrupt (ErrPayloadMismatch
+// for a body that does not match its stamp); the damaged entry is not
+// returned. A stamp the store added (StampPersist) is removed from what is
+// returned: the caller gets exactly what StoreLog was given.
+func (g *guard) getLog(index uint64, out *raft.Log) error {
+	where, err := g.store.readEntry(index, out)
+	if err != nil {
+		return err
+	}
+	err = verifyStamp(OpGet, out)
+	if err == nil {
+		stripPersistStamp(out)
+		return nil
+	}
+	var ge *GuardError
+	isGE := errors.As(err, &ge)
+	if isGE && ge.Err == ErrUnstamped && g.allowUnstamped {
+		return nil
+	}
+	*out = raft.Log{}
+	if isGE && where != nil {
+		where.annotate(ge)
+	}
+	g.report(err)
+	if g.logReads {
+		g.logger.Error("guard refused GetLog", "error", err)
+	}
+	return err
+}
+
 // Guard is the persist guard as middleware over any raft.LogStore
-// (raft-boltdb/v2, raft.InmemStore, ...). It enforces G1–G6 on every
-// StoreLogs, DeleteRange and GetLog; durability (G7) is the inner store's.
+// (raft-boltdb/v2, raft.InmemStore, ...): the guard of Log in front of
+// another store. It enforces G1–G6 on every StoreLogs, DeleteRange and
+// GetLog; durability (G7) is the inner store's.
 //
 // The guard keeps no copy of entries: every GetLog verifies the bytes the
 // inner store returns. It assumes it is the inner store's only writer.
 type Guard struct {
-	inner raft.LogStore
-	opts  guardOptions
+	g     guard
+	a     *storeAdapter
 	floor floorState
-
-	mu     sync.Mutex // serialises writes and the cached shape
-	loaded bool
-	sh     shape // First, Last, LastTerm of inner
-	err    error // set when the floor store could not be read
+	mu    sync.Mutex // serialises writes and the adapter's cached shape
 }
 
 var (
@@ -64,25 +232,40 @@ var floorKey = []byte("jobraft_guard_floor")
 
 // NewGuard wraps inner with the persist guard.
 func NewGuard(inner raft.LogStore, opts ...GuardOption) *Guard {
-	g := &Guard{inner: inner, opts: guardOptions{logger: hclog.NewNullLogger()}}
-	for _, o := range opts {
-		o(&g.opts)
+	o := guardOptions{logger: hclog.NewNullLogger()}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if fs := g.opts.floorStore; fs != nil {
+	gd := &Guard{}
+	gd.a = &storeAdapter{inner: inner, floorStore: o.floorStore, floor: &gd.floor}
+	if fs := o.floorStore; fs != nil {
 		v, err := fs.GetUint64(floorKey)
 		switch {
 		case err == nil:
-			g.floor.raise(v)
-		case err.Error() == "not found":
+			gd.floor.raise(v)
+		case isKeyNotFound(err):
 		default:
-			g.err = fmt.Errorf("wal: read persisted floor: %w", err)
+			gd.a.err = fmt.Errorf("wal: read persisted floor: %w", err)
 		}
 	}
-	return g
+	gd.g = guard{
+		store: gd.a, floor: &gd.floor, wmu: &gd.mu,
+		requireStamp: o.requireStamp, allowUnstamped: o.allowUnstamped,
+		logger: o.logger, report: countRefusal, logReads: true,
+	}
+	return gd
+}
+
+// isKeyNotFound reports whether err is a raft.StableStore's "key not found":
+// ErrKeyNotFound, or another store's error with the same text (raft-boltdb's
+// and raft.InmemStore's have no shared sentinel; hashicorp/raft itself
+// recognises them by that text).
+func isKeyNotFound(err error) bool {
+	return errors.Is(err, ErrKeyNotFound) || (err != nil && err.Error() == ErrKeyNotFound.Error())
 }
 
 // Inner returns the wrapped store.
-func (g *Guard) Inner() raft.LogStore { return g.inner }
+func (g *Guard) Inner() raft.LogStore { return g.a.inner }
 
 // SetCommitFloor binds the commit floor source (see Log.SetCommitFloor).
 func (g *Guard) SetCommitFloor(fn func() uint64) { g.floor.set(fn) }
@@ -98,45 +281,10 @@ func (g *Guard) Floor() uint64 { return g.floor.now() }
 func (g *Guard) IsMonotonic() bool { return true }
 
 // FirstIndex implements raft.LogStore.
-func (g *Guard) FirstIndex() (uint64, error) { return g.inner.FirstIndex() }
+func (g *Guard) FirstIndex() (uint64, error) { return g.a.inner.FirstIndex() }
 
 // LastIndex implements raft.LogStore.
-func (g *Guard) LastIndex() (uint64, error) { return g.inner.LastIndex() }
-
-// load reads the inner store's shape. mu held.
-func (g *Guard) load() error {
-	if g.err != nil {
-		return g.err
-	}
-	if g.loaded {
-		return nil
-	}
-	first, err := g.inner.FirstIndex()
-	if err != nil {
-		return err
-	}
-	last, err := g.inner.LastIndex()
-	if err != nil {
-		return err
-	}
-	var lastTerm uint64
-	if last != 0 {
-		var e raft.Log
-		if err := g.inner.GetLog(last, &e); err != nil {
-			return fmt.Errorf("wal: guard: read last entry %d: %w", last, err)
-		}
-		lastTerm = e.Term
-	}
-	g.sh = shape{First: first, Last: last, LastTerm: lastTerm}
-	g.loaded = true
-	return nil
-}
-
-func (g *Guard) shape() shape {
-	s := g.sh
-	s.Floor = g.floor.now()
-	return s
-}
+func (g *Guard) LastIndex() (uint64, error) { return g.a.inner.LastIndex() }
 
 // StoreLog implements raft.LogStore.
 func (g *Guard) StoreLog(e *raft.Log) error { return g.StoreLogs([]*raft.Log{e}) }
@@ -144,108 +292,12 @@ func (g *Guard) StoreLog(e *raft.Log) error { return g.StoreLogs([]*raft.Log{e})
 // StoreLogs implements raft.LogStore: the batch is checked as a whole and
 // refused unchanged, or passed to the inner store with a persist stamp
 // added to entries that arrived without one (on copies).
-func (g *Guard) StoreLogs(entries []*raft.Log) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.load(); err != nil {
-		return err
-	}
-	sh := g.shape()
-	if ge := checkStore(sh, entries, g.opts.requireStamp); ge != nil {
-		if ge.Err == ErrOverwrite {
-			var stored raft.Log
-			if g.inner.GetLog(ge.Index, &stored) == nil {
-				overwriteDiag(ge, &stored, entries[0])
-			}
-		}
-		countRefusal(ge)
-		g.opts.logger.Error("guard refused StoreLogs", "error", ge)
-		return ge
-	}
-	if fs := g.opts.floorStore; fs != nil && sh.Floor > g.floor.persisted.Load() {
-		if err := fs.SetUint64(floorKey, sh.Floor); err != nil {
-			return fmt.Errorf("wal: guard: persist floor: %w", err)
-		}
-		g.floor.raise(sh.Floor)
-	}
-	if err := g.inner.StoreLogs(stampMissing(entries)); err != nil {
-		g.loaded = false // the inner store may hold part of the batch
-		return err
-	}
-	if g.sh.Last == 0 {
-		g.sh.First = entries[0].Index
-	}
-	last := entries[len(entries)-1]
-	g.sh.Last, g.sh.LastTerm = last.Index, last.Term
-	return nil
-}
+func (g *Guard) StoreLogs(entries []*raft.Log) error { return g.g.storeLogs(entries) }
 
 // DeleteRange implements raft.LogStore under G4 (see checkDelete).
-func (g *Guard) DeleteRange(min, max uint64) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.load(); err != nil {
-		return err
-	}
-	sh := g.shape()
-	kind, ge := checkDeleteGated(sh, min, max, g.floor.resetGate())
-	if ge != nil {
-		countRefusal(ge)
-		g.opts.logger.Error("guard refused DeleteRange", "error", ge)
-		return ge
-	}
-	if kind == deleteNone {
-		return nil
-	}
-	var prevTerm uint64
-	if kind == deleteSuffix {
-		var prev raft.Log
-		if err := g.inner.GetLog(min-1, &prev); err != nil {
-			return fmt.Errorf("wal: guard: truncate at %d: read index %d: %w", min, min-1, err)
-		}
-		prevTerm = prev.Term
-	}
-	// Pass the inner store exactly the part of the range that exists: some
-	// stores mishandle bounds outside the log (raft.InmemStore with min 0).
-	if err := g.inner.DeleteRange(maxU(min, sh.First), minU(max, sh.Last)); err != nil {
-		g.loaded = false
-		return err
-	}
-	switch kind {
-	case deletePrefix:
-		g.sh.First = max + 1
-	case deleteSuffix:
-		g.sh.Last, g.sh.LastTerm = min-1, prevTerm
-	case deleteAll:
-		g.sh = shape{}
-	}
-	countDelete(kind)
-	return nil
-}
+func (g *Guard) DeleteRange(min, max uint64) error { return g.g.deleteRange(min, max) }
 
 // GetLog implements raft.LogStore, verifying the entry the inner store
 // returns against its stamp. Damage is refused with an error matching
 // ErrCorrupt; the damaged entry is not returned.
-func (g *Guard) GetLog(index uint64, out *raft.Log) error {
-	if err := g.inner.GetLog(index, out); err != nil {
-		return err
-	}
-	err := verifyStamp(OpGet, out)
-	if err == nil {
-		return nil
-	}
-	var ge *GuardError
-	if errors.As(err, &ge) && ge.Err == ErrUnstamped && g.opts.allowUnstamped {
-		return nil
-	}
-	*out = raft.Log{}
-	countRefusal(err)
-	g.opts.logger.Error("guard refused GetLog", "error", err)
-	return err
-}
-
-func maxU(a, b uint64) uint64 { return max(a, b) }
-func minU(a, b uint64) uint64 { return min(a, b) }
+func (g *Guard) GetLog(index uint64, out *raft.Log) error { return g.g.getLog(index, out) }

@@ -53,9 +53,10 @@ func TestGuardGetLogRefusesRot(t *testing.T) {
 	}
 }
 
-// Entries that arrive unstamped (raft's no-op, configuration, barrier) get
-// a persist stamp so rot is caught on read; the caller's entry is not
-// modified. RequireStamp refuses an unstamped command.
+// Entries that arrive unstamped (raft's no-op, configuration, barrier) are
+// stored with a persist stamp so rot is caught on read; the caller's entry
+// is not modified and GetLog returns it without the store's stamp.
+// RequireStamp refuses an unstamped command.
 func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 	eachStore(t, func(t *testing.T, s storeUnderTest) {
 		cfg := &raft.Log{Index: 1, Term: 1, Type: raft.LogConfiguration, Data: []byte("cfg")}
@@ -64,13 +65,28 @@ func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 		if cfg.Extensions != nil || noop.Extensions != nil {
 			t.Fatal("caller's entries modified")
 		}
-		var e raft.Log
+		var e, stored raft.Log
 		if err := s.GetLog(1, &e); err != nil {
 			t.Fatal(err)
 		}
-		st, ok := ParseStamp(e.Extensions)
+		if e.Extensions != nil || string(e.Data) != "cfg" {
+			t.Fatalf("GetLog returned extensions %q data %q, StoreLog was given none and %q", e.Extensions, e.Data, "cfg")
+		}
+		switch st := s.LogStore.(type) {
+		case *Log:
+			if _, err := st.readEntry(1, &stored); err != nil {
+				t.Fatal(err)
+			}
+		case *Guard:
+			if err := st.Inner().GetLog(1, &stored); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatalf("store %T", s.LogStore)
+		}
+		st, ok := ParseStamp(stored.Extensions)
 		if !ok || st.Origin != StampPersist || st.Len != 3 || st.CRC != Checksum([]byte("cfg")) {
-			t.Fatalf("stamp %+v %v", st, ok)
+			t.Fatalf("stored stamp %+v %v", st, ok)
 		}
 	})
 	g := NewGuard(raft.NewInmemStore(), GuardRequireStamp())
@@ -95,4 +111,40 @@ func TestStampRoundTrip(t *testing.T) {
 	guardErr(t, VerifyStamp(e), ErrPayloadMismatch)
 	e.Extensions = nil
 	guardErr(t, VerifyStamp(e), ErrUnstamped)
+}
+
+// A record larger than the format's bound (maxRecord) was written and
+// acknowledged, but Open reads its header as invalid: as the last frame of
+// the last segment it is cut as a torn tail (an acknowledged entry silently
+// lost), anywhere else Open refuses the log. StoreLogs must refuse it up
+// front, typed, with the log unchanged.
+func TestOversizeRecordRefused(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, WithCacheSize(0), WithPrealloc(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { l.Close() }()
+	storeRange(t, l, 1, 1, 1)
+	// Unstamped: the store adds a 13-byte stamp, which takes the record
+	// just past the bound. The pages are never touched when it is refused.
+	big := &raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: make([]byte, maxRecord-recHeaderSize)}
+	err = l.StoreLogs([]*raft.Log{big})
+	if err == nil {
+		l.Close()
+		l, err = Open(dir, WithCacheSize(0))
+		if err != nil {
+			t.Fatalf("StoreLogs acknowledged a %d-byte record; Open then fails: %v", maxRecord+stampSize, err)
+		}
+		last, _ := l.LastIndex()
+		t.Fatalf("StoreLogs acknowledged a %d-byte record; after a reopen the log ends at %d", maxRecord+stampSize, last)
+	}
+	var ge *GuardError
+	if !errors.As(err, &ge) || !errors.Is(err, ErrTooLarge) || ge.Index != 2 {
+		t.Fatalf("oversize record: %v, want a GuardError matching ErrTooLarge at index 2", err)
+	}
+	if last, _ := l.LastIndex(); last != 1 {
+		t.Fatalf("refusal changed the log: last %d", last)
+	}
+	storeRange(t, l, 2, 3, 1)
 }

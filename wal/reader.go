@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -81,7 +80,7 @@ func (r *Record) Lost() bool {
 // only; Scan reads the records. It fails when dir cannot be listed or holds
 // no segment file.
 func ReadOnly(dir string) (*Reader, error) {
-	names, _, err := segmentFiles(OSFS{}, dir)
+	names, seqs, err := segmentFiles(OSFS{}, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -92,14 +91,21 @@ func ReadOnly(dir string) (*Reader, error) {
 	for i, n := range names {
 		h, err := readSegHeader(filepath.Join(dir, n))
 		if err != nil {
-			if i == len(names)-1 {
-				// A torn creation, as Open sees it when nothing valid
-				// follows; otherwise its frames cannot be placed.
-				r.torn = &TornTail{Segment: n, Reason: err.Error()}
+			torn, rerr := r.tornCreation(n, i == len(names)-1)
+			if rerr != nil {
+				return nil, rerr
+			}
+			if torn {
+				// A torn creation, as Open sees it: the last segment,
+				// nothing framed after its header.
+				r.torn = &TornTail{Segment: n, Reason: "segment header: " + err.Error()}
 			} else {
 				r.notes = append(r.notes, fmt.Sprintf("%s: unreadable segment header, segment skipped: %v", n, err))
 			}
 			continue
+		}
+		if h.Seq != seqs[i] {
+			r.notes = append(r.notes, fmt.Sprintf("%s: header sequence %d differs from file name", n, h.Seq))
 		}
 		r.floor = max(r.floor, h.Floor)
 		if h.Flags&segFlagReset != 0 {
@@ -115,6 +121,20 @@ func ReadOnly(dir string) (*Reader, error) {
 		}
 	}
 	return r, nil
+}
+
+// tornCreation reports whether the segment name, whose header fails, is a
+// torn creation as Open sees it (tornAt): the last segment, nothing framed
+// after its header.
+func (r *Reader) tornCreation(name string, last bool) (bool, error) {
+	if !last {
+		return false, nil
+	}
+	buf, err := r.read(name)
+	if err != nil {
+		return false, fmt.Errorf("wal: read segment %s: %w", name, err)
+	}
+	return len(buf) < segHeaderSize || nextFramed(buf, 0, formatVersion) < 0, nil
 }
 
 func readSegHeader(path string) (segHeader, error) {
@@ -265,149 +285,102 @@ func (sc *readScan) gap(hi uint64) bool {
 	return true
 }
 
-// segment emits the records of one segment file, tolerating damage. It
-// returns false when fn stopped the scan.
+// segment emits the records of one segment file with the Reader's policy
+// over the frame parser (frames.go): a frame that is not valid is a torn
+// tail where Open would cut one (tornAt, in the last segment), otherwise
+// its records are reported one by one, flagged, and the scan goes on after
+// it. It returns false when fn stopped the scan.
 func (sc *readScan) segment(s roSegment, buf []byte, isLast bool) bool {
 	r := sc.r
 	size := int64(len(buf))
 	off := int64(segHeaderSize)
-	var l raft.Log
 	for off < size {
-		fh, ferr := decodeFrameHeader(buf[off:min(size, off+frameHeaderSize)])
-		end := off + frameHeaderSize + int64(fh.BodyLen)
-		if ferr == nil && end > size {
-			ferr = fmt.Errorf("frame body of %d bytes extends beyond the end of the file", fh.BodyLen)
-		}
-		if ferr != nil && allZero(buf[off:]) {
+		fr := parseFrameAt(buf, off, s.hdr.Version)
+		if !fr.valid() && allZero(buf[off:]) {
 			return true // preallocated space: no more frames
 		}
-		if ferr != nil {
-			next := nextValidFrame(buf, off+1)
+		if !fr.valid() && isLast && tornAt(buf, off, s.hdr.Version) {
+			r.torn = &TornTail{Segment: s.name, Offset: off, Reason: fr.reason}
+			return true
+		}
+		if fr.end == 0 {
+			// The frame itself is unreadable: the indexes it swallowed
+			// show up as a gap before the next framed frame's records.
+			sc.damage(s.name, off, fr.reason)
+			next := nextFramed(buf, off+1, s.hdr.Version)
 			if next < 0 {
-				if isLast {
-					r.torn = &TornTail{Segment: s.name, Offset: off, Reason: ferr.Error()}
-				} else {
-					r.notes = append(r.notes, fmt.Sprintf("%s@%d: %v (rest of the segment unreadable)", s.name, off, ferr))
-					sc.damage(s.name, off, ferr.Error())
-				}
+				r.notes = append(r.notes, fmt.Sprintf("%s@%d: %s (rest of the segment unreadable)", s.name, off, fr.reason))
 				return true
 			}
-			// Damage inside the log: the indexes it swallowed show up as a
-			// gap before the next valid frame's records.
-			sc.damage(s.name, off, ferr.Error())
+			r.notes = append(r.notes, fmt.Sprintf("%s@%d: %s (frame skipped)", s.name, off, fr.reason))
 			off = next
 			continue
 		}
-		r.floor = max(r.floor, fh.Floor)
-		if fh.Kind == frameFloor {
-			off = end
-			continue
+		r.floor = max(r.floor, fr.hdr.Floor)
+		if !sc.records(s, fr) {
+			return false
 		}
-		p := off + frameHeaderSize
-		for i := uint32(0); i < fh.Count; i++ {
-			ri, herr := decodeRecordHeader(buf[p:min(end, p+recHeaderSize)])
-			if herr == nil && int64(ri.Len) > end-p {
-				herr = fmt.Errorf("record %d of %d overruns its frame", i, fh.Count)
-			}
-			if herr == nil {
-				_, herr = decodeRecord(buf[p:p+int64(ri.Len)], &l)
-			}
-			if herr != nil {
-				if isLast && nextValidFrame(buf, end) < 0 {
-					r.torn = &TornTail{Segment: s.name, Offset: off, Reason: herr.Error()}
-					return true
-				}
-				// The rest of this batch cannot be framed; a batch holds
-				// consecutive indexes, so they are still attributable.
-				sc.damage(s.name, p, herr.Error())
-				if sc.last == 0 {
-					r.notes = append(r.notes, fmt.Sprintf("%s@%d: %v (index unknown)", s.name, p, herr))
-				} else if !sc.gap(min(sc.last+uint64(fh.Count-i), s.limit)) {
-					return false
-				}
-				break
-			}
-			if ri.Index > s.limit {
-				p += int64(ri.Len) // truncated by a later segment
-				continue
-			}
-			if sc.last != 0 && ri.Index <= sc.last {
-				r.notes = append(r.notes, fmt.Sprintf("%s@%d: index %d repeats (log at %d), skipped", s.name, p, ri.Index, sc.last))
-				p += int64(ri.Len)
-				continue
-			}
-			if sc.last != 0 && ri.Index > sc.last+1 {
-				if sc.dReason == "" {
-					sc.damage(s.name, p, fmt.Sprintf("index %d follows %d", ri.Index, sc.last))
-				}
-				if !sc.gap(ri.Index - 1) {
-					return false
-				}
-			}
-			sc.dSeg, sc.dOff, sc.dReason = "", 0, ""
-			rec := &sc.rec
-			*rec = Record{Index: ri.Index, Term: ri.Term, Type: ri.Type, DataLen: uint32(len(l.Data)),
-				DataCRC: Checksum(l.Data), Segment: s.name, Offset: p}
-			rec.Stamp, rec.Stamped = ParseStamp(l.Extensions)
-			switch {
-			case !rec.Stamped:
-				rec.Corrupt, rec.Detail = true, "record carries no stamp"
-			case rec.DataLen != 0 && (rec.DataLen != rec.Stamp.Len || rec.DataCRC != rec.Stamp.CRC):
-				rec.Corrupt = true
-				rec.Detail = fmt.Sprintf("data (len %d crc %08x) does not match its stamp (len %d crc %08x)",
-					rec.DataLen, rec.DataCRC, rec.Stamp.Len, rec.Stamp.CRC)
-			}
-			if !sc.emit(rec) {
-				return false
-			}
-			p += int64(ri.Len)
-		}
-		off = end
+		off = fr.end
 	}
 	return true
 }
 
-// nextValidFrame returns the offset of the first frame at or after from
-// that Reader can read (see readable), or -1.
-func nextValidFrame(buf []byte, from int64) int64 {
-	for from < int64(len(buf)) {
-		i := bytes.Index(buf[from:], frameMagic)
-		if i < 0 {
-			return -1
+// records emits the records of one frame whose header was read.
+func (sc *readScan) records(s roSegment, fr frameScan) bool {
+	r := sc.r
+	flagged := false
+	for i := range fr.recs {
+		rs := &fr.recs[i]
+		ri := rs.info
+		if ri.Index > s.limit {
+			continue // truncated by a later segment
 		}
-		at := from + int64(i)
-		if readable(buf, at) {
-			return at
+		if sc.last != 0 && ri.Index <= sc.last {
+			r.notes = append(r.notes, fmt.Sprintf("%s@%d: index %d repeats (log at %d), skipped", s.name, rs.off, ri.Index, sc.last))
+			flagged = true
+			continue
 		}
-		from = at + 1
-	}
-	return -1
-}
-
-// readable reports whether the frame at off is intact except, possibly, for
-// record data that fails its stamp: Reader reads such frames and flags the
-// records, where Open's parser rejects the whole frame.
-func readable(buf []byte, off int64) bool {
-	size := int64(len(buf))
-	fh, err := decodeFrameHeader(buf[off:min(size, off+frameHeaderSize)])
-	if err != nil {
-		return false
-	}
-	end := off + frameHeaderSize + int64(fh.BodyLen)
-	if end > size {
-		return false
-	}
-	p := off + frameHeaderSize
-	var l raft.Log
-	for i := uint32(0); i < fh.Count; i++ {
-		ri, err := decodeRecordHeader(buf[p:min(end, p+recHeaderSize)])
-		if err != nil || int64(ri.Len) > end-p {
+		if sc.last != 0 && ri.Index > sc.last+1 {
+			if sc.dReason == "" {
+				sc.damage(s.name, rs.off, fmt.Sprintf("index %d follows %d", ri.Index, sc.last))
+			}
+			if !sc.gap(ri.Index - 1) {
+				return false
+			}
+			flagged = true
+		}
+		sc.dSeg, sc.dOff, sc.dReason = "", 0, ""
+		rec := &sc.rec
+		*rec = Record{Index: ri.Index, Term: ri.Term, Type: ri.Type, DataLen: rs.dataLen, DataCRC: rs.dataCRC,
+			Segment: s.name, Offset: rs.off, Stamp: rs.stamp, Stamped: rs.stamped}
+		if rs.problem != "" && !rs.lost {
+			rec.Corrupt, rec.Detail = true, rs.problem
+		}
+		flagged = flagged || rs.problem != ""
+		if !sc.emit(rec) {
 			return false
 		}
-		if _, err := decodeRecord(buf[p:p+int64(ri.Len)], &l); err != nil {
+	}
+	if !fr.framed {
+		// The rest of this batch cannot be framed; a batch holds
+		// consecutive indexes, so they are still attributable.
+		sc.damage(s.name, fr.framingAt, fr.reason)
+		rest := uint64(fr.hdr.Count) - uint64(len(fr.recs))
+		before := sc.last
+		if sc.last != 0 && rest != 0 && !sc.gap(min(sc.last+rest, s.limit)) {
 			return false
 		}
-		p += int64(ri.Len)
+		if sc.last == before {
+			// Nothing to blame it on (where the log starts is unknown,
+			// or a later segment truncated those indexes).
+			r.notes = append(r.notes, fmt.Sprintf("%s@%d: %s (index unknown)", s.name, fr.framingAt, fr.reason))
+		}
+		return true
 	}
-	return p == end
+	if !fr.valid() && !flagged {
+		// A problem no record shows (a first-index mark, the order of
+		// the batch): damage Open refuses, with no index to blame.
+		r.notes = append(r.notes, fmt.Sprintf("%s@%d: %s", s.name, fr.off, fr.reason))
+	}
+	return true
 }

@@ -1,11 +1,7 @@
 package wal
 
 import (
-	"bytes"
-	"fmt"
 	"io"
-
-	"github.com/hashicorp/raft"
 )
 
 // scanned is one segment file as read from disk.
@@ -68,148 +64,61 @@ func scanSegment(fs FS, path string) (*scanned, error) {
 	return scanBytes(path, buf), nil
 }
 
-// scanBytes parses a segment held in memory (also the fuzz entry point).
+// scanBytes parses a segment held in memory (also the fuzz entry point)
+// with Open's policy over the frame parser (frames.go): valid frames up to
+// the first other one, which is torn or damage as tornAt says.
 func scanBytes(name string, buf []byte) *scanned {
 	s := &scanned{name: name, size: int64(len(buf))}
 	h, err := decodeSegHeader(buf)
 	if err != nil {
 		// A header is synced before any frame is written after it, so a
-		// damaged header with no valid frame after it is a torn creation
+		// damaged header with nothing framed after it is a torn creation
 		// (cut short, or zero-filled by a power loss).
-		s.bad = &badSpot{off: 0, reason: err.Error(), torn: len(buf) < segHeaderSize || !validFrameAfter(buf, 0)}
+		s.bad = &badSpot{off: 0, reason: err.Error(), torn: len(buf) < segHeaderSize || nextFramed(buf, 0, formatVersion) < 0}
 		return s
 	}
 	s.hdr, s.floor = h, h.Floor
 	off := int64(segHeaderSize)
 	s.end = int64(len(buf))
 	for off < int64(len(buf)) {
-		fr, recs, reason := parseFrame(buf, off)
-		if reason == "" && fr.firstMark != 0 && h.Version < firstMarkVersion {
-			reason = fmt.Sprintf("first-index mark in a format version %d segment", h.Version)
-		}
-		if reason != "" && allZero(buf[off:]) {
+		fr := parseFrameAt(buf, off, h.Version)
+		if !fr.valid() && allZero(buf[off:]) {
 			// Zeros to the end of the file: space preallocated for
 			// frames not written yet, not damage.
 			s.end = off
 			return s
 		}
-		if reason != "" {
-			s.bad = &badSpot{off: off, reason: reason, torn: !validFrameAfter(buf, off+1)}
+		if !fr.valid() {
+			s.bad = &badSpot{off: off, reason: fr.reason, torn: tornAt(buf, off, h.Version)}
 			if !s.bad.torn {
-				s.afterMax = maxIndexAfter(buf, off+1)
+				s.afterMax = maxIndexAfter(buf, off+1, h.Version)
 			}
 			return s
 		}
-		fr.first = len(s.recs)
-		s.recs = append(s.recs, recs...)
-		s.frames = append(s.frames, fr)
-		s.floor = max(s.floor, fr.floor)
-		s.firstMark = max(s.firstMark, fr.firstMark)
+		sf := scanFrame{off: fr.off, end: fr.end, first: len(s.recs), cnt: int(fr.hdr.Count), floor: fr.hdr.Floor, firstMark: fr.firstMark}
+		for _, r := range fr.recs {
+			s.recs = append(s.recs, scanRec{off: r.off, len: r.len, info: r.info, stamp: r.stamp})
+		}
+		s.frames = append(s.frames, sf)
+		s.floor = max(s.floor, sf.floor)
+		s.firstMark = max(s.firstMark, sf.firstMark)
 		off = fr.end
 	}
 	return s
 }
 
-// parseFrame parses and fully verifies the frame at off. reason is "" when
-// it is valid.
-func parseFrame(buf []byte, off int64) (scanFrame, []scanRec, string) {
-	fr := scanFrame{off: off}
-	if int64(len(buf))-off < frameHeaderSize {
-		return fr, nil, "frame header cut short"
-	}
-	fh, err := decodeFrameHeader(buf[off : off+frameHeaderSize])
-	if err != nil {
-		return fr, nil, err.Error()
-	}
-	body := off + frameHeaderSize
-	end := body + int64(fh.BodyLen)
-	if end > int64(len(buf)) {
-		return fr, nil, fmt.Sprintf("frame body of %d bytes extends beyond the end of the file", fh.BodyLen)
-	}
-	fr.end, fr.cnt, fr.floor = end, int(fh.Count), fh.Floor
-	switch fh.Kind {
-	case frameFloor:
-		return fr, nil, ""
-	case frameFirst:
-		first, err := decodeFirstMark(buf[body:end])
-		if err != nil {
-			return fr, nil, err.Error()
-		}
-		fr.firstMark = first
-		return fr, nil, ""
-	}
-	recs := make([]scanRec, 0, fh.Count)
-	p := body
-	var l raft.Log
-	for i := uint32(0); i < fh.Count; i++ {
-		if end-p < recHeaderSize {
-			return fr, nil, fmt.Sprintf("record %d of %d cut short", i, fh.Count)
-		}
-		ri, err := decodeRecordHeader(buf[p : p+recHeaderSize])
-		if err != nil {
-			return fr, nil, err.Error()
-		}
-		if int64(ri.Len) > end-p {
-			return fr, nil, fmt.Sprintf("record %d of %d overruns its frame", i, fh.Count)
-		}
-		if _, err := decodeRecord(buf[p:p+int64(ri.Len)], &l); err != nil {
-			return fr, nil, fmt.Sprintf("index %d: %v", ri.Index, err)
-		}
-		st, ok := ParseStamp(l.Extensions)
-		if !ok {
-			return fr, nil, fmt.Sprintf("index %d: record carries no stamp", ri.Index)
-		}
-		if uint32(len(l.Data)) != st.Len || Checksum(l.Data) != st.CRC {
-			return fr, nil, fmt.Sprintf("index %d: data (len %d crc %08x) does not match its stamp (len %d crc %08x)",
-				ri.Index, len(l.Data), Checksum(l.Data), st.Len, st.CRC)
-		}
-		if i > 0 && ri.Index != recs[i-1].info.Index+1 {
-			return fr, nil, fmt.Sprintf("index %d follows %d inside one batch", ri.Index, recs[i-1].info.Index)
-		}
-		recs = append(recs, scanRec{off: p, len: ri.Len, info: ri, stamp: st})
-		p += int64(ri.Len)
-	}
-	if p != end {
-		return fr, nil, fmt.Sprintf("frame body has %d bytes after its %d records", end-p, fh.Count)
-	}
-	return fr, recs, ""
-}
-
-// validFrameAfter reports whether any fully valid frame starts at or after
-// from. It decides between a torn tail (nothing valid follows) and damage
-// inside the log.
-func validFrameAfter(buf []byte, from int64) bool {
-	for from < int64(len(buf)) {
-		i := bytes.Index(buf[from:], frameMagic)
-		if i < 0 {
-			return false
-		}
-		at := from + int64(i)
-		if _, _, reason := parseFrame(buf, at); reason == "" {
-			return true
-		}
-		from = at + 1
-	}
-	return false
-}
-
-// maxIndexAfter returns the highest index in valid frames starting at or
+// maxIndexAfter returns the highest index in framed frames starting at or
 // after from (0 when none): what a repair cut at from removes from this file.
-func maxIndexAfter(buf []byte, from int64) uint64 {
+func maxIndexAfter(buf []byte, from int64, version uint16) uint64 {
 	var hi uint64
 	for from < int64(len(buf)) {
-		i := bytes.Index(buf[from:], frameMagic)
-		if i < 0 {
+		at := nextFramed(buf, from, version)
+		if at < 0 {
 			break
 		}
-		at := from + int64(i)
-		fr, recs, reason := parseFrame(buf, at)
-		if reason != "" {
-			from = at + 1
-			continue
-		}
-		if n := len(recs); n > 0 {
-			hi = max(hi, recs[n-1].info.Index)
+		fr := parseFrameAt(buf, at, version)
+		if n := len(fr.recs); n > 0 {
+			hi = max(hi, fr.recs[n-1].info.Index)
 		}
 		from = fr.end
 	}

@@ -2,9 +2,11 @@ package wal
 
 import (
 	"encoding/binary"
+	"errors"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 var stableBucket = []byte("stable")
@@ -26,20 +28,37 @@ func openStable(path string) (*bolt.DB, error) {
 	return db, nil
 }
 
-// Set implements raft.StableStore. It is durable when it returns.
-func (l *Log) Set(key, val []byte) error {
-	if l.stable == nil {
+// Set implements raft.StableStore. It is durable when it returns. After
+// Close it returns ErrClosed.
+func (l *segStore) Set(key, val []byte) error {
+	if l.isClosed() {
 		return ErrClosed
 	}
-	return l.stable.Update(func(tx *bolt.Tx) error {
+	return stableErr(l.stable.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(stableBucket).Put(key, val)
-	})
+	}))
+}
+
+func (l *segStore) isClosed() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.closed
+}
+
+// stableErr is ErrClosed for bbolt's closed database (a call that raced
+// Close), else err.
+func stableErr(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
 }
 
 // Get implements raft.StableStore; a missing key is ErrKeyNotFound ("not
-// found", which hashicorp/raft compares by text).
-func (l *Log) Get(key []byte) ([]byte, error) {
-	if l.stable == nil {
+// found", which hashicorp/raft compares by text). After Close it returns
+// ErrClosed.
+func (l *segStore) Get(key []byte) ([]byte, error) {
+	if l.isClosed() {
 		return nil, ErrClosed
 	}
 	var out []byte
@@ -51,16 +70,16 @@ func (l *Log) Get(key []byte) ([]byte, error) {
 		out = append([]byte(nil), v...)
 		return nil
 	})
-	return out, err
+	return out, stableErr(err)
 }
 
 // SetUint64 implements raft.StableStore.
-func (l *Log) SetUint64(key []byte, val uint64) error {
+func (l *segStore) SetUint64(key []byte, val uint64) error {
 	return l.Set(key, binary.BigEndian.AppendUint64(nil, val))
 }
 
 // GetUint64 implements raft.StableStore.
-func (l *Log) GetUint64(key []byte) (uint64, error) {
+func (l *segStore) GetUint64(key []byte) (uint64, error) {
 	v, err := l.Get(key)
 	if err != nil {
 		return 0, err

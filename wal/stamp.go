@@ -9,7 +9,8 @@ import (
 )
 
 // The stamp is a trailer of raft.Log.Extensions, so it travels with the entry
-// through replication and is stored with it:
+// through replication and is stored with it (a persist stamp, which the
+// store added itself, is stored but never returned by GetLog):
 //
 //	+---------+---------+--------+-----------+
 //	| len u32 | crc u32 | origin | "jrS1"    |
@@ -58,6 +59,18 @@ func stampWith(l *raft.Log, origin byte) {
 	copy(out, ext)
 	out = appendStamp(out, uint32(len(l.Data)), Checksum(l.Data), origin)
 	l.Extensions = out
+}
+
+// stripPersistStamp removes a stamp the store added (StampPersist) from
+// l.Extensions, without touching the bytes it shares with the store (nil
+// when nothing else was there, as the entry arrived).
+func stripPersistStamp(l *raft.Log) {
+	if st, ok := ParseStamp(l.Extensions); ok && st.Origin == StampPersist {
+		l.Extensions = l.Extensions[: len(l.Extensions)-stampSize : len(l.Extensions)-stampSize]
+		if len(l.Extensions) == 0 {
+			l.Extensions = nil
+		}
+	}
 }
 
 func appendStamp(b []byte, n, crc uint32, origin byte) []byte {

@@ -82,7 +82,8 @@ func buildWAL(t testing.TB, dir string, spec walSpec) {
 // rawSegment encodes a wal segment file byte by byte, following the layout
 // drawn in wal/format.go. Tests use it for members the guard would refuse to
 // write (a lost payload). Every frame holds the given entries as stored:
-// their Extensions (stamp included) and Data exactly as given.
+// their Extensions (stamp included) and Data exactly as given; an empty
+// frame is written as a floor mark.
 func rawSegment(seq, base, floor uint64, frames [][]*raft.Log) []byte {
 	h := make([]byte, 48)
 	copy(h, "JRWALSEG")
@@ -108,7 +109,10 @@ func rawSegment(seq, base, floor uint64, frames [][]*raft.Log) []byte {
 		}
 		fh := make([]byte, 32)
 		copy(fh, "JRB1")
-		fh[8] = 1
+		fh[8] = 1 // a batch
+		if len(fr) == 0 {
+			fh[8] = 2 // an empty frame is a floor mark
+		}
 		binary.LittleEndian.PutUint32(fh[12:], uint32(len(fr)))
 		binary.LittleEndian.PutUint64(fh[16:], floor)
 		binary.LittleEndian.PutUint32(fh[24:], uint32(len(recs)))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport"
 )
 
 // options is jobd's configuration: flags, optionally preset by a JSON file
@@ -181,7 +182,7 @@ func (o *options) validate() error {
 	if tlsFlags != 0 && tlsFlags != 3 {
 		errs = append(errs, errors.New("-cluster-ca, -cluster-cert and -cluster-key go together"))
 	}
-	if tlsFlags == 0 && !o.InsecureCluster && !isLoopback(o.RaftAddr) {
+	if tlsFlags == 0 && !o.InsecureCluster && !transport.IsLoopback(o.RaftAddr) {
 		errs = append(errs, fmt.Errorf("-raft-addr %s is not loopback: give -cluster-ca/-cluster-cert/-cluster-key (mTLS) or -insecure-cluster", o.RaftAddr))
 	}
 	if o.MaxBody < 1024 {
@@ -323,16 +324,4 @@ func parseExec(list []string) (map[string]string, error) {
 		out[kind] = cmd
 	}
 	return out, nil
-}
-
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
