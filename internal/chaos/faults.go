@@ -81,6 +81,12 @@ func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
 			cut(a.Members[1], a.Members[0])
 		case OneWay:
 			cut(a.Members[0], a.Members[1])
+		case Mute:
+			for x := 0; x < f.r.s.Members; x++ {
+				if x != a.Members[0] {
+					cut(a.Members[0], x)
+				}
+			}
 		case Flap:
 			s.Flap = append(s.Flap, ctltest.FlapSpec{A: addr(a.Members[0]), B: addr(a.Members[1]), Period: a.Period})
 		case Net:

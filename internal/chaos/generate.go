@@ -15,13 +15,13 @@ type GenOptions struct {
 	MaxActions int
 }
 
-// weights of the generated kinds: crashes and pauses most, the rest once
-// each.
+// weights of the generated kinds: crashes, pauses and deposed leaders
+// (Mute) most, the rest once or twice each.
 var weights = []struct {
 	kind Kind
 	w    int
 }{
-	{Kill, 4}, {Pause, 2}, {Partition, 2}, {Bridge, 1}, {OneWay, 1}, {Flap, 1}, {Net, 1},
+	{Kill, 4}, {Pause, 2}, {Partition, 2}, {Mute, 4}, {Bridge, 1}, {OneWay, 1}, {Flap, 1}, {Net, 1},
 	{Fsync, 1}, {DiskFull, 1}, {BitFlip, 1}, {Skew, 1}, {Transfer, 2},
 }
 
@@ -120,6 +120,28 @@ func Generate(seed uint64, o GenOptions) Schedule {
 						s.Actions = append(s.Actions, kill)
 					}
 				}
+			}
+		case Mute:
+			// The deposed leader: the leader cannot speak but still hears,
+			// while clients keep proposing to it (its uncommitted tail
+			// grows); the others elect and commit past it, and the new
+			// leader's appends reach it at once. Half the time the new
+			// leader is deposed the same way right after, and half the
+			// heals come with duplicated, delayed messages.
+			a.Members = []int{Leader}
+			a.For = max(a.For, min(8*step, o.Span-a.At))
+			if a.For < 4*step {
+				continue
+			}
+			end := a.End()
+			if rng.IntN(2) == 0 && end+6*step <= o.Span {
+				next := Action{At: end, For: min(time.Duration(6+rng.IntN(6))*step, o.Span-end), Kind: Mute, Members: []int{Leader}}
+				s.Actions = append(s.Actions, next)
+				end = next.End()
+			}
+			if rng.IntN(2) == 0 && end+2*step <= o.Span {
+				s.Actions = append(s.Actions, Action{At: end, For: min(6*step, o.Span-end), Kind: Net,
+					Dup: float64(1+rng.IntN(3)) / 20, Delay: time.Duration(1+rng.IntN(3)) * 5 * time.Millisecond})
 			}
 		case Bridge, OneWay:
 			a.Members = pair()

@@ -75,6 +75,10 @@ func (s Schedule) linkHealthy(x, y int, t time.Duration) bool {
 			if has(x) && has(y) {
 				return false
 			}
+		case Mute:
+			if has(x) || has(y) {
+				return false
+			}
 		}
 	}
 	return true

@@ -29,6 +29,11 @@ const (
 	Bridge Kind = "bridge"
 	// OneWay cuts the link from Members[0] to Members[1] only.
 	OneWay Kind = "oneway"
+	// Mute cuts every link from one member to the others, one way: it
+	// still hears them (a half-broken NIC or route). A muted leader is
+	// deposed while connected: the new leader's first appends reach it at
+	// once, and it still holds the entries it wrote and could not send.
+	Mute Kind = "mute"
 	// Flap takes the link between two members up and down every Period.
 	Flap Kind = "flap"
 	// Net drops, duplicates and delays messages on every link.
@@ -103,7 +108,7 @@ func (s Schedule) Validate() error {
 				return fmt.Errorf("%w: action %d (%s) names member %d", ErrSchedule, i, a.Kind, m)
 			}
 		}
-		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0}
+		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0}
 		if n, ok := want[a.Kind]; ok && len(a.Members) != n {
 			return fmt.Errorf("%w: action %d (%s) takes %d members, has %d", ErrSchedule, i, a.Kind, n, len(a.Members))
 		}
@@ -260,7 +265,7 @@ func parseAction(w []string) (Action, error) {
 		}
 	}
 	switch a.Kind {
-	case Kill, Pause, Partition, Bridge, OneWay, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Transfer:
+	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Transfer:
 	default:
 		return a, fmt.Errorf("unknown kind %q", a.Kind)
 	}
