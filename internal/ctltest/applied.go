@@ -57,8 +57,10 @@ func (p *Procs) checkApplied(final bool) ([]history.Violation, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mc := p.Cfgs[lead]
-	log, err := walcompare.Dial(ctx, mc.ID, mc.RaftAddr, nil)
+	// Field by field, never the whole config: the chaos harness changes a
+	// member's ClockOffset while this runs.
+	leadID := p.Cfgs[lead].ID
+	log, err := walcompare.Dial(ctx, leadID, p.Cfgs[lead].RaftAddr, nil)
 	if err != nil {
 		if final {
 			return nil, err
@@ -67,10 +69,10 @@ func (p *Procs) checkApplied(final bool) ([]history.Violation, error) {
 	}
 	defer log.Close()
 	srcs := make([]history.Source, len(p.Cfgs))
-	for i, c := range p.Cfgs {
-		srcs[i] = history.FileSource(c.ID, historyPath(c.DataDir))
+	for i := range p.Cfgs {
+		srcs[i] = history.FileSource(p.Cfgs[i].ID, historyPath(p.Cfgs[i].DataDir))
 	}
-	vs, err := p.applied.Check(ctx, history.Reference{Name: mc.ID, Log: nodetest.ReferenceLog(log), Commit: st.Commit}, final, srcs...)
+	vs, err := p.applied.Check(ctx, history.Reference{Name: leadID, Log: nodetest.ReferenceLog(log), Commit: st.Commit}, final, srcs...)
 	if err != nil && !final {
 		return nil, nil
 	}
