@@ -18,6 +18,7 @@ const (
 	EventMemberAdded      EventKind = "member_added"      // Member
 	EventMemberRemoved    EventKind = "member_removed"    // Member
 	EventDiverged         EventKind = "diverged"          // Divergence, Index, Term (the leader's), Leader, Err (the refusal)
+	EventLogFailed        EventKind = "log_failed"        // Err (wal.ErrFailed wrapping the class; never payload)
 )
 
 // Event is one thing that happened on this member.

@@ -17,6 +17,8 @@ import (
 var metricHelp = map[string]string{
 	"jobraft.raft.diverged": "1 while the member has diverged from its leader's log (re-seed it), else 0; " +
 		"emitted at start, on detection and every 10 s.",
+	"jobraft.raft.log_failed": "1 while the member's log has failed closed after a write or fsync error or a " +
+		"full disk (restart it on a healthy disk), else 0; emitted at start and on failure.",
 	"jobraft.raft.commit_clamped": "Appends whose leader commit index was clamped to the last entry the seam " +
 		"verified (not an error; many mean the leader sends commit indexes ahead of what it sent).",
 	"jobraft.raft.timeout_now_refused": "TimeoutNow requests refused because they came from a member that is " +
@@ -45,4 +47,12 @@ func gaugeDiverged(member string, diverged bool) {
 		v = 1
 	}
 	metrics.SetGaugeWithLabels([]string{"jobraft", "raft", "diverged"}, v, []metrics.Label{{Name: "member", Value: member}})
+}
+
+func gaugeLogFailed(member string, failed bool) {
+	var v float32
+	if failed {
+		v = 1
+	}
+	metrics.SetGaugeWithLabels([]string{"jobraft", "raft", "log_failed"}, v, []metrics.Label{{Name: "member", Value: member}})
 }

@@ -91,10 +91,15 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 			n.events.publish(Event{Kind: EventGuardRefusal, Err: err})
 			n.div.offer(err, cfg.ID)
 		}),
+		wal.OnFailure(func(class string) {
+			gaugeLogFailed(cfg.ID, true)
+			n.events.publish(Event{Kind: EventLogFailed, Err: fmt.Errorf("%w (%s)", wal.ErrFailed, class)})
+		}),
 	}, o.WAL...)
 	if n.log, err = wal.Open(filepath.Join(cfg.DataDir, "log"), walOpts...); err != nil {
 		return nil, fmt.Errorf("raft: open log: %w", err)
 	}
+	gaugeLogFailed(cfg.ID, false)
 	if n.snaps, err = snapshot.Open(filepath.Join(cfg.DataDir, "snapshots"),
 		snapshot.WithRetain(cfg.SnapshotRetain),
 		snapshot.WithLogger(logger.Named("snapshot")),

@@ -31,6 +31,12 @@ type Status struct {
 	// or below its commit floor (see Divergence); nil otherwise. It stays
 	// set until the member stops.
 	Diverged *Divergence `json:"diverged,omitempty"`
+	// LogFailed is set once this member's log failed closed (a write or
+	// fsync error, a full disk: wal.ErrFailed) to the failure's class
+	// (wal.FailSync, wal.FailWrite, wal.FailNoSpace); "" otherwise. The
+	// member keeps running, but as a follower that never stores another
+	// entry (it cannot converge) until it is restarted on a healthy disk.
+	LogFailed string `json:"log_failed,omitempty"`
 	// Seam counts what the reconcile seam corrected since the member
 	// started (docs/upstream.md).
 	Seam SeamCounters `json:"seam"`
@@ -94,7 +100,7 @@ func (n *Node) Status() Status {
 		FirstIndex: first, LastIndex: last, LastTerm: lastTerm,
 		CommitIndex: n.r.CommitIndex(), AppliedIndex: n.AppliedIndex(),
 		Floor: n.log.Floor(), PersistedFloor: n.log.PersistedFloor(),
-		Digest: n.sm.Digest(), Diverged: n.div.current(),
+		Digest: n.sm.Digest(), Diverged: n.div.current(), LogFailed: n.log.Failure(),
 		Seam:            n.seamCounters(),
 		IdentityRefused: n.mux.IdentityStats(),
 	}

@@ -162,7 +162,7 @@ func (l *segStore) SyncFloor() error {
 		return err
 	}
 	if err := l.persistFloor(); err != nil {
-		return l.fail(err)
+		return l.fail(FailWrite, err)
 	}
 	return nil
 }

@@ -42,11 +42,11 @@ func (l *segStore) persistFirst(first uint64) error {
 	floor := l.floor.now()
 	buf := firstMarkFrame(first, floor)
 	if err := l.writeTail(tail, buf); err != nil {
-		return l.fail(fmt.Errorf("wal: write first-index mark %d: %w", first, err))
+		return l.fail(FailWrite, fmt.Errorf("wal: write first-index mark %d: %w", first, err))
 	}
 	start := time.Now()
 	if err := tail.f.Sync(); err != nil {
-		return l.fail(fmt.Errorf("wal: sync first-index mark %d: %w", first, err))
+		return l.fail(FailSync, fmt.Errorf("wal: sync first-index mark %d: %w", first, err))
 	}
 	measureFsync(start)
 	l.floor.raise(floor)

@@ -14,6 +14,7 @@ type options struct {
 	repair       bool
 	requireStamp bool
 	onRefusal    func(error)
+	onFailure    func(class string)
 }
 
 func defaultOptions() options {

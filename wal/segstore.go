@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -32,6 +34,7 @@ type segStore struct {
 	first, last, lastTerm uint64
 	nextSeq               uint64
 	failed                error
+	failClass             string // FailSync, FailWrite or FailNoSpace once failed
 	closed                bool
 	cache                 *entryCache
 	repaired              *RepairReport
@@ -79,7 +82,7 @@ func (l *segStore) createSegment(base uint64, flags uint16) (*segment, error) {
 	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		// Fail closed like any write error: the file may exist in part.
-		return nil, l.fail(fmt.Errorf("wal: create segment: %w", err))
+		return nil, l.fail(FailWrite, fmt.Errorf("wal: create segment: %w", err))
 	}
 	hdr := segHeader{Version: formatVersion, Flags: flags, Seq: seq, Base: base, Floor: l.floor.now()}
 	buf := hdr.encode()
@@ -89,15 +92,15 @@ func (l *segStore) createSegment(base uint64, flags uint16) (*segment, error) {
 	}
 	if _, err := f.WriteAt(buf, 0); err != nil {
 		f.Close()
-		return nil, l.fail(fmt.Errorf("wal: write segment header: %w", err))
+		return nil, l.fail(FailWrite, fmt.Errorf("wal: write segment header: %w", err))
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return nil, l.fail(fmt.Errorf("wal: sync segment header: %w", err))
+		return nil, l.fail(FailSync, fmt.Errorf("wal: sync segment header: %w", err))
 	}
 	if err := fs.SyncDir(l.dir); err != nil {
 		f.Close()
-		return nil, l.fail(fmt.Errorf("wal: sync directory: %w", err))
+		return nil, l.fail(FailSync, fmt.Errorf("wal: sync directory: %w", err))
 	}
 	l.floor.raise(hdr.Floor)
 	l.nextSeq++
@@ -105,14 +108,24 @@ func (l *segStore) createSegment(base uint64, flags uint16) (*segment, error) {
 	return &segment{seq: seq, path: path, f: f, base: base, size: n, alloc: n, version: hdr.Version}, nil
 }
 
-// fail makes the log refuse every further write. Called with wmu held.
-func (l *segStore) fail(err error) error {
+// fail makes the log refuse every further write; class says what failed
+// (FailSync, FailWrite; FailNoSpace overrides either when err is ENOSPC).
+// Called with wmu held.
+func (l *segStore) fail(class string, err error) error {
 	l.mu.Lock()
-	if l.failed == nil {
+	first := l.failed == nil
+	if first {
 		l.failed = err
-		l.opts.logger.Error("log failed; refusing writes until reopened", "error", err)
+		if errors.Is(err, syscall.ENOSPC) {
+			class = FailNoSpace
+		}
+		l.failClass = class
+		l.opts.logger.Error("log failed; refusing writes until reopened", "class", class, "error", err)
 	}
 	l.mu.Unlock()
+	if first && l.opts.onFailure != nil {
+		l.opts.onFailure(class)
+	}
 	return fmt.Errorf("%w: %w", ErrFailed, err)
 }
 
@@ -274,11 +287,11 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 	frameHeader{Kind: frameBatch, Count: uint32(len(entries)), Floor: floor, BodyLen: uint32(len(buf) - frameHeaderSize)}.put(buf)
 	frameAt := tail.size
 	if err := l.writeTail(tail, buf); err != nil {
-		return l.fail(fmt.Errorf("wal: write batch [%d,%d]: %w", e0, e0+uint64(len(entries))-1, err))
+		return l.fail(FailWrite, fmt.Errorf("wal: write batch [%d,%d]: %w", e0, e0+uint64(len(entries))-1, err))
 	}
 	start := time.Now()
 	if err := tail.f.Sync(); err != nil {
-		return l.fail(fmt.Errorf("wal: sync batch [%d,%d]: %w", e0, e0+uint64(len(entries))-1, err))
+		return l.fail(FailSync, fmt.Errorf("wal: sync batch [%d,%d]: %w", e0, e0+uint64(len(entries))-1, err))
 	}
 	measureFsync(start)
 	sampleBatch(len(entries), len(buf))

@@ -23,7 +23,7 @@ type statusJSON struct {
 	Digest      string `json:"digest"`
 	DigestIndex uint64 `json:"digest_index"`
 	// Ready: a leader is known, the member has not diverged (the embedded
-	// Status's "diverged") and the state machine applied everything up to
+	// Status's "diverged"), its log has not failed ("log_failed") and the state machine applied everything up to
 	// the commit index (as /readyz). For other members, as they report it:
 	// not diverged and applied >= commit.
 	Ready bool `json:"ready"`
@@ -40,7 +40,7 @@ func statusOf(st raft.Status, ready bool) statusJSON {
 func selfStatus(ctx context.Context, node *raft.Node) statusJSON {
 	st := node.Status()
 	ready := false
-	if st.LeaderID != "" && st.Diverged == nil {
+	if st.LeaderID != "" && st.Diverged == nil && st.LogFailed == "" {
 		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		ready = node.WaitApplied(wctx, st.CommitIndex) == nil
 		cancel()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
@@ -18,6 +19,9 @@ import (
 // (-config) whose keys are the flag names. Flags given on the command line
 // win over the file.
 type options struct { // the json tags name the config-file keys (= flag names)
+	// nodeOpts are internal node options (tests: a fault-injecting log
+	// filesystem); never set from flags or the config file.
+	nodeOpts  []nodeopt.Option
 	ID        string `json:"id"`
 	DataDir   string `json:"data"`
 	RaftAddr  string `json:"raft-addr"`

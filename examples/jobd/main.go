@@ -145,7 +145,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 			SnapshotThreshold: o.SnapshotEvery, Logger: log.Named("raft"),
 		},
 		LeaseTTL: o.LeaseTTL, RetainFor: o.RetainFor,
-	})
+	}, o.nodeOpts...)
 	if err != nil {
 		ln.Close()
 		unlock()

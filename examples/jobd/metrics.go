@@ -83,8 +83,8 @@ func (m *metrics) observeExecution(handler string, err error, d time.Duration) {
 type cluster struct {
 	ctl *jobraft.Controller
 
-	term, commit, applied, last, leader, diverged *prometheus.Desc
-	jobs, lag, memberApplied, up                  *prometheus.Desc
+	term, commit, applied, last, leader, diverged, logFailed *prometheus.Desc
+	jobs, lag, memberApplied, up                             *prometheus.Desc
 }
 
 func newClusterCollector(ctl *jobraft.Controller) *cluster {
@@ -99,6 +99,7 @@ func newClusterCollector(ctl *jobraft.Controller) *cluster {
 		last:          d("jobd_raft_last_index", "Last index in this member's log."),
 		leader:        d("jobd_raft_is_leader", "1 if this member is the leader."),
 		diverged:      d("jobd_raft_diverged", "1 if this member diverged from its leader's log (re-seed it; docs/node.md)."),
+		logFailed:     d("jobd_raft_log_failed", "1 if this member's log failed closed after a write or fsync error or a full disk (restart it on a healthy disk)."),
 		jobs:          d("jobd_jobs", "Jobs by queue and state (this member's applied state).", "queue", "state"),
 		lag:           d("jobd_member_lag_entries", "Leader only: entries a member's log is behind the leader's last index.", "member"),
 		memberApplied: d("jobd_member_applied_index", "Leader only: a member's applied index.", "member"),
@@ -107,7 +108,7 @@ func newClusterCollector(ctl *jobraft.Controller) *cluster {
 }
 
 func (c *cluster) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.term, c.commit, c.applied, c.last, c.leader, c.diverged, c.jobs, c.lag, c.memberApplied, c.up} {
+	for _, d := range []*prometheus.Desc{c.term, c.commit, c.applied, c.last, c.leader, c.diverged, c.logFailed, c.jobs, c.lag, c.memberApplied, c.up} {
 		ch <- d
 	}
 }
@@ -132,6 +133,11 @@ func (c *cluster) Collect(ch chan<- prometheus.Metric) {
 		diverged = 1
 	}
 	g(c.diverged, diverged)
+	logFailed := 0.0
+	if st.LogFailed != "" {
+		logFailed = 1
+	}
+	g(c.logFailed, logFailed)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, q := range c.ctl.LocalStats().Queues {

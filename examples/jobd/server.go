@@ -241,6 +241,8 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	st := selfStatus(r.Context(), s.ctl.Node())
 	switch {
+	case st.LogFailed != "":
+		writeError(w, http.StatusServiceUnavailable, "log_failed", fmt.Sprintf("the log failed closed (%s); restart this member on a healthy disk", st.LogFailed))
 	case st.LeaderID == "":
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "no leader known")
 	case st.Diverged != nil:
