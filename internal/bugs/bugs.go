@@ -1,7 +1,8 @@
 // Package bugs holds the deliberately injected bugs that prove the chaos
 // harness's checkers catch what they name (internal/chaos). A bug exists
 // only in a binary built with the build tag chaosbugs, and is armed only
-// when the environment variable JOBRAFT_CHAOS_BUG names it; in every other
+// when the environment variable JOBRAFT_CHAOS_BUG names it (a comma-separated
+// list arms several together); in every other
 // build On is a constant false and the compiler removes the bug's code.
 //
 // The bugs:

@@ -2,9 +2,14 @@
 
 package bugs
 
-import "os"
+import (
+	"os"
+	"slices"
+	"strings"
+)
 
-var armed = os.Getenv(Env)
+var armed = strings.Split(os.Getenv(Env), ",")
 
-// On reports whether the bug name is armed (JOBRAFT_CHAOS_BUG=name).
-func On(name string) bool { return armed == name }
+// On reports whether the bug name is armed (JOBRAFT_CHAOS_BUG=name, or a
+// comma-separated list of names to arm several together).
+func On(name string) bool { return slices.Contains(armed, name) }
