@@ -14,15 +14,21 @@ import (
 )
 
 // injected lists the bugs a chaos run reliably catches within 50 seeds,
-// with the checkers that may name each. Not here (docs/chaos.md):
+// with the checkers that may name each. Not here (docs/chaos.md, "Proving
+// the checkers"):
+//   - clamp: hashicorp/raft builds the harmful append (PrevLogEntry N, no
+//     entries, LeaderCommitIndex > N, to a deposed leader still holding an
+//     uncommitted N+1) only when a new leader's first replication reads
+//     its last index before its no-op is stored and its commit index after
+//     the no-op committed: a scheduling race inside one goroutine that no
+//     fault schedule can aim at. The deposed-leader composite (mute leader)
+//     makes the shape around it common; seeds 1..50 still caught none.
+//     raft.TestCraftedCommitAheadOfVerifiedAppendIsClamped catches it every
+//     time.
 //   - floor: nothing asks the guard to cut at or below the commit floor
-//     unless another bug does, so a run cannot see it;
+//     unless another bug does (armed with clamp, JOBRAFT_CHAOS_BUG=clamp,floor,
+//     seeds 1..50 caught nothing either);
 //     wal.TestHistoricTruncationAtOrBelowFloorRefused fails with it armed.
-//   - clamp: caught (applied, convergence) only when a deposed leader's
-//     rejoin meets a timing window: seed 32 caught it in one pass of
-//     three, a whole pass of 50 seeds did not. Run it with
-//     JOBRAFT_CHAOS_BUG=clamp go test -tags chaosbugs -run 'TestChaos$' ./internal/chaos/ -chaos.failfast
-//     raft.TestCraftedCommitAheadOfVerifiedAppendIsClamped catches it every time.
 var injected = []struct {
 	bug      string
 	checkers []string
