@@ -3,6 +3,8 @@ package raft
 import (
 	"errors"
 	"fmt"
+
+	"github.com/jobraft/jobraft/transport"
 )
 
 // Proposal outcome classes. Every error returned by Node.Propose matches
@@ -68,7 +70,13 @@ type ProposeError struct {
 }
 
 func (e *ProposeError) Error() string {
-	return fmt.Sprintf("%v (leader %q): %v", e.Class, e.Leader, e.Cause)
+	cause := fmt.Sprint(e.Cause)
+	// A forwarded proposal's Leader is the address the call went to: the
+	// call's error does not name it a second time.
+	if ce, ok := e.Cause.(*transport.CallError); ok && e.Leader != "" && ce.Addr == e.Leader {
+		cause = ce.Unaddressed()
+	}
+	return fmt.Sprintf("%v (leader %q): %s", e.Class, e.Leader, cause)
 }
 
 // Unwrap returns the class and the cause.
