@@ -70,13 +70,9 @@ type ProposeError struct {
 }
 
 func (e *ProposeError) Error() string {
-	cause := fmt.Sprint(e.Cause)
 	// A forwarded proposal's Leader is the address the call went to: the
 	// call's error does not name it a second time.
-	if ce, ok := e.Cause.(*transport.CallError); ok && e.Leader != "" && ce.Addr == e.Leader {
-		cause = ce.Unaddressed()
-	}
-	return fmt.Sprintf("%v (leader %q): %s", e.Class, e.Leader, cause)
+	return fmt.Sprintf("%v (leader %q): %v", e.Class, e.Leader, transport.ElideAddr(e.Cause, e.Leader))
 }
 
 // Unwrap returns the class and the cause.
