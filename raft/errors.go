@@ -3,6 +3,8 @@ package raft
 import (
 	"errors"
 	"fmt"
+
+	"github.com/jobraft/jobraft/transport"
 )
 
 // Proposal outcome classes. Every error returned by Node.Propose matches
@@ -75,7 +77,9 @@ type ProposeError struct {
 }
 
 func (e *ProposeError) Error() string {
-	return fmt.Sprintf("%v (leader %q): %v", e.Class, e.Leader, e.Cause)
+	// A forwarded proposal's Leader is the address the call went to: the
+	// call's error does not name it a second time.
+	return fmt.Sprintf("%v (leader %q): %v", e.Class, e.Leader, transport.ElideAddr(e.Cause, e.Leader))
 }
 
 // Unwrap returns the class and the cause.

@@ -260,9 +260,18 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
+// quiesceTimeout bounds how long Close waits for inbound raft requests
+// in flight to be answered before it shuts raft down.
+const quiesceTimeout = 2 * time.Second
+
 func (n *Node) closeParts() error {
 	var errs []error
 	if n.r != nil {
+		// Inbound raft requests end (answered) before raft stops: see
+		// transport.Mux.QuiesceRaft.
+		ctx, cancel := context.WithTimeout(context.Background(), quiesceTimeout)
+		n.mux.QuiesceRaft(ctx)
+		cancel()
 		errs = append(errs, n.r.Shutdown().Error()) // closes the raft transport too
 	} else if n.nt != nil {
 		errs = append(errs, n.nt.Close()) // Open failed before raft owned it

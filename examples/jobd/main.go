@@ -51,7 +51,7 @@ func main() {
 	if err != nil {
 		exitUsage(err)
 	}
-	log, filter := newLogger(o.LogLevel, os.Stderr)
+	log := hclog.New(&hclog.LoggerOptions{Name: "jobd", Level: hclog.LevelFromString(o.LogLevel), Output: os.Stderr})
 	m := newMetrics()
 	if err := m.installRaftSink(); err != nil {
 		log.Error("metrics", "error", err)
@@ -66,7 +66,6 @@ func main() {
 	}
 	<-ctx.Done()
 	log.Info("shutting down", "grace", o.ShutdownGrace)
-	filter.shuttingDown()
 	if err := d.shutdown(o.ShutdownGrace); err != nil {
 		log.Error("shutdown", "error", err)
 		os.Exit(1)

@@ -244,8 +244,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	case st.LeaderID == "":
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "no leader known")
 	case st.Diverged != nil:
-		writeError(w, http.StatusServiceUnavailable, "diverged", fmt.Sprintf("diverged from leader %s at index %d (local term %d, leader term %d); re-seed this member",
-			st.Diverged.Leader, st.Diverged.Index, st.Diverged.LocalTerm, st.Diverged.LeaderTerm))
+		writeError(w, http.StatusServiceUnavailable, "diverged", divergedReason(*st.Diverged, st.Members))
 	case !st.Ready:
 		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("applied %d of commit %d", st.AppliedIndex, st.CommitIndex))
 	default:
