@@ -1,0 +1,41 @@
+package catchup
+
+import "time"
+
+// Policy bounds catch-up. The zero value of a field takes its default
+// (WithDefaults).
+type Policy struct {
+	// ElectionTimeout is how long the last round may take (required).
+	ElectionTimeout time.Duration
+	// MaxRounds bounds the rounds a candidate gets (default 10).
+	MaxRounds int
+	// NoProgressRounds: a member behind the leader whose last index (or
+	// snapshot stream) has not moved for this many election timeouts is
+	// stalled (default 10).
+	NoProgressRounds int
+	// UnreachableRounds: a member that sent no progress report for this many
+	// election timeouts is stalled (default 10).
+	UnreachableRounds int
+	// InstallFailures: this many failed snapshot installs without progress
+	// in between stall a member (default 3).
+	InstallFailures int
+	// GuardRefusals: this many consecutive observations in which the
+	// member's guard refused more appends and its log did not move stall it
+	// (default 3).
+	GuardRefusals int
+}
+
+// WithDefaults returns p with its zero fields set to their defaults.
+func (p Policy) WithDefaults() Policy {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&p.MaxRounds, 10)
+	def(&p.NoProgressRounds, 10)
+	def(&p.UnreachableRounds, 10)
+	def(&p.InstallFailures, 3)
+	def(&p.GuardRefusals, 3)
+	return p
+}
