@@ -85,7 +85,9 @@ func (t *Tracker) observe(now time.Time, o Observation) Decision {
 		t.unreached = true
 	}
 	moved := o.Reached && (o.LastIndex > t.seenLast || d.Lag == 0)
-	streamed := o.InstallBytes > t.seenBytes
+	// A snapshot in flight is progress: the member restores it before it
+	// answers, and its log moves only then.
+	streamed := o.InstallBytes > t.seenBytes || o.Installing
 	if moved || streamed {
 		t.progressAt = now
 		t.failStreak, t.refuseStreak = 0, 0

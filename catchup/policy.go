@@ -11,10 +11,10 @@ type Policy struct {
 	MaxRounds int
 	// NoProgressRounds: a member behind the leader whose last index (or
 	// snapshot stream) has not moved for this many election timeouts is
-	// stalled (default 10).
+	// stalled (default 20). A snapshot in flight counts as progress.
 	NoProgressRounds int
 	// UnreachableRounds: a member that sent no progress report for this many
-	// election timeouts is stalled (default 10).
+	// election timeouts is stalled (default 20).
 	UnreachableRounds int
 	// InstallFailures: this many failed snapshot installs without progress
 	// in between stall a member (default 3).
@@ -33,8 +33,8 @@ func (p Policy) WithDefaults() Policy {
 		}
 	}
 	def(&p.MaxRounds, 10)
-	def(&p.NoProgressRounds, 10)
-	def(&p.UnreachableRounds, 10)
+	def(&p.NoProgressRounds, 20)
+	def(&p.UnreachableRounds, 20)
 	def(&p.InstallFailures, 3)
 	def(&p.GuardRefusals, 3)
 	return p

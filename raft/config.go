@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft/catchup"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
 )
@@ -70,6 +71,11 @@ type Config struct {
 
 	// Logger receives line-based logs (default: hclog to stderr at Info).
 	Logger hclog.Logger
+
+	// CatchUp bounds the leader's catch-up policy for members it adds
+	// (package catchup; zero fields take its defaults, ElectionTimeout this
+	// Config's).
+	CatchUp catchup.Policy
 
 	// Faults, in tests, routes this member's raft traffic and RPCs through a
 	// fault-injecting network.

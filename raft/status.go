@@ -27,6 +27,12 @@ type Status struct {
 	PersistedFloor uint64     `json:"persisted_floor"`
 	Digest         fsm.Digest `json:"digest"`
 	Members        []Member   `json:"members"`
+	// Progress is, on the leader only, every member's catch-up state as
+	// its monitor sees it (this member first among them by ID order, as
+	// StateLeader); nil on other members.
+	Progress []MemberProgress `json:"progress,omitempty"`
+	// GuardRefusals counts the guard's refusals since the member started.
+	GuardRefusals uint64 `json:"guard_refusals"`
 	// Diverged is set once the leader asked this member to cut entries at
 	// or below its commit floor (see Divergence); nil otherwise. It stays
 	// set until the member stops.
@@ -85,8 +91,8 @@ func (n *Node) Status() Status {
 	var e hraft.Log
 	if n.log.GetLog(last, &e) == nil {
 		lastTerm = e.Term
-	} else if st := n.r.Stats(); st["last_snapshot_index"] == fmt.Sprint(last) {
-		fmt.Sscan(st["last_snapshot_term"], &lastTerm)
+	} else if st := statsOf(n.r); st.LastSnapshotIndex == last {
+		lastTerm = st.LastSnapshotTerm
 	}
 	s := Status{
 		ID: n.cfg.ID, Address: n.mux.Addr(), Role: n.r.State().String(), Term: n.r.CurrentTerm(),
@@ -97,6 +103,7 @@ func (n *Node) Status() Status {
 		Digest: n.sm.Digest(), Diverged: n.div.current(),
 		Seam:            n.seamCounters(),
 		IdentityRefused: n.mux.IdentityStats(),
+		Progress:        n.mon.progress(), GuardRefusals: n.guardRefusals.Load(),
 	}
 	if f := n.r.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {
