@@ -43,6 +43,14 @@ type tracked struct {
 	last      catchup.Decision
 }
 
+// rateWindow is what the stream rates are smoothed over.
+const rateWindow = time.Second
+
+func newTracked(p catchup.Policy, candidate bool) *tracked {
+	return &tracked{tr: catchup.NewTracker(p), candidate: candidate,
+		entries: catchup.Rate{Window: rateWindow}, bytes: catchup.Rate{Window: rateWindow}}
+}
+
 func newMonitor(n *Node) *monitor {
 	p := n.cfg.CatchUp
 	if p.ElectionTimeout <= 0 {
@@ -107,7 +115,7 @@ func (m *monitor) candidate(id string) (<-chan error, error) {
 	t := m.members[id]
 	if t == nil || !t.candidate || t.last.Action == catchup.Stalled || t.last.Action == catchup.Diverged {
 		old := t
-		t = &tracked{tr: catchup.NewTracker(m.policy), candidate: true}
+		t = newTracked(m.policy, true)
 		if old != nil {
 			t.waiters = old.waiters
 		}
@@ -186,7 +194,7 @@ func (m *monitor) tick() {
 		seen[id] = true
 		t := m.members[id]
 		if t == nil {
-			t = &tracked{tr: catchup.NewTracker(m.policy)}
+			t = newTracked(m.policy, false)
 			m.members[id] = t
 		}
 		voter := s.Suffrage == hraft.Voter

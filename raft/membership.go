@@ -91,7 +91,8 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 // when this member stopped leading first (the caller asks the next leader).
 func (n *Node) addLocal(ctx context.Context, id, addr string) error {
 	if err := waitFuture(ctx, n.r.AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.cfg.ApplyTimeout)); err != nil {
-		if n.r.State() != hraft.Leader {
+		if n.r.State() != hraft.Leader || errors.Is(err, hraft.ErrNotLeader) || errors.Is(err, hraft.ErrLeadershipLost) ||
+			errors.Is(err, hraft.ErrLeadershipTransferInProgress) {
 			return fmt.Errorf("raft: add %s as non-voter: %w: %w", id, ErrNotLeader, err)
 		}
 		return fmt.Errorf("raft: add %s as non-voter: %w", id, err)

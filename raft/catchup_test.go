@@ -1,0 +1,305 @@
+package raft_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jobraft/jobraft/catchup"
+	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/wal"
+)
+
+// progressOf returns member id's line in st.Progress.
+func progressOf(st raft.Status, id string) (raft.MemberProgress, bool) {
+	for _, p := range st.Progress {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return raft.MemberProgress{}, false
+}
+
+// watchProgress samples the leader's progress line of id until stop, and
+// returns the highest stream rates seen and the states in order.
+type progressSampler struct {
+	mu        sync.Mutex
+	states    []string
+	maxBytes  float64
+	maxEntry  float64
+	installed bool
+}
+
+func sampleProgress(c *nodetest.Cluster, id string, stop <-chan struct{}) (*progressSampler, *sync.WaitGroup) {
+	s := &progressSampler{}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond): // sampling period
+			}
+			l := c.Leader()
+			if l < 0 || c.Nodes[l] == nil {
+				continue
+			}
+			p, ok := progressOf(c.Nodes[l].Status(), id)
+			if !ok {
+				continue
+			}
+			s.mu.Lock()
+			if len(s.states) == 0 || s.states[len(s.states)-1] != p.State {
+				s.states = append(s.states, p.State)
+			}
+			s.maxBytes, s.maxEntry = max(s.maxBytes, p.BytesPerSecond), max(s.maxEntry, p.EntriesPerSecond)
+			s.installed = s.installed || p.SnapshotBytesSent > 0
+			s.mu.Unlock()
+		}
+	}()
+	return s, &wg
+}
+
+// Two members are added to a three-member cluster under a load of
+// proposals from every member: each joins as a non-voter, catches up
+// (the second from a snapshot: the leader compacts its log first), is
+// promoted by the leader's policy (EventMemberPromoted) and shows as a
+// caught-up voter in the leader's Status.Progress; every proposal outcome
+// holds against what every member applied. The time to promote and the
+// stream rates are reported.
+func TestAddMembersUnderLoadArePromotedByThePolicy(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) { cfg.TrailingLogs = 32 })
+	l := c.WaitLeader(wait)
+	events, cancelEvents := c.Nodes[l].Events(1024)
+	defer cancelEvents()
+	led := newLedger()
+	stop := make(chan struct{})
+	wg := loadNodes(c, "x", 3, led, stop)
+	nodetest.WaitFor(t, wait, "some load committed", func() bool { return led.successes() >= 200 })
+	if err := c.Nodes[l].Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"m3", "m4"} {
+		stopSample := make(chan struct{})
+		sampler, swg := sampleProgress(c, id, stopSample)
+		start := time.Now()
+		c.Join(l, id, 2*wait)
+		took := time.Since(start)
+		close(stopSample)
+		swg.Wait()
+		t.Logf("%s promoted after %s; states %v; peak stream %.0f B/s, %.0f entries/s; snapshot sent: %v",
+			id, took.Round(time.Millisecond), sampler.states, sampler.maxBytes, sampler.maxEntry, sampler.installed)
+		if len(sampler.states) > 0 && sampler.states[0] != raft.StateCatchingUp && sampler.states[0] != raft.StateCaughtUp {
+			t.Fatalf("%s first seen as %s", id, sampler.states[0])
+		}
+	}
+	close(stop)
+	wg.Wait()
+	c.Settle(wait)
+	c.WaitConverged(2 * wait)
+	led.check(t, dumpAll(c))
+	l = c.WaitLeader(wait)
+	nodetest.WaitFor(t, wait, "m3 and m4 caught-up voters in the leader's progress", func() bool {
+		st := c.Nodes[l].Status()
+		for _, id := range []string{"m3", "m4"} {
+			p, ok := progressOf(st, id)
+			if !ok || !p.Voter || p.State != raft.StateCaughtUp {
+				return false
+			}
+		}
+		return true
+	})
+	promoted := map[string]bool{}
+	nodetest.WaitFor(t, wait, "promotion events", func() bool {
+		for {
+			select {
+			case e := <-events:
+				if e.Kind == raft.EventMemberPromoted {
+					promoted[e.Member.ID] = true
+				}
+			default:
+				return promoted["m3"] && promoted["m4"]
+			}
+		}
+	})
+}
+
+// slowFS delays every fsync of the log: a member on a slow disk.
+type slowFS struct {
+	wal.OSFS
+	delay time.Duration
+}
+
+func (s slowFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	f, err := s.OSFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return slowFile{File: f, delay: s.delay}, nil
+}
+
+type slowFile struct {
+	wal.File
+	delay time.Duration
+}
+
+func (f slowFile) Sync() error {
+	time.Sleep(f.delay) // the slow disk itself, not a wait for state
+	return f.File.Sync()
+}
+
+// submitRate is the rate of successful proposals over d.
+func submitRate(led *ledger, d time.Duration) float64 {
+	before := led.successes()
+	start := time.Now()
+	<-time.After(d) // the measurement window
+	return float64(led.successes()-before) / time.Since(start).Seconds()
+}
+
+// A member whose disk is too slow to keep up (every fsync takes three
+// election timeouts) is added under load: it is never promoted; the leader
+// names it stalled, with the reason (EventMemberStalled, Status.Progress),
+// AddMember returns ErrStalled; the cluster's submit rate while it tries
+// stays within 20% of the rate around it (before it was added, after it
+// was removed: the machine is shared, so the baseline is measured on both
+// sides).
+func TestSlowMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} })
+	l := c.WaitLeader(wait)
+	events, cancelEvents := c.Nodes[l].Events(1024)
+	defer cancelEvents()
+	led := newLedger()
+	stop := make(chan struct{})
+	wg := loadNodes(c, "x", 3, led, stop)
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+			wg.Wait()
+		}
+	}()
+	nodetest.WaitFor(t, wait, "some load committed", func() bool { return led.successes() >= 100 })
+	before := submitRate(led, 3*time.Second)
+
+	slow := c.NewMember("m3", func(cfg *raft.Config) {
+		cfg.WALOptions = append(cfg.WALOptions, wal.WithFS(slowFS{delay: 3 * cfg.ElectionTimeout}))
+	})
+	type result struct{ err error }
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*wait)
+		defer cancel()
+		done <- result{c.Nodes[l].AddMember(ctx, "m3", c.Nodes[slow].Addr())}
+	}()
+	during := submitRate(led, 3*time.Second)
+	var res result
+	nodetest.WaitFor(t, 4*wait, "AddMember to give up", func() bool {
+		select {
+		case res = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if !errors.Is(res.err, raft.ErrStalled) {
+		t.Fatalf("AddMember of a member on a slow disk: %v, want ErrStalled", res.err)
+	}
+	t.Logf("AddMember: %v", res.err)
+	st := c.Nodes[l].Status()
+	p, ok := progressOf(st, "m3")
+	if !ok || p.State != raft.StateStalled || p.Reason == "" || p.Voter {
+		t.Fatalf("leader's progress of m3: %+v, want a stalled non-voter with a reason", p)
+	}
+	for _, m := range st.Members {
+		if m.ID == "m3" && m.Voter {
+			t.Fatal("the slow member was promoted")
+		}
+	}
+	var stalled *raft.Event
+	nodetest.WaitFor(t, wait, "EventMemberStalled for m3", func() bool {
+		for {
+			select {
+			case e := <-events:
+				if e.Kind == raft.EventMemberStalled && e.Member.ID == "m3" {
+					stalled = &e
+					return true
+				}
+				if e.Kind == raft.EventMemberPromoted && e.Member.ID == "m3" {
+					t.Fatal("EventMemberPromoted for the slow member")
+				}
+			default:
+				return false
+			}
+		}
+	})
+	t.Logf("stalled: reason %s (%s)", stalled.Progress.Reason, stalled.Progress.Detail)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := c.Nodes[l].RemoveMember(ctx, "m3"); err != nil {
+		t.Fatal(err)
+	}
+	after := submitRate(led, 3*time.Second)
+	base := (before + after) / 2
+	t.Logf("submit rate: %.0f/s before, %.0f/s while the slow member caught up, %.0f/s after its removal", before, during, after)
+	if during < 0.8*base {
+		t.Fatalf("submit rate %.0f/s while a slow member caught up, below 80%% of %.0f/s around it", during, base)
+	}
+	close(stop)
+	wg.Wait()
+	c.Settle(wait)
+	c.WaitConvergedOf(wait, 0, 1, 2)
+	led.check(t, dumpAll(c, 0, 1, 2))
+}
+
+// A member is added while the leadership moves: AddMember, asked of the
+// old leader, is asked again of the new one (it is idempotent) and ends
+// with the member a voter, promoted by the new leader's policy.
+func TestAddWhileTheLeaderChanges(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil)
+	l := c.WaitLeader(wait)
+	proposeN(t, c, l, "a", 50)
+	n := c.NewMember("m3", nil)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
+		defer cancel()
+		done <- c.Nodes[(l+1)%3].AddMember(ctx, "m3", c.Nodes[n].Addr())
+	}()
+	to := (l + 2) % 3
+	nodetest.WaitFor(t, wait, "the leadership to move", func() bool {
+		cur := c.Leader()
+		if cur == to {
+			return true
+		}
+		if cur >= 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := c.Nodes[cur].TransferLeadership(ctx, c.Cfgs[to].ID); err != nil {
+				t.Logf("transfer (retried): %v", err)
+			}
+		}
+		return false
+	})
+	var err error
+	nodetest.WaitFor(t, 3*wait, "AddMember to return", func() bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
+		t.Fatalf("AddMember across a leader change: %v", err)
+	}
+	waitVoters(t, c, c.WaitLeader(wait), "m0", "m1", "m2", "m3")
+	proposeN(t, c, n, "b", 5)
+	c.WaitConverged(wait)
+}
