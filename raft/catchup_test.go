@@ -3,6 +3,7 @@ package raft_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/jobraft/jobraft/catchup"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
 )
 
@@ -302,4 +304,47 @@ func TestAddWhileTheLeaderChanges(t *testing.T) {
 	waitVoters(t, c, c.WaitLeader(wait), "m0", "m1", "m2", "m3")
 	proposeN(t, c, n, "b", 5)
 	c.WaitConverged(wait)
+}
+
+// A member cut off while the leader compacts past its log, then back: the
+// leader's monitor shows it behind while it is gone (with its lag, named
+// unreachable once that lasts), streams it a snapshot (counted in its
+// progress line) and shows it caught up once it converged.
+func TestReturningMemberGetsASnapshotAndIsShownCaughtUp(t *testing.T) {
+	faults := transport.NewFaultNetwork(time.Now().UnixNano())
+	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
+		cfg.TrailingLogs = 8
+		cfg.CatchUp = catchup.Policy{UnreachableRounds: 4}
+	})
+	l := c.WaitLeader(wait)
+	gone := (l + 1) % 3
+	id := c.Cfgs[gone].ID
+	faults.Isolate(addr(c.Nodes[gone]))
+	for k := 0; k < 100; k++ {
+		proposeAcrossChurn(t, c, l, fmt.Sprintf("s%d=1", k), wait)
+	}
+	l = c.WaitLeader(wait)
+	if err := c.Nodes[l].Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	if first := c.Nodes[l].Status().FirstIndex; first <= c.Nodes[gone].Status().LastIndex+1 {
+		t.Fatalf("leader log starts at %d: no install would be needed", first)
+	}
+	nodetest.WaitFor(t, wait, "the leader to name the cut-off member unreachable", func() bool {
+		p, ok := progressOf(c.Nodes[l].Status(), id)
+		return ok && p.State == raft.StateStalled && p.Reason == string(catchup.ReasonUnreachable)
+	})
+	faults.Heal()
+	c.WaitConverged(wait)
+	nodetest.WaitFor(t, wait, "the returned member caught up in the leader's progress, its snapshot counted", func() bool {
+		l := c.Leader()
+		if l < 0 {
+			return false
+		}
+		p, ok := progressOf(c.Nodes[l].Status(), id)
+		return ok && p.State == raft.StateCaughtUp && p.Lag == 0 && p.SnapshotBytesSent > 0
+	})
+	if c.KVs[gone].Len() != 100 {
+		t.Fatalf("returned member holds %d keys", c.KVs[gone].Len())
+	}
 }

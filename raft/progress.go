@@ -30,10 +30,10 @@ type progressReport struct {
 }
 
 func (n *Node) progressReport() progressReport {
-	st := statsOf(n.r)
+	last, lastTerm := n.lastEntry()
 	return progressReport{
 		Role: n.r.State().String(), Term: n.r.CurrentTerm(),
-		LastIndex: st.LastLogIndex, LastTerm: st.LastLogTerm,
+		LastIndex: last, LastTerm: lastTerm,
 		CommitIndex: n.r.CommitIndex(), AppliedIndex: n.AppliedIndex(),
 		Floor: n.log.Floor(), PersistedFloor: n.log.PersistedFloor(),
 		GuardRefusals: n.guardRefusals.Load(), Diverged: n.div.current(),

@@ -84,16 +84,7 @@ type SeamCounters struct {
 func (n *Node) Status() Status {
 	addr, id := n.r.LeaderWithID()
 	first, _ := n.log.FirstIndex()
-	// raft's last index counts a snapshot installed after the log was
-	// reset; the log's own last entry gives the term when it holds it.
-	last := n.r.LastIndex()
-	var lastTerm uint64
-	var e hraft.Log
-	if n.log.GetLog(last, &e) == nil {
-		lastTerm = e.Term
-	} else if st := statsOf(n.r); st.LastSnapshotIndex == last {
-		lastTerm = st.LastSnapshotTerm
-	}
+	last, lastTerm := n.lastEntry()
 	s := Status{
 		ID: n.cfg.ID, Address: n.mux.Addr(), Role: n.r.State().String(), Term: n.r.CurrentTerm(),
 		LeaderID: string(id), LeaderAddress: string(addr),
@@ -111,6 +102,21 @@ func (n *Node) Status() Status {
 		}
 	}
 	return s
+}
+
+// lastEntry is raft's last index (it counts a snapshot installed after the
+// log was reset) and its term: the log's own entry's when it holds it, else
+// the snapshot's when the index is the snapshot's (else 0).
+func (n *Node) lastEntry() (index, term uint64) {
+	index = n.r.LastIndex()
+	var e hraft.Log
+	if n.log.GetLog(index, &e) == nil {
+		return index, e.Term
+	}
+	if st := statsOf(n.r); st.LastSnapshotIndex == index {
+		return index, st.LastSnapshotTerm
+	}
+	return index, 0
 }
 
 // StatusOf asks the member at addr for its status over the status RPC.
