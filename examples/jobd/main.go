@@ -129,7 +129,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	ctl, err := jobraft.Open(ctx, jobraft.Config{
 		Config: raft.Config{
 			ID: o.ID, DataDir: o.DataDir, BindAddr: o.RaftAddr, AdvertiseAddr: o.Advertise,
-			TLS: ctls, AllowInsecure: o.InsecureCluster, Bootstrap: o.Bootstrap || members == nil, InitialMembers: members,
+			TLS: ctls, AllowInsecure: o.InsecureCluster, Bootstrap: (o.Bootstrap || members == nil) && !o.Join, InitialMembers: members,
 			HeartbeatTimeout: o.Heartbeat, ElectionTimeout: o.Election, LeaderLeaseTimeout: o.Heartbeat / 2,
 			SnapshotThreshold: o.SnapshotEvery, Logger: log.Named("raft"),
 		},
@@ -170,6 +170,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	reqCtx, stopReqs := context.WithCancel(context.Background())
 	d.stopReqs = stopReqs
 	s := newServer(ctl, o.ID, token, o, m, log.Named("http"), ctls)
+	s.clusterID = want.Cluster
 	// Bounded: -max-conns connections at a time; -read-timeout for a
 	// request's headers (and the TLS handshake), then again for its body
 	// (boundBody); writeTimeout for each reply; idle keep-alive connections

@@ -27,6 +27,8 @@ type server struct {
 	m           *metrics
 	log         hclog.Logger
 	clusterTLS  *tls.Config // client side of the members' mTLS (walcompare), nil without
+	clusterID   string      // the data dir's cluster ID (GET /v1/cluster/members)
+	adds        memberAdds  // adds started through this API (api_members.go)
 }
 
 func newServer(ctl *jobraft.Controller, member, token string, o options, m *metrics, log hclog.Logger, clusterTLS *tls.Config) *server {
@@ -61,6 +63,9 @@ func (s *server) handler() http.Handler {
 	api("GET /v1/watch", "", s.watch)
 	api("GET /v1/cluster/status", "", s.clusterStatus)
 	api("GET /v1/cluster/walcompare", "", s.walcompare)
+	api("GET /v1/cluster/members", "", s.listMembers)
+	api("POST /v1/cluster/members", adviceOther, s.addMember)
+	api("DELETE /v1/cluster/members/{id}", adviceOther, s.removeMember)
 	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
