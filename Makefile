@@ -64,11 +64,13 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -benchtime 200000x -timeout 60m ./fsm/
 
 ## soak: long randomized runs: thousands of crash rounds and model checks,
-## the fault scenarios' long variants, the Controller's long kill rounds.
+## the fault scenarios' long variants, the Controller's long kill rounds,
+## two members added to a cluster holding 1M jobs (figures in its -v log).
 soak:
 	$(GO) test -count=1 -timeout 120m -run 'TestCrash|TestGuardModel' ./wal/ -crash.rounds=2000 -rapid.checks=20000
 	$(GO) test -race -count=1 -timeout 60m -run 'TestScenario' ./raft/ -raft.long
 	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' . -jobraft.long
+	$(GO) test -count=1 -timeout 60m -v -run 'TestCatchUp' . -jobraft.long
 
 clean:
 	rm -rf bin .demo
