@@ -4,7 +4,7 @@ GO        ?= go
 PKGS      := ./...
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all test unit fuzz lint tidy-check bench soak demo build clean
+.PHONY: all test unit fuzz lint tidy-check bench soak demo grow-demo build clean
 
 all: lint test
 
@@ -81,3 +81,10 @@ clean:
 DEMO_FLAGS ?=
 demo:
 	cd examples && $(GO) run ./cmd/demo $(DEMO_FLAGS)
+
+## grow-demo: the demo cluster grows from 3 to 5 members while it works
+## (each new jobd started with -join, added with POST /v1/cluster/members,
+## a progress line per member until the catch-up policy promotes it), then
+## shrinks back (DELETE /v1/cluster/members/{id}); every demo check holds.
+grow-demo:
+	cd examples && $(GO) run ./cmd/demo -grow -kill=false -jobs 20000 $(DEMO_FLAGS)
