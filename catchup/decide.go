@@ -115,7 +115,7 @@ func (t *Tracker) observe(now time.Time, o Observation) Decision {
 		return t.stalled(d, ReasonNoProgress, "behind by %d, no progress for %s", d.Lag, now.Sub(t.progressAt))
 	}
 	if !o.Candidate {
-		if o.Reached && d.Lag == 0 {
+		if o.Reached && d.Lag <= t.p.NearLag {
 			d.Action = CaughtUp
 		}
 		return d

@@ -23,6 +23,11 @@ type Policy struct {
 	// member's guard refused more appends and its log did not move stall it
 	// (default 3).
 	GuardRefusals int
+	// NearLag is how far a member that is not a candidate may trail the
+	// leader's last index and still be CaughtUp: under load a healthy
+	// follower trails by the appends in flight (default 0: not at all).
+	// Rounds ignore it.
+	NearLag uint64
 }
 
 // WithDefaults returns p with its zero fields set to their defaults.

@@ -18,7 +18,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // command lines, a "----" line, and the expected output (one line per
 // command), ended by a blank line. Lines starting with # are comments.
 //
-//	policy election=300ms rounds=3 no-progress=4 unreachable=4 install-failures=3 refusals=3
+//	policy election=300ms rounds=3 no-progress=4 unreachable=4 install-failures=3 refusals=3 near-lag=256
 //	observe t=1s candidate|voter leader=N last=N [unreached] [installing]
 //	        [install-bytes=N] [install-failures=N] [refusals=N] [diverged=INDEX/LOCAL/LEADER]
 //
@@ -157,6 +157,8 @@ func parsePolicy(t *testing.T, path string, line int, fields []string) Policy {
 			p.InstallFailures = int(num(t, path, line, k, v))
 		case "refusals":
 			p.GuardRefusals = int(num(t, path, line, k, v))
+		case "near-lag":
+			p.NearLag = num(t, path, line, k, v)
 		default:
 			t.Fatalf("%s:%d: unknown policy key %q", path, line, k)
 		}

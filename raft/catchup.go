@@ -56,6 +56,9 @@ func newMonitor(n *Node) *monitor {
 	if p.ElectionTimeout <= 0 {
 		p.ElectionTimeout = n.cfg.ElectionTimeout
 	}
+	if p.NearLag == 0 {
+		p.NearLag = uint64(n.cfg.MaxAppendEntries) // one append in flight
+	}
 	return &monitor{n: n, policy: p.WithDefaults(), members: map[string]*tracked{}}
 }
 
@@ -276,9 +279,6 @@ func (m *monitor) update(t *tracked, s hraft.Server, o catchup.Observation, rep 
 		g.State = StateStalled
 	case catchup.Diverged:
 		g.State, g.Divergence = StateDiverged, d.Divergence
-	}
-	if g.State == StateCatchingUp && !t.candidate && g.Lag == 0 {
-		g.State = StateCaughtUp
 	}
 	t.prog, t.last = g, d
 	m.emit(g)

@@ -74,7 +74,7 @@ type Config struct {
 
 	// CatchUp bounds the leader's catch-up policy for members it adds
 	// (package catchup; zero fields take its defaults, ElectionTimeout this
-	// Config's).
+	// Config's, NearLag MaxAppendEntries).
 	CatchUp catchup.Policy
 
 	// Faults, in tests, routes this member's raft traffic and RPCs through a
