@@ -36,8 +36,11 @@ type progressSampler struct {
 	installed bool
 }
 
+// sampleProgress polls the leader among the cluster's members as they are
+// now (a copy: Join grows c.Nodes meanwhile).
 func sampleProgress(c *nodetest.Cluster, id string, stop <-chan struct{}) (*progressSampler, *sync.WaitGroup) {
 	s := &progressSampler{}
+	nodes := append([]*raft.Node(nil), c.Nodes...)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -48,11 +51,16 @@ func sampleProgress(c *nodetest.Cluster, id string, stop <-chan struct{}) (*prog
 				return
 			case <-time.After(20 * time.Millisecond): // sampling period
 			}
-			l := c.Leader()
-			if l < 0 || c.Nodes[l] == nil {
-				continue
+			var p raft.MemberProgress
+			ok := false
+			for _, n := range nodes {
+				if n == nil {
+					continue
+				}
+				if st := n.Status(); st.Role == "Leader" {
+					p, ok = progressOf(st, id)
+				}
 			}
-			p, ok := progressOf(c.Nodes[l].Status(), id)
 			if !ok {
 				continue
 			}
