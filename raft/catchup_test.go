@@ -356,3 +356,37 @@ func TestReturningMemberGetsASnapshotAndIsShownCaughtUp(t *testing.T) {
 		t.Fatalf("returned member holds %d keys", c.KVs[gone].Len())
 	}
 }
+
+// A dead member is replaced under its own ID: removed, then a new process
+// with a fresh data dir (and a new address) is added under the same ID. It
+// joins as a non-voter, is promoted by the policy, and the three converge.
+func TestReplaceDeadMemberUnderItsOwnID(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil)
+	l := c.WaitLeader(wait)
+	proposeN(t, c, l, "a", 20)
+	dead := (l + 1) % 3
+	id := c.Cfgs[dead].ID
+	c.StopMember(dead)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	if err := c.Nodes[l].RemoveMember(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	proposeN(t, c, l, "b", 10)
+	n := c.NewMember(id, nil)
+	if c.Cfgs[n].DataDir == c.Cfgs[dead].DataDir {
+		t.Fatal("the replacement reuses the dead member's data dir")
+	}
+	if err := c.Nodes[(l+2)%3].AddMember(ctx, id, c.Nodes[n].Addr()); err != nil {
+		t.Fatalf("add the replacement: %v", err)
+	}
+	live := []int{l, (l + 2) % 3, n}
+	for _, i := range live {
+		waitVoters(t, c, i, c.Cfgs[l].ID, c.Cfgs[(l+2)%3].ID, id)
+	}
+	proposeN(t, c, n, "c", 5)
+	c.WaitConvergedOf(wait, live...)
+	if got := c.KVs[n].Len(); got != 35 {
+		t.Fatalf("the replacement holds %d keys, want 35", got)
+	}
+}
