@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/pkitest"
+	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
 
@@ -61,5 +63,33 @@ func TestSnapshotPastIsBoundedByWhatTheMemberProves(t *testing.T) {
 	var re *transport.RemoteError
 	if !errors.As(err, &re) || re.Code != "jr.refused" {
 		t.Fatalf("a second request at once: %v, want rate-limited", err)
+	}
+}
+
+// Under TLS the request's member must be the caller's: a holder of a valid
+// cluster certificate issued for member y that names member x (whose own
+// last index would prove more) is refused, and the leader appends nothing.
+func TestSnapshotPastNamesTheCallersOwnMember(t *testing.T) {
+	ca := pkitest.NewCA(t, "jobraft cluster CA")
+	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) { cfg.TLS = ca.NodeTLS(t, cfg.ID) })
+	l := c.WaitLeader(wait)
+	proposeN(t, c, l, "a", 5)
+	x, y := (l+1)%3, (l+2)%3
+	evil, err := transport.Listen(transport.Config{BindAddr: "127.0.0.1:0", TLS: ca.NodeTLS(t, c.Cfgs[y].ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evil.Close()
+	before := c.Nodes[l].Status().LastIndex
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	req := append(binary.LittleEndian.AppendUint64(nil, c.Nodes[x].Status().LastIndex), c.Cfgs[x].ID...)
+	_, err = evil.Call(ctx, c.Nodes[l].Addr(), "jr.snapshot.past", req)
+	var re *transport.RemoteError
+	if !errors.As(err, &re) || re.Code != "jr.forbidden" {
+		t.Fatalf("a request naming another member than the certificate: %v, want jr.forbidden", err)
+	}
+	if got := c.Nodes[l].Status().LastIndex; got > before+50 {
+		t.Fatalf("the leader's log moved from %d to %d for a refused request", before, got)
 	}
 }
