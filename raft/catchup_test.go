@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/jobraft/jobraft/catchup"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/stalltest"
@@ -226,6 +227,13 @@ func TestCutOffMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 // with reason want, with the submit rate within 20% of the rate around it.
 func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), impair func(leader, member int), want catchup.Reason) {
 	t.Helper()
+	sink := metrics.NewInmemSink(time.Hour, time.Hour)
+	mcfg := metrics.DefaultConfig("test")
+	mcfg.EnableHostname, mcfg.EnableRuntimeMetrics = false, false
+	if _, err := metrics.NewGlobal(mcfg, sink); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { metrics.NewGlobal(mcfg, &metrics.BlackholeSink{}) })
 	l := c.WaitLeader(wait)
 	events, cancelEvents := c.Nodes[l].Events(1024)
 	defer cancelEvents()
@@ -297,6 +305,9 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 		}
 	})
 	t.Logf("stalled: reason %s (%s)", stalled.Progress.Reason, stalled.Progress.Detail)
+	if g, ok := sink.Data()[0].Gauges["test.jobraft.catchup.stalled;member=m3"]; !ok || g.Value != 1 {
+		t.Fatalf("gauge jobraft.catchup.stalled{member=m3}: %+v (present %t), want 1", g, ok)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := c.Nodes[l].RemoveMember(ctx, "m3"); err != nil {
