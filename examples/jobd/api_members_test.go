@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -15,8 +16,21 @@ import (
 // for it to be ready: it has no leader until it is added.
 func startJoiner(t *testing.T, id, clusterID string) (*daemon, string) {
 	t.Helper()
+	dir := t.TempDir()
+	d, err := startJoinerIn(t, id, clusterID, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := d.ctl.Node().Status(); len(st.Members) != 0 || st.Role == "Leader" {
+		t.Fatalf("a -join member bootstrapped: %+v", st.Members)
+	}
+	return d, dir
+}
+
+func startJoinerIn(t *testing.T, id, clusterID, dir string) (*daemon, error) {
+	t.Helper()
 	o := defaults()
-	o.ID, o.DataDir, o.Token = id, t.TempDir(), testToken
+	o.ID, o.DataDir, o.Token = id, dir, testToken
 	o.RaftAddr, o.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	o.Heartbeat, o.Election = 200*time.Millisecond, 200*time.Millisecond
 	o.Queues, o.Workers = "work=2", true
@@ -28,13 +42,10 @@ func startJoiner(t *testing.T, id, clusterID string) (*daemon, string) {
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: io.Discard})
 	d, err := start(context.Background(), o, newMetrics(), log)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { d.shutdown(o.ShutdownGrace) })
-	if st := d.ctl.Node().Status(); len(st.Members) != 0 || st.Role == "Leader" {
-		t.Fatalf("a -join member bootstrapped: %+v", st.Members)
-	}
-	return d, o.DataDir
+	return d, nil
 }
 
 func membersOf(t *testing.T, c *http.Client, d *daemon) (string, map[string]map[string]any) {
@@ -134,6 +145,26 @@ func TestJoinFlagNeedsTheClusterID(t *testing.T) {
 		}
 	}
 	if _, err := parseOptions([]string{"-id", "n1", "-data", t.TempDir(), "-join", "-cluster-id", "c"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A -join member's data dir keeps the cluster ID it was started with: a
+// later start for another cluster is refused (the identity check), the
+// same cluster's start is not.
+func TestJoinedDataDirKeepsItsClusterID(t *testing.T) {
+	d, dir := startJoiner(t, "t2", "cluster-a")
+	if err := d.shutdown(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := startJoinerIn(t, "t2", "cluster-b", dir); !errors.Is(err, errOtherCluster) {
+		t.Fatalf("restart for another cluster: %v, want errOtherCluster", err)
+	}
+	d2, err := startJoinerIn(t, "t2", "cluster-a", dir)
+	if err != nil {
+		t.Fatalf("restart for its own cluster: %v", err)
+	}
+	if err := d2.shutdown(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 }
