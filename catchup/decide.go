@@ -90,6 +90,10 @@ func (t *Tracker) observe(now time.Time, o Observation) Decision {
 	streamed := o.InstallBytes > t.seenBytes || o.Installing
 	if moved || streamed {
 		t.progressAt = now
+	}
+	if moved {
+		// Only the log moving clears the failure streaks: bytes of an
+		// install that then fails are no progress for them.
 		t.failStreak, t.refuseStreak = 0, 0
 	}
 	if o.InstallFailures > t.seenFailures && !moved {

@@ -16,11 +16,11 @@ type Policy struct {
 	// UnreachableRounds: a member that sent no progress report for this many
 	// election timeouts is stalled (default 20).
 	UnreachableRounds int
-	// InstallFailures: this many failed snapshot installs without progress
-	// in between stall a member (default 3).
+	// InstallFailures: this many failed snapshot installs without the
+	// member's log moving in between stall a member (default 3).
 	InstallFailures int
-	// GuardRefusals: this many consecutive observations in which the
-	// member's guard refused more appends and its log did not move stall it
+	// GuardRefusals: this many observations in which the member's guard
+	// refused more appends, without its log moving in between, stall it
 	// (default 3).
 	GuardRefusals int
 	// NearLag is how far a member that is not a candidate may trail the
