@@ -67,6 +67,13 @@ var (
 	// (A forward ended before its request was written is a rejection, which
 	// Propose retries on the new leader itself.)
 	ErrLeaderChanged = errors.New("raft: leader changed while a forwarded proposal was in flight")
+	// ErrStalled: a member does not converge (the catch-up policy named a
+	// reason: MemberProgress.Reason). AddMember returns it when it gives
+	// up; the member stays a non-voter until it is removed or added again.
+	ErrStalled = errors.New("raft: member does not converge")
+	// ErrMemberDiverged: a member's log contradicts the leader's at or
+	// below its commit floor; it is never promoted (re-seed it).
+	ErrMemberDiverged = errors.New("raft: member diverged from the leader's log")
 )
 
 // ProposeError is the diagnostic of a failed proposal.

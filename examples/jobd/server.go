@@ -29,6 +29,7 @@ type server struct {
 	clusterTLS  *tls.Config // client side of the members' mTLS (walcompare), nil without
 	compare     lastCompare // the last walcompare run (API or console), for the console
 	clusterID   string      // the data dir's cluster (recorded in backups)
+	adds        memberAdds  // adds started through this API (api_members.go)
 }
 
 func newServer(ctl *jobraft.Controller, member, token string, o options, m *metrics, log hclog.Logger, clusterTLS *tls.Config) *server {
@@ -66,6 +67,9 @@ func (s *server) handler() http.Handler {
 	api("GET /v1/cluster/backup", "", s.backup)
 	api("POST /v1/queues/{queue}/pause", adviceOther, s.pauseQueue)
 	api("POST /v1/queues/{queue}/resume", adviceOther, s.resumeQueue)
+	api("GET /v1/cluster/members", "", s.listMembers)
+	api("POST /v1/cluster/members", adviceOther, s.addMember)
+	api("DELETE /v1/cluster/members/{id}", adviceOther, s.removeMember)
 	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
