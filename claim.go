@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/fsm"
 )
 
@@ -29,8 +30,10 @@ type ClaimRequest struct {
 	// it waits it proposes nothing: it reads this member's applied state
 	// and proposes a claim only when that shows a claimable job (a submit,
 	// retry, nak, expiry or resume applied on this member wakes it; due
-	// scheduled jobs are rechecked every Config.ClaimPollInterval), so
-	// idle workers write nothing to the log.
+	// scheduled jobs are rechecked every Config.ClaimPollInterval, when a
+	// follower also reads through the leader in case it is behind), so
+	// idle workers write nothing to the log and a claimable job waits at
+	// most one poll interval for a waiting claim to see it.
 	Wait time.Duration
 }
 
@@ -81,8 +84,14 @@ func (c *Controller) LeaseOf(job Job, token uint64) *Lease {
 // Claim leases up to req.Max ready jobs to req.Worker. An empty result with
 // a nil error means nothing was ready (within req.Wait).
 //
-// Without Wait, a claim is one raft entry, proposed at once, whose answer
-// reflects the cluster's committed state. With Wait, the claim is proposed
+// A claim reaches the log only when a job is claimable: without Wait, this
+// member's applied state is checked first and, when it shows nothing, a
+// linearizable read (a leader round trip, no entry) brings it up to the
+// cluster's committed state and it is checked again; still nothing is an
+// empty answer with no entry written, reflecting the committed state. A
+// claim that is proposed shares its raft entry with concurrent claims,
+// acks, naks, extends and terms of this member (fsm.BatchCmd): one entry
+// grants the leases of many waiting workers. With Wait, the claim is proposed
 // only once this member's applied state shows a claimable job (see
 // ClaimRequest.Wait): a member that is behind proposes later, never
 // wrongly, since the leader decides what a claim leases. A job due by the
@@ -114,15 +123,41 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 		return nil, mapErr(err)
 	}
 	if req.Wait <= 0 {
+		ok := c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock())
+		if !ok {
+			// Nothing here: make sure this member is not behind before
+			// answering empty (a read, no entry).
+			if _, err := c.node.LinearizableRead(ctx); err != nil {
+				return nil, &classed{class: ErrNotApplied, cause: err}
+			}
+			ok = c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock())
+		}
+		if !ok {
+			return nil, c.pausedErr(req.Queues)
+		}
 		return c.claimOnce(ctx, cmd)
 	}
 	deadline := time.NewTimer(req.Wait)
 	defer deadline.Stop()
 	poll := time.NewTicker(c.cfg.ClaimPollInterval)
 	defer poll.Stop()
+	fresh := false // catch up with the leader before the next local check
 	for {
 		ready := c.rec.readyCh()
-		if c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock()) {
+		ok := c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock())
+		if !ok && fresh {
+			// A follower's view may be behind (it applies what the leader
+			// committed a little later, or much later when slow): once per
+			// poll interval it reads through the leader, so a claimable
+			// job is never missed for longer than that. A failed read
+			// (no leader) is retried at the next poll.
+			fresh = false
+			rctx, cancel := context.WithTimeout(ctx, c.cfg.ClaimPollInterval)
+			_, err := c.node.LinearizableRead(rctx)
+			cancel()
+			ok = err == nil && c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock())
+		}
+		if ok {
 			// Empty: this member was behind (another worker took the
 			// job) or its clock ahead of the leader's. Propose again
 			// only after the next change or poll.
@@ -134,11 +169,9 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 		select {
 		case <-ready:
 		case <-poll.C:
+			fresh = !c.leading()
 		case <-deadline.C:
-			if c.allPaused(req.Queues) {
-				return nil, &classed{class: ErrQueuePaused, cause: fmt.Errorf("%w: every queue claimed is paused on member %s", fsm.ErrQueuePaused, c.cfg.ID)}
-			}
-			return nil, nil
+			return nil, c.pausedErr(req.Queues)
 		case <-ctx.Done():
 			return nil, classify(ctx.Err()) // ErrNotApplied
 		case <-c.closed:
@@ -146,6 +179,20 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 		}
 	}
 }
+
+// pausedErr is the answer of a claim that found nothing: ErrQueuePaused
+// when this member's state shows every queue claimed paused, else nil.
+func (c *Controller) pausedErr(queues []string) error {
+	if c.allPaused(queues) {
+		return &classed{class: ErrQueuePaused, cause: fmt.Errorf("%w: every queue claimed is paused on member %s", fsm.ErrQueuePaused, c.cfg.ID)}
+	}
+	return nil
+}
+
+// leading reports whether this member is the leader (its applied state is
+// then as fresh as the cluster's committed one, up to in-flight applies,
+// which wake claims when they land).
+func (c *Controller) leading() bool { return c.node.Raft().State() == hraft.Leader }
 
 // allPaused reports whether this member's state shows every queue of a
 // claim paused, as the state machine decides (unknown queues are empty,

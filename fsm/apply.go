@@ -31,15 +31,23 @@ func (s *state) apply(e Entry, c Command, derr error) *result {
 		r.code, r.detail = codeOf(derr), derr.Error()
 		return r
 	}
+	s.applyOne(e, toNanos(e.Time), c, r)
+	return r
+}
+
+// applyOne validates and applies one decoded command at entry e (alone, or
+// as one command of a batch), filling r.
+func (s *state) applyOne(e Entry, now int64, c Command, r *result) {
 	if rf := validate(c, false); rf != nil {
 		r.code, r.detail = rf.code, rf.detail
-		return r
+		return
 	}
-	now := toNanos(e.Time)
 	var rf *refusal
 	switch c := c.(type) {
 	case *SubmitCmd:
 		s.submit(e, now, c, r)
+	case *BatchCmd:
+		s.batch(e, now, c, r)
 	case *ClaimCmd:
 		rf = s.claim(e, now, c, r)
 	case *ExtendCmd:
@@ -76,7 +84,6 @@ func (s *state) apply(e Entry, c Command, derr error) *result {
 	if rf != nil {
 		r.code, r.detail = rf.code, rf.detail
 	}
-	return r
 }
 
 // derivedID names a job submitted without an ID: unique per (entry, batch

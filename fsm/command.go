@@ -24,10 +24,11 @@ const (
 	CmdPause
 	CmdResume
 	CmdSweep
+	CmdBatch
 	numCmds
 )
 
-var cmdNames = [numCmds]string{"invalid", "submit", "claim", "extend", "ack", "nak", "term", "cancel", "retry", "expire", "pause", "resume", "sweep"}
+var cmdNames = [numCmds]string{"invalid", "submit", "claim", "extend", "ack", "nak", "term", "cancel", "retry", "expire", "pause", "resume", "sweep", "batch"}
 
 func (t CommandType) String() string {
 	if t < numCmds {
@@ -305,6 +306,8 @@ func validate(c Command, all bool) *refusal {
 		return checkName("queue", c.Queue)
 	case *ResumeCmd:
 		return checkName("queue", c.Queue)
+	case *BatchCmd:
+		return validateBatch(c, all)
 	case *SweepCmd:
 		if c.MaxAge < 0 {
 			return refuse(CodeInvalidCommand, "sweep max age %v negative", c.MaxAge)

@@ -35,6 +35,8 @@ const (
 //	cancel: id, reason              retry: id
 //	expire: leaderSince             pause, resume: queue
 //	sweep:  maxAge, maxPerQueue
+//	batch:  count, then per command: length, an encoded lease command
+//	        (see batch.go; new in this release, type 13)
 //
 //	version 2 (claim only):
 //	claim:  count, queues..., worker, max, ttl, kindCount (>= 1), kinds...
@@ -87,6 +89,8 @@ func normalize(c Command) Command {
 	case ResumeCmd:
 		return &v
 	case SweepCmd:
+		return &v
+	case BatchCmd:
 		return &v
 	}
 	return c
@@ -163,6 +167,8 @@ func appendCommand(b []byte, c Command) []byte {
 	case *SweepCmd:
 		b = binary.AppendVarint(b, int64(c.MaxAge))
 		b = binary.AppendUvarint(b, uint64(c.MaxPerQueue))
+	case *BatchCmd:
+		b = appendBatch(b, c)
 	}
 	return b
 }
@@ -242,6 +248,8 @@ func DecodeCommand(b []byte) (Command, error) {
 		c = &ResumeCmd{Queue: d.str()}
 	case CmdSweep:
 		c = &SweepCmd{MaxAge: durationOf(d.varint()), MaxPerQueue: d.u32()}
+	case CmdBatch:
+		c = decodeBatch(&d)
 	default:
 		return nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, b[1])
 	}

@@ -42,6 +42,9 @@ func resultSizeHint(r *result) int {
 	for _, j := range r.jobs {
 		n += 96 + len(j.payload)
 	}
+	for _, sr := range r.batch {
+		n += 8 + resultSizeHint(sr)
+	}
 	return n
 }
 

@@ -63,6 +63,9 @@ type Result struct {
 	// term: false when the command repeated the one that ended the lease
 	// (idempotent: nothing changed, Jobs holds the job as it is).
 	Changed bool
+	// Batch: batch: one result per command of the batch, in order (each
+	// with its own Code).
+	Batch []Result
 }
 
 // Err returns nil if the command was applied, else an error wrapping the
@@ -85,6 +88,8 @@ func (r *Result) Err() error {
 //	  ack, nak, term: then changed (byte 0/1)
 //	  expire: count, ids (str)      sweep: removed (uvarint)
 //	  pause, resume: changed (byte 0/1)
+//	  batch: count, then per command: length (uvarint), its result
+//	         (this encoding, recursively; lease commands only)
 //
 // Version 1 had no changed byte after ack, nak and term (they always
 // changed the job) and no job record flag 4; DecodeResult still reads it
@@ -128,8 +133,29 @@ func appendResult(b []byte, r *result) []byte {
 		b = binary.AppendUvarint(b, r.removed)
 	case CmdPause, CmdResume:
 		b = appendBool(b, r.changed)
+	case CmdBatch:
+		b = binary.AppendUvarint(b, uint64(len(r.batch)))
+		for _, sr := range r.batch {
+			at := len(b)
+			b = append(b, make([]byte, binary.MaxVarintLen32)...)
+			b = appendResult(b, sr)
+			b = putLen(b, at)
+		}
 	}
 	return b
+}
+
+// putLen turns the binary.MaxVarintLen32 bytes reserved at b[at:] into the
+// uvarint length of what follows them, shifting it down if the length
+// takes fewer bytes.
+func putLen(b []byte, at int) []byte {
+	start := at + binary.MaxVarintLen32
+	n := len(b) - start
+	var tmp [binary.MaxVarintLen32]byte
+	k := binary.PutUvarint(tmp[:], uint64(n))
+	copy(b[at:], tmp[:k])
+	copy(b[at+k:], b[start:])
+	return b[:at+k+n]
 }
 
 func appendBool(b []byte, v bool) []byte {
@@ -150,6 +176,7 @@ type result struct {
 	expired []string
 	removed uint64
 	changed bool
+	batch   []*result
 }
 
 type sub struct {
@@ -214,6 +241,25 @@ func DecodeResult(b []byte) (Result, error) {
 			r.Removed = d.uvarint()
 		case CmdPause, CmdResume:
 			r.Changed = d.bool()
+		case CmdBatch:
+			n := d.count(MaxBatch, 3)
+			r.Batch = make([]Result, 0, n)
+			for i := 0; i < n && d.err == nil; i++ {
+				raw := d.raw()
+				if d.err != nil {
+					break
+				}
+				sr, err := DecodeResult(raw)
+				if err != nil {
+					d.fail("batch result %d: %v", i, err)
+					break
+				}
+				if !Batchable(sr.Command) || sr.Index != r.Index {
+					d.fail("batch result %d: command %s index %d", i, sr.Command, sr.Index)
+					break
+				}
+				r.Batch = append(r.Batch, sr)
+			}
 		}
 	}
 	d.end()
