@@ -69,7 +69,17 @@ func (w *world) genCommand(t *rapid.T) Command {
 	dur := func(label string) time.Duration {
 		return time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, label))
 	}
-	switch rapid.IntRange(0, 13).Draw(t, "kind") {
+	switch rapid.IntRange(0, 14).Draw(t, "kind") {
+	case 14:
+		// A batch of lease commands (some possibly invalid alone).
+		n := rapid.IntRange(1, 4).Draw(t, "nbatch")
+		b := &BatchCmd{}
+		for len(b.Cmds) < n {
+			if c := w.genCommand(t); Batchable(c.Type()) {
+				b.Cmds = append(b.Cmds, c)
+			}
+		}
+		return b
 	case 0, 1, 2:
 		n := rapid.IntRange(0, 4).Draw(t, "n")
 		jobs := make([]NewJob, n)
@@ -181,6 +191,12 @@ func stripDetail(r *Result) {
 	}
 	if len(r.Expired) == 0 {
 		r.Expired = nil
+	}
+	for i := range r.Batch {
+		stripDetail(&r.Batch[i])
+	}
+	if len(r.Batch) == 0 {
+		r.Batch = nil
 	}
 }
 

@@ -174,6 +174,14 @@ func (m *model) apply(e Entry) Result {
 		r.Code = rf.code
 		return r
 	}
+	if b, ok := c.(*BatchCmd); ok {
+		// The reference: each command applied as if alone, at the same
+		// index.
+		for _, x := range b.Cmds {
+			r.Batch = append(r.Batch, m.apply(Entry{Index: e.Index, Term: e.Term, Time: e.Time, Cmd: appendCommand(nil, x)}))
+		}
+		return r
+	}
 	now := fromNanos(toNanos(e.Time))
 	nowNs := toNanos(now)
 	leased := func(id string, tok uint64) (*Job, Code) {

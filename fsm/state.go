@@ -138,7 +138,11 @@ type keyEnt struct{ key, id string }
 type state struct {
 	index  uint64 // last applied raft index
 	seq    uint64 // last submit sequence
-	jobs   *btree.BTreeG[*job]
+	jobs   *btree.BTreeG[*job] // ordered and copy-on-write: snapshots
+	// byID indexes the same records as jobs by ID for point lookups (live
+	// state only, never copied: a snapshot copies the tree). Only looked
+	// up by key, never iterated: map order cannot reach a result.
+	byID   map[string]*job
 	keys   *btree.BTreeG[keyEnt]
 	queues *btree.BTreeG[*queue]
 	acc    [4]uint64 // sum of per-job hashes, lane-wise mod 2^64
@@ -148,7 +152,6 @@ type state struct {
 	kinds    map[string]string
 	backoffs map[Backoff]*Backoff
 
-	probe  job   // scratch key for job lookups on the apply goroutine
 	qprobe queue // scratch key for queue lookups on the apply goroutine
 	buf    []byte
 }
@@ -156,6 +159,7 @@ type state struct {
 func newState() *state {
 	return &state{
 		jobs: btree.NewBTreeGOptions(func(a, b *job) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
+		byID: map[string]*job{},
 		keys: btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
 		queues: btree.NewBTreeGOptions(func(a, b *queue) bool { return a.name < b.name },
 			btree.Options{NoLocks: true}),
@@ -191,19 +195,11 @@ func (s *state) backoff(b Backoff) *Backoff {
 	return p
 }
 
-// get looks a job up (apply goroutine only: uses the scratch probe).
-func (s *state) get(id string) *job {
-	s.probe.id = id
-	j, _ := s.jobs.Get(&s.probe)
-	s.probe.id = ""
-	return j
-}
+// get looks a job up by ID.
+func (s *state) get(id string) *job { return s.byID[id] }
 
-// getShared looks a job up without scratch state (queries).
-func (s *state) getShared(id string) *job {
-	j, _ := s.jobs.Get(&job{id: id})
-	return j
-}
+// getShared looks a job up for a query (under the read lock).
+func (s *state) getShared(id string) *job { return s.byID[id] }
 
 func (s *state) queue(name string) *queue {
 	s.qprobe.name = name
@@ -229,16 +225,24 @@ func (s *state) dropIfEmpty(q *queue) {
 	}
 }
 
-// hash is a job record's digest contribution.
-func (s *state) hash(j *job) [32]byte {
+// seal computes a record's digest contribution (SHA-256 of its encoding
+// with payload, as four little-endian lanes) into j.sum, once, before the
+// record is published.
+func (s *state) seal(j *job) { j.sum = s.hash(j) }
+
+// hash is a record's digest contribution, computed.
+func (s *state) hash(j *job) (sum [4]uint64) {
 	s.buf = appendJob(s.buf[:0], j, true)
-	return sha256.Sum256(s.buf)
+	h := sha256.Sum256(s.buf)
+	for i := range sum {
+		sum[i] = binary.LittleEndian.Uint64(h[i*8:])
+	}
+	return sum
 }
 
+// accAdd adds (sign > 0) or removes a sealed record's contribution.
 func (s *state) accAdd(j *job, sign int) {
-	h := s.hash(j)
-	for i := range s.acc {
-		v := binary.LittleEndian.Uint64(h[i*8:])
+	for i, v := range j.sum {
 		if sign > 0 {
 			s.acc[i] += v
 		} else {
@@ -262,9 +266,11 @@ func (s *state) put(j *job) bool {
 	q.counts[j.state]++
 	q.total++
 	s.jobs.Set(j)
+	s.byID[j.id] = j
 	if j.key != "" {
 		s.keys.Set(keyEnt{key: j.key, id: j.id})
 	}
+	s.seal(j)
 	s.accAdd(j, +1)
 	return true
 }
@@ -281,6 +287,8 @@ func (s *state) replace(old, n *job) {
 	q.index(ni, true)
 	q.counts[n.state]++
 	s.jobs.Set(n)
+	s.byID[n.id] = n
+	s.seal(n)
 	s.accAdd(old, -1)
 	s.accAdd(n, +1)
 }
@@ -294,6 +302,7 @@ func (s *state) remove(j *job) {
 	q.counts[j.state]--
 	q.total--
 	s.jobs.Delete(j)
+	delete(s.byID, j.id)
 	if j.key != "" {
 		s.keys.Delete(keyEnt{key: j.key})
 	}
