@@ -136,9 +136,9 @@ type keyEnt struct{ key, id string }
 
 // state is the whole replicated state plus its indexes.
 type state struct {
-	index  uint64 // last applied raft index
-	seq    uint64 // last submit sequence
-	jobs   *btree.BTreeG[*job] // ordered and copy-on-write: snapshots
+	index uint64              // last applied raft index
+	seq   uint64              // last submit sequence
+	jobs  *btree.BTreeG[*job] // ordered and copy-on-write: snapshots
 	// byID indexes the same records as jobs by ID for point lookups (live
 	// state only, never copied: a snapshot copies the tree). Only looked
 	// up by key, never iterated: map order cannot reach a result.
