@@ -187,11 +187,11 @@ func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
 	if len(nj.Payload) > c.cfg.MaxPayload {
 		return nj, 0, &classed{class: ErrInvalidRequest, cause: fmt.Errorf("%w: payload of %d bytes (max %d)", fsm.ErrTooLarge, len(nj.Payload), c.cfg.MaxPayload)}
 	}
-	b, err := fsm.EncodeCommand(&fsm.SubmitCmd{Jobs: []fsm.NewJob{nj}})
+	size, err := fsm.SubmitJobSize(&nj)
 	if err != nil {
 		return nj, 0, mapErr(err)
 	}
-	return nj, len(b), nil
+	return nj, size, nil
 }
 
 // requestProblem says what is wrong with req's ID or timing ("" if

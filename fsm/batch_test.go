@@ -214,3 +214,20 @@ func TestBatchRefusals(t *testing.T) {
 		}
 	}
 }
+
+// SubmitJobSize is the length of the encoding it stands in for.
+func TestSubmitJobSize(t *testing.T) {
+	for _, nj := range []NewJob{
+		{ID: "a", Queue: "q", Kind: "k"},
+		{ID: string(make([]byte, 200)), Queue: "q", Kind: "k", Payload: make([]byte, 300), Priority: -70, RunAt: baseTime,
+			MaxAttempts: 1000, Backoff: Backoff{Base: time.Second, Max: time.Hour, Factor: 3000, Jitter: 9}, IdempotencyKey: "key"},
+	} {
+		n, err := SubmitJobSize(&nj)
+		if err != nil || n != len(mustEncode(t, &SubmitCmd{Jobs: []NewJob{nj}})) {
+			t.Fatalf("size %d, %v; encoding is %d bytes", n, err, len(mustEncode(t, &SubmitCmd{Jobs: []NewJob{nj}})))
+		}
+	}
+	if _, err := SubmitJobSize(&NewJob{ID: "a", Kind: "k"}); !errors.Is(err, ErrInvalidCommand) {
+		t.Fatalf("job without a queue: %v", err)
+	}
+}

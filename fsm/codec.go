@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 )
 
 // Primitive encoding shared by commands, results and snapshots:
@@ -27,6 +28,33 @@ func appendBytes(b []byte, p []byte) []byte {
 type decoder struct {
 	b   []byte
 	err error
+	// arena, when pooled is set, holds copies of short strings and byte
+	// slices: one allocation per arenaChunk bytes instead of one per
+	// field. A value kept keeps its chunk alive (at most arenaChunk bytes
+	// of its neighbours), never the input.
+	arena  []byte
+	pooled bool
+}
+
+// arenaChunk is the size of a decoder's arena chunks; values above
+// arenaMax bytes get their own allocation.
+const (
+	arenaChunk = 8 << 10
+	arenaMax   = 512
+)
+
+// keep returns a copy of p that nobody else writes: in the arena when
+// pooled and short, else its own allocation.
+func (d *decoder) keep(p []byte) []byte {
+	if !d.pooled || len(p) > arenaMax {
+		return append([]byte(nil), p...)
+	}
+	if cap(d.arena)-len(d.arena) < len(p) {
+		d.arena = make([]byte, 0, arenaChunk)
+	}
+	at := len(d.arena)
+	d.arena = append(d.arena, p...)
+	return d.arena[at:len(d.arena):len(d.arena)]
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -119,7 +147,14 @@ func (d *decoder) raw() []byte {
 	return p
 }
 
-func (d *decoder) str() string { return string(d.raw()) }
+func (d *decoder) str() string {
+	p := d.raw()
+	if !d.pooled || len(p) == 0 {
+		return string(p)
+	}
+	k := d.keep(p) // never written again: safe to view as a string
+	return unsafe.String(&k[0], len(k))
+}
 
 // bytes returns a copy of the next length-prefixed bytes (nil when empty).
 func (d *decoder) bytes() []byte {
@@ -127,7 +162,7 @@ func (d *decoder) bytes() []byte {
 	if len(p) == 0 {
 		return nil
 	}
-	return append([]byte(nil), p...)
+	return d.keep(p)
 }
 
 // count reads a collection length and checks it against max and against

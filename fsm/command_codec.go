@@ -177,7 +177,8 @@ func appendCommand(b []byte, c Command) []byte {
 // (*SubmitCmd, *ClaimCmd, ...). It checks structure only (version, type,
 // lengths, no trailing bytes); field limits are checked by Apply. Errors wrap
 // ErrUnsupportedVersion, ErrUnknownCommand, ErrTooLarge or ErrInvalidCommand.
-// The returned command owns its memory (nothing aliases b).
+// The returned command owns its memory (nothing aliases b): a submit's
+// short strings and payloads are copied into shared chunks (decoder.keep).
 func DecodeCommand(b []byte) (Command, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes, truncated header", ErrInvalidCommand, len(b))
@@ -193,6 +194,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	switch CommandType(b[1]) {
 	case CmdSubmit:
 		n := d.count(MaxSubmit, minJobWire)
+		d.pooled = true // batch-level allocation of the jobs' fields
 		jobs := make([]NewJob, n)
 		for i := range jobs {
 			nj := &jobs[i]
@@ -261,3 +263,39 @@ func DecodeCommand(b []byte) (Command, error) {
 }
 
 func durationOf(ns int64) time.Duration { return time.Duration(ns) }
+
+// SubmitJobSize checks nj as EncodeCommand checks each job of a submit
+// and returns the bytes a SubmitCmd holding nj alone encodes to, without
+// encoding it. Errors wrap the sentinels of errors.go.
+func SubmitJobSize(nj *NewJob) (int, error) {
+	if r := nj.validate(); r != nil {
+		return 0, r
+	}
+	return 3 + jobWireSize(nj), nil
+}
+
+// jobWireSize is the encoded size of one job of a submit (appendCommand).
+func jobWireSize(nj *NewJob) int {
+	str := func(n int) int { return uvarintLen(uint64(n)) + n }
+	return str(len(nj.ID)) + str(len(nj.Queue)) + str(len(nj.Kind)) + str(len(nj.Payload)) +
+		varintLen(int64(nj.Priority)) + varintLen(toNanos(nj.RunAt)) + uvarintLen(uint64(nj.MaxAttempts)) +
+		varintLen(int64(nj.Backoff.Base)) + varintLen(int64(nj.Backoff.Max)) + uvarintLen(uint64(nj.Backoff.Factor)) + 1 +
+		str(len(nj.IdempotencyKey))
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}

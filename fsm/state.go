@@ -3,6 +3,7 @@ package fsm
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"strings"
 
 	"github.com/tidwall/btree"
 )
@@ -176,6 +177,7 @@ func (s *state) intern(kind string) string {
 		s.kinds = map[string]string{}
 	}
 	if len(s.kinds) < maxInterned {
+		kind = strings.Clone(kind) // not the decoder's chunk
 		s.kinds[kind] = kind
 	}
 	return kind
@@ -212,7 +214,7 @@ func (s *state) queueOrCreate(name string) *queue {
 	if q := s.queue(name); q != nil {
 		return q
 	}
-	q := newQueue(name)
+	q := newQueue(strings.Clone(name)) // not the decoder's chunk
 	s.queues.Set(q)
 	return q
 }
