@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 // Benchmarks: 3 members on loopback, fsync on, closed-loop clients.
 //
 //	go test -run X -bench . -benchtime 3s
+//
+// Every benchmark also reports cpu-us/op (process CPU time per operation,
+// all members included) and allocs/op (every goroutine's).
 //
 // BenchmarkSubmit/jobraft/c=N: durable submits through the controller on
 // the leader (batched); .../spread/c=N: clients spread over all members
@@ -89,6 +93,16 @@ func BenchmarkCycle(b *testing.B) {
 	}
 }
 
+// cpuTime is the CPU time this process used so far (user + system), all
+// three members and the clients together.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // runClients runs b.N operations over n closed-loop clients and reports
 // throughput and latency percentiles.
 func runClients(b *testing.B, n int, op func(client, i int) error) {
@@ -97,7 +111,9 @@ func runClients(b *testing.B, n int, op func(client, i int) error) {
 	lat := make([][]time.Duration, n)
 	var wg sync.WaitGroup
 	var failed atomic.Value
+	b.ReportAllocs() // every goroutine's: all three members run in this process
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	start := time.Now()
 	for c := 0; c < n; c++ {
 		wg.Add(1)
@@ -119,6 +135,7 @@ func runClients(b *testing.B, n int, op func(client, i int) error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
 	b.StopTimer()
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
@@ -137,5 +154,6 @@ func runClients(b *testing.B, n int, op func(client, i int) error) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 	b.ReportMetric(0, "ns/op")
 }

@@ -2,6 +2,7 @@ package jobraft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -99,10 +100,14 @@ func (c *Controller) LeaseOf(job Job, token uint64) *Lease {
 // offsets shift when a long-polling worker notices it, by at most the
 // offset.
 //
-// A claim entry is not retried. Its error is of exactly one outcome class
-// (see ErrOutcomeUnknown): ErrOutcomeUnknown if its outcome is unknown
-// (leader lost mid-commit, context ended): jobs it may have leased are held
-// by nobody and come back after their lease expires (that attempt counts);
+// Every claim carries a fresh claim ID (fsm.ClaimCmd.ID): an attempt whose
+// outcome is unknown (leader lost mid-commit) is retried with it until the
+// outcome is known or ctx ends, and a retry answers the leases the earlier
+// attempt granted, if it did, instead of leasing more. The error is of
+// exactly one outcome class (see ErrOutcomeUnknown): ErrOutcomeUnknown
+// only if ctx ended (or the controller closed) while an attempt's outcome
+// was unknown: jobs it may have leased are then held by nobody and come
+// back after their lease expires (that attempt counts);
 // ErrNotApplied if nothing was claimed and the context ended (also while
 // waiting); ErrQueuePaused if every queue named is paused (with Wait: on
 // this member when the wait ends; the claim waits through a pause, and a
@@ -118,7 +123,9 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 	if req.LeaseTTL <= 0 {
 		req.LeaseTTL = c.cfg.LeaseTTL
 	}
-	cmd := &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: uint32(min(req.Max, fsm.MaxClaim)), TTL: req.LeaseTTL, Kinds: req.Kinds}
+	// The ID makes retrying the claim safe: a retry answers the leases
+	// an earlier attempt of it granted (fsm.ClaimCmd.ID).
+	cmd := &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: uint32(min(req.Max, fsm.MaxClaim)), TTL: req.LeaseTTL, Kinds: req.Kinds, ID: NewID()}
 	if _, err := fsm.EncodeCommand(cmd); err != nil {
 		return nil, mapErr(err)
 	}
@@ -212,10 +219,32 @@ func (c *Controller) allPaused(queues []string) bool {
 	return paused
 }
 
+// claimOnce proposes cmd; after an attempt whose outcome is unknown it
+// retries with the same claim ID while ctx allows, so the leases that
+// attempt may have granted are answered to this caller, not left to expire.
 func (c *Controller) claimOnce(ctx context.Context, cmd *fsm.ClaimCmd) ([]*Lease, error) {
-	r, err := c.apply(ctx, cmd)
-	if err != nil {
-		return nil, err
+	var unknown error // the first attempt whose outcome was unknown
+	var r fsm.Result
+	for {
+		var err error
+		r, err = c.apply(ctx, cmd)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, ErrOutcomeUnknown) && unknown == nil {
+			unknown = err
+		}
+		retry := errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrNotApplied)
+		if unknown == nil || !retry {
+			return nil, err // a definite answer, even after an unknown attempt
+		}
+		select {
+		case <-ctx.Done():
+			return nil, unknownOutcome(unknown, err)
+		case <-c.closed:
+			return nil, unknownOutcome(unknown, ErrClosed)
+		case <-time.After(c.retryPause()):
+		}
 	}
 	leases := make([]*Lease, 0, len(r.Jobs))
 	for _, j := range r.Jobs {

@@ -105,6 +105,9 @@ func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool
 			}
 		}
 	case fsm.CmdClaim:
+		if !res.Changed {
+			return nil, false // a repeat of a claim with the same ID
+		}
 		for i := range res.Jobs {
 			evs = append(evs, ev(EventClaimed, &res.Jobs[i]))
 		}

@@ -164,6 +164,13 @@ func (s *state) promote(now int64) {
 }
 
 func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
+	if c.ID != "" {
+		if held := s.claimed(c.ID); len(held) > 0 {
+			r.jobs = held // a repeat: its leases, nothing changes
+			return nil
+		}
+	}
+	r.changed = true
 	var qs []*queue
 	paused := 0
 	for i, name := range c.Queues {
@@ -199,7 +206,7 @@ func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
 		n.state = StateRunning
 		n.attempts++
 		n.updated = now
-		n.lease = &lease{token: e.Index, worker: c.Worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term}
+		n.lease = &lease{token: e.Index, worker: c.Worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term, claim: c.ID}
 		s.replace(old, n)
 		src.pop(best)
 		r.jobs = append(r.jobs, n)
@@ -279,7 +286,7 @@ func (s *state) extend(e Entry, now int64, c *ExtendCmd, r *result) *refusal {
 	}
 	n := old.clone()
 	n.updated = now
-	n.lease = &lease{token: old.lease.token, worker: old.lease.worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term}
+	n.lease = &lease{token: old.lease.token, worker: old.lease.worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term, claim: old.lease.claim}
 	s.replace(old, n)
 	r.jobs = append(r.jobs, n)
 	return nil

@@ -55,12 +55,12 @@ func TestBatchAppliesInOrder(t *testing.T) {
 		jobs    []string
 		changed bool
 	}{
-		{CmdClaim, nil, []string{"hi"}, false},
-		{CmdClaim, nil, []string{"mid"}, false},
+		{CmdClaim, nil, []string{"hi"}, true},
+		{CmdClaim, nil, []string{"mid"}, true},
 		{CmdAck, nil, []string{"hi"}, true},
 		{CmdAck, nil, []string{"hi"}, false},
 		{CmdNak, ErrStaleLease, nil, false},
-		{CmdClaim, nil, []string{"lo"}, false},
+		{CmdClaim, nil, []string{"lo"}, true},
 	}
 	for i, w := range want {
 		sr := r.Batch[i]

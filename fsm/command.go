@@ -60,6 +60,12 @@ type ClaimCmd struct {
 	Max    uint32
 	TTL    time.Duration
 	Kinds  []string
+	// ID, when set, names the claim (1..MaxNameLen bytes, unique per
+	// claim: a client's retry of one claim reuses it). A claim whose ID
+	// names leases that are still running is a repeat: it answers those
+	// leases (Result.Changed false) and leases nothing more, so a claim
+	// retried after an unknown outcome never leases a job to nobody.
+	ID string
 }
 
 // ExtendCmd pushes a lease's deadline to entry time + TTL (0: the lease's
@@ -264,6 +270,11 @@ func validate(c Command, all bool) *refusal {
 		}
 		for _, k := range c.Kinds {
 			if r := checkName("kind", k); r != nil {
+				return r
+			}
+		}
+		if c.ID != "" {
+			if r := checkName("claim id", c.ID); r != nil {
 				return r
 			}
 		}

@@ -16,6 +16,10 @@ const (
 	// Only claims take it, and only when they name kinds, so every command
 	// a build without kinds could write encodes byte for byte as before.
 	FormatVersionClaimKinds = 2
+	// FormatVersionClaimID is the version of a claim that carries an ID
+	// (ClaimCmd.ID): the version 2 layout, its kind count possibly 0,
+	// then the ID.
+	FormatVersionClaimID = 3
 )
 
 // Command encoding (all integers varint/uvarint, see codec.go):
@@ -40,6 +44,10 @@ const (
 //
 //	version 2 (claim only):
 //	claim:  count, queues..., worker, max, ttl, kindCount (>= 1), kinds...
+//
+//	version 3 (claim only, new in this release):
+//	claim:  count, queues..., worker, max, ttl, kindCount (>= 0), kinds...,
+//	        id (str, not empty)
 //
 // Kinds are written in the caller's order, duplicates included: the bytes
 // are a function of the command value alone.
@@ -99,7 +107,9 @@ func normalize(c Command) Command {
 // appendCommand encodes c (a pointer type) without validating it.
 func appendCommand(b []byte, c Command) []byte {
 	version := byte(FormatVersion)
-	if cc, ok := c.(*ClaimCmd); ok && len(cc.Kinds) > 0 {
+	if cc, ok := c.(*ClaimCmd); ok && cc.ID != "" {
+		version = FormatVersionClaimID
+	} else if ok && len(cc.Kinds) > 0 {
 		version = FormatVersionClaimKinds
 	}
 	b = append(b, version, byte(c.Type()))
@@ -129,11 +139,14 @@ func appendCommand(b []byte, c Command) []byte {
 		b = appendStr(b, c.Worker)
 		b = binary.AppendUvarint(b, uint64(c.Max))
 		b = binary.AppendVarint(b, int64(c.TTL))
-		if len(c.Kinds) > 0 {
+		if len(c.Kinds) > 0 || c.ID != "" {
 			b = binary.AppendUvarint(b, uint64(len(c.Kinds)))
 			for _, k := range c.Kinds {
 				b = appendStr(b, k)
 			}
+		}
+		if c.ID != "" {
+			b = appendStr(b, c.ID)
 		}
 	case *ExtendCmd:
 		b = appendStr(b, c.ID)
@@ -185,7 +198,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	}
 	switch {
 	case b[0] == FormatVersion:
-	case b[0] == FormatVersionClaimKinds && CommandType(b[1]) == CmdClaim:
+	case (b[0] == FormatVersionClaimKinds || b[0] == FormatVersionClaimID) && CommandType(b[1]) == CmdClaim:
 	default:
 		return nil, fmt.Errorf("%w: command version %d (type %d)", ErrUnsupportedVersion, b[0], b[1])
 	}
@@ -219,14 +232,21 @@ func DecodeCommand(b []byte) (Command, error) {
 			qs[i] = d.str()
 		}
 		cc := &ClaimCmd{Queues: qs, Worker: d.str(), Max: d.u32(), TTL: durationOf(d.varint())}
-		if b[0] == FormatVersionClaimKinds {
+		if b[0] >= FormatVersionClaimKinds {
 			n := d.count(MaxClaimKinds, 1)
-			if n == 0 && d.err == nil {
+			if n == 0 && d.err == nil && b[0] == FormatVersionClaimKinds {
 				d.fail("version %d claim names no kind", FormatVersionClaimKinds)
 			}
-			cc.Kinds = make([]string, n)
+			if n > 0 {
+				cc.Kinds = make([]string, n)
+			}
 			for i := range cc.Kinds {
 				cc.Kinds[i] = d.str()
+			}
+		}
+		if b[0] == FormatVersionClaimID {
+			if cc.ID = d.str(); cc.ID == "" && d.err == nil {
+				d.fail("version %d claim without an id", FormatVersionClaimID)
 			}
 		}
 		c = cc

@@ -106,7 +106,8 @@ func (w *world) genCommand(t *rapid.T) Command {
 			qs[i] = queuesGen.Draw(t, "cq")
 		}
 		return &ClaimCmd{Queues: qs, Worker: rapid.SampledFrom([]string{"w1", "w2", ""}).Draw(t, "worker"),
-			Max: uint32(rapid.IntRange(0, 3).Draw(t, "max")), TTL: dur("ttl"), Kinds: genKinds(t)}
+			Max: uint32(rapid.IntRange(0, 3).Draw(t, "max")), TTL: dur("ttl"), Kinds: genKinds(t),
+			ID: rapid.SampledFrom([]string{"", "", "c1", "c2"}).Draw(t, "claimid")}
 	case 5:
 		id := w.genID(t, false)
 		return &ExtendCmd{ID: id, Token: w.genToken(t, id), TTL: dur("ttl")}

@@ -61,7 +61,9 @@ type Result struct {
 	Removed uint64   // sweep: jobs removed
 	// Changed: pause, resume: whether the queue's state changed; ack, nak,
 	// term: false when the command repeated the one that ended the lease
-	// (idempotent: nothing changed, Jobs holds the job as it is).
+	// (idempotent: nothing changed, Jobs holds the job as it is); claim:
+	// false when it repeated a claim with the same ID whose leases are
+	// still running (Jobs holds them, nothing changed).
 	Changed bool
 	// Batch: batch: one result per command of the batch, in order (each
 	// with its own Code).
@@ -85,17 +87,19 @@ func (r *Result) Err() error {
 //	          job record without payload (only for created/duplicate)
 //	  claim, extend, ack, nak, term, cancel, retry: count, job records
 //	          (with payload for claim, without otherwise)
-//	  ack, nak, term: then changed (byte 0/1)
+//	  ack, nak, term, claim: then changed (byte 0/1)
 //	  expire: count, ids (str)      sweep: removed (uvarint)
 //	  pause, resume: changed (byte 0/1)
 //	  batch: count, then per command: length (uvarint), its result
 //	         (this encoding, recursively; lease commands only)
 //
 // Version 1 had no changed byte after ack, nak and term (they always
-// changed the job) and no job record flag 4; DecodeResult still reads it
-// (an older leader's answer to a forwarded proposal).
+// changed the job) and no job record flag 4; version 2 no changed byte
+// after a claim and no job record flag 8, nor batch results;
+// DecodeResult still reads both.
 const (
-	ResultVersion   = 2
+	ResultVersion   = 3
+	resultVersionV2 = 2
 	resultVersionV1 = 1
 )
 
@@ -121,7 +125,7 @@ func appendResult(b []byte, r *result) []byte {
 		for _, j := range r.jobs {
 			b = appendJob(b, j, r.cmd == CmdClaim)
 		}
-		if r.cmd == CmdAck || r.cmd == CmdNak || r.cmd == CmdTerm {
+		if r.cmd == CmdAck || r.cmd == CmdNak || r.cmd == CmdTerm || r.cmd == CmdClaim {
 			b = appendBool(b, r.changed)
 		}
 	case CmdExpire:
@@ -196,7 +200,7 @@ func DecodeResult(b []byte) (Result, error) {
 		return r, fmt.Errorf("%w: %d bytes", ErrInvalidResult, len(b))
 	}
 	version := b[0]
-	if version != ResultVersion && version != resultVersionV1 {
+	if version != ResultVersion && version != resultVersionV2 && version != resultVersionV1 {
 		return r, fmt.Errorf("%w: result version %d", ErrUnsupportedVersion, b[0])
 	}
 	r.Command, r.Code = CommandType(b[1]), Code(b[2])
@@ -228,8 +232,11 @@ func DecodeResult(b []byte) (Result, error) {
 			for i := 0; i < n && d.err == nil; i++ {
 				r.Jobs = append(r.Jobs, decodeJob(&d).public(r.Command == CmdClaim))
 			}
-			if r.Command == CmdAck || r.Command == CmdNak || r.Command == CmdTerm {
+			switch {
+			case r.Command == CmdAck || r.Command == CmdNak || r.Command == CmdTerm:
 				r.Changed = version == resultVersionV1 || d.bool()
+			case r.Command == CmdClaim:
+				r.Changed = version != ResultVersion || d.bool()
 			}
 		case CmdExpire:
 			n := d.count(len(d.b), 1)

@@ -3,6 +3,7 @@ package fsm
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/btree"
@@ -143,7 +144,13 @@ type state struct {
 	// byID indexes the same records as jobs by ID for point lookups (live
 	// state only, never copied: a snapshot copies the tree). Only looked
 	// up by key, never iterated: map order cannot reach a result.
-	byID   map[string]*job
+	byID map[string]*job
+	// claims indexes running leases granted by claims with an ID: claim
+	// ID -> IDs of its jobs still running under that claim's lease.
+	// Derived from the records (rebuilt on restore); looked up by key
+	// only, and answers are sorted by job ID, so map order cannot reach a
+	// result.
+	claims map[string]map[string]struct{}
 	keys   *btree.BTreeG[keyEnt]
 	queues *btree.BTreeG[*queue]
 	acc    [4]uint64 // sum of per-job hashes, lane-wise mod 2^64
@@ -159,9 +166,10 @@ type state struct {
 
 func newState() *state {
 	return &state{
-		jobs: btree.NewBTreeGOptions(func(a, b *job) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
-		byID: map[string]*job{},
-		keys: btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
+		jobs:   btree.NewBTreeGOptions(func(a, b *job) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
+		byID:   map[string]*job{},
+		claims: map[string]map[string]struct{}{},
+		keys:   btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
 		queues: btree.NewBTreeGOptions(func(a, b *queue) bool { return a.name < b.name },
 			btree.Options{NoLocks: true}),
 	}
@@ -269,6 +277,7 @@ func (s *state) put(j *job) bool {
 	q.total++
 	s.jobs.Set(j)
 	s.byID[j.id] = j
+	s.indexClaim(j, true)
 	if j.key != "" {
 		s.keys.Set(keyEnt{key: j.key, id: j.id})
 	}
@@ -290,9 +299,65 @@ func (s *state) replace(old, n *job) {
 	q.counts[n.state]++
 	s.jobs.Set(n)
 	s.byID[n.id] = n
+	if claimOf(old) != claimOf(n) {
+		s.indexClaim(old, false)
+		s.indexClaim(n, true)
+	}
 	s.seal(n)
 	s.accAdd(old, -1)
 	s.accAdd(n, +1)
+}
+
+// claimOf is the (claim ID, token) of j's lease, zero if it has none or
+// its claim had no ID.
+func claimOf(j *job) (c struct {
+	id    string
+	token uint64
+}) {
+	if j.lease != nil && j.lease.claim != "" {
+		c.id, c.token = j.lease.claim, j.lease.token
+	}
+	return c
+}
+
+// indexClaim adds (or removes) j under its lease's claim ID, if any.
+func (s *state) indexClaim(j *job, add bool) {
+	c := claimOf(j)
+	if c.id == "" {
+		return
+	}
+	set := s.claims[c.id]
+	if add {
+		if set == nil {
+			set = map[string]struct{}{}
+			s.claims[c.id] = set
+		}
+		set[j.id] = struct{}{}
+		return
+	}
+	delete(set, j.id)
+	if len(set) == 0 {
+		delete(s.claims, c.id)
+	}
+}
+
+// claimed returns the running jobs leased by the claim with ID id, in job
+// ID order.
+func (s *state) claimed(id string) []*job {
+	set := s.claims[id]
+	if len(set) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(set))
+	for jid := range set {
+		ids = append(ids, jid)
+	}
+	slices.Sort(ids)
+	out := make([]*job, len(ids))
+	for i, jid := range ids {
+		out[i] = s.byID[jid]
+	}
+	return out
 }
 
 // remove deletes a job and its idempotency key from every index.
@@ -305,6 +370,7 @@ func (s *state) remove(j *job) {
 	q.total--
 	s.jobs.Delete(j)
 	delete(s.byID, j.id)
+	s.indexClaim(j, false)
 	if j.key != "" {
 		s.keys.Delete(keyEnt{key: j.key})
 	}
