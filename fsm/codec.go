@@ -28,18 +28,18 @@ func appendBytes(b []byte, p []byte) []byte {
 type decoder struct {
 	b   []byte
 	err error
-	// arena, when pooled is set, holds copies of short strings and byte
-	// slices: one allocation per arenaChunk bytes instead of one per
-	// field. A value kept keeps its chunk alive (at most arenaChunk bytes
-	// of its neighbours), never the input.
+	// arena, when pooled is set, holds copies of strings: one allocation
+	// per arenaChunk bytes instead of one per string. A string kept keeps
+	// its chunk alive (at most arenaChunk bytes of its neighbours'
+	// strings, never payloads), never the input.
 	arena  []byte
 	pooled bool
 }
 
-// arenaChunk is the size of a decoder's arena chunks; values above
-// arenaMax bytes get their own allocation.
+// arenaChunk bounds a decoder's arena chunks; strings above arenaMax
+// bytes get their own allocation.
 const (
-	arenaChunk = 8 << 10
+	arenaChunk = 4 << 10
 	arenaMax   = 512
 )
 
@@ -50,7 +50,8 @@ func (d *decoder) keep(p []byte) []byte {
 		return append([]byte(nil), p...)
 	}
 	if cap(d.arena)-len(d.arena) < len(p) {
-		d.arena = make([]byte, 0, arenaChunk)
+		// No larger than what is left to decode could need.
+		d.arena = make([]byte, 0, min(arenaChunk, len(p)+len(d.b)))
 	}
 	at := len(d.arena)
 	d.arena = append(d.arena, p...)
@@ -156,13 +157,14 @@ func (d *decoder) str() string {
 	return unsafe.String(&k[0], len(k))
 }
 
-// bytes returns a copy of the next length-prefixed bytes (nil when empty).
+// bytes returns a copy of the next length-prefixed bytes (nil when empty),
+// in an allocation of its own.
 func (d *decoder) bytes() []byte {
 	p := d.raw()
 	if len(p) == 0 {
 		return nil
 	}
-	return d.keep(p)
+	return append([]byte(nil), p...)
 }
 
 // count reads a collection length and checks it against max and against

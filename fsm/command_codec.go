@@ -191,7 +191,7 @@ func appendCommand(b []byte, c Command) []byte {
 // lengths, no trailing bytes); field limits are checked by Apply. Errors wrap
 // ErrUnsupportedVersion, ErrUnknownCommand, ErrTooLarge or ErrInvalidCommand.
 // The returned command owns its memory (nothing aliases b): a submit's
-// short strings and payloads are copied into shared chunks (decoder.keep).
+// short strings are copied into shared chunks (decoder.keep).
 func DecodeCommand(b []byte) (Command, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes, truncated header", ErrInvalidCommand, len(b))

@@ -138,13 +138,15 @@ type keyEnt struct{ key, id string }
 
 // state is the whole replicated state plus its indexes.
 type state struct {
-	index uint64              // last applied raft index
-	seq   uint64              // last submit sequence
-	jobs  *btree.BTreeG[*job] // ordered and copy-on-write: snapshots
-	// byID indexes the same records as jobs by ID for point lookups (live
-	// state only, never copied: a snapshot copies the tree). Only looked
-	// up by key, never iterated: map order cannot reach a result.
-	byID map[string]*job
+	index uint64 // last applied raft index
+	seq   uint64 // last submit sequence
+	// jobs is the job-ID index, ordered and copy-on-write (snapshots
+	// copy it). A hash map beside it for point lookups was measured
+	// (fsm BenchmarkApplyCycle) and cost more CPU than it saved: its
+	// inserts, growth and the pointers the GC scans outweigh the few
+	// lookups a job's cycle makes, while every change updates the tree
+	// anyway.
+	jobs *btree.BTreeG[*job]
 	// claims indexes running leases granted by claims with an ID: claim
 	// ID -> IDs of its jobs still running under that claim's lease.
 	// Derived from the records (rebuilt on restore); looked up by key
@@ -160,6 +162,7 @@ type state struct {
 	kinds    map[string]string
 	backoffs map[Backoff]*Backoff
 
+	probe  job   // scratch key for job lookups on the apply goroutine
 	qprobe queue // scratch key for queue lookups on the apply goroutine
 	buf    []byte
 }
@@ -167,7 +170,6 @@ type state struct {
 func newState() *state {
 	return &state{
 		jobs:   btree.NewBTreeGOptions(func(a, b *job) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
-		byID:   map[string]*job{},
 		claims: map[string]map[string]struct{}{},
 		keys:   btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
 		queues: btree.NewBTreeGOptions(func(a, b *queue) bool { return a.name < b.name },
@@ -205,11 +207,19 @@ func (s *state) backoff(b Backoff) *Backoff {
 	return p
 }
 
-// get looks a job up by ID.
-func (s *state) get(id string) *job { return s.byID[id] }
+// get looks a job up by ID (apply goroutine only: uses the scratch probe).
+func (s *state) get(id string) *job {
+	s.probe.id = id
+	j, _ := s.jobs.Get(&s.probe)
+	s.probe.id = ""
+	return j
+}
 
 // getShared looks a job up for a query (under the read lock).
-func (s *state) getShared(id string) *job { return s.byID[id] }
+func (s *state) getShared(id string) *job {
+	j, _ := s.jobs.Get(&job{id: id})
+	return j
+}
 
 func (s *state) queue(name string) *queue {
 	s.qprobe.name = name
@@ -276,7 +286,6 @@ func (s *state) put(j *job) bool {
 	q.counts[j.state]++
 	q.total++
 	s.jobs.Set(j)
-	s.byID[j.id] = j
 	s.indexClaim(j, true)
 	if j.key != "" {
 		s.keys.Set(keyEnt{key: j.key, id: j.id})
@@ -298,7 +307,6 @@ func (s *state) replace(old, n *job) {
 	q.index(ni, true)
 	q.counts[n.state]++
 	s.jobs.Set(n)
-	s.byID[n.id] = n
 	if claimOf(old) != claimOf(n) {
 		s.indexClaim(old, false)
 		s.indexClaim(n, true)
@@ -355,7 +363,7 @@ func (s *state) claimed(id string) []*job {
 	slices.Sort(ids)
 	out := make([]*job, len(ids))
 	for i, jid := range ids {
-		out[i] = s.byID[jid]
+		out[i] = s.get(jid)
 	}
 	return out
 }
@@ -369,7 +377,6 @@ func (s *state) remove(j *job) {
 	q.counts[j.state]--
 	q.total--
 	s.jobs.Delete(j)
-	delete(s.byID, j.id)
 	s.indexClaim(j, false)
 	if j.key != "" {
 		s.keys.Delete(keyEnt{key: j.key})
