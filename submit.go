@@ -114,6 +114,16 @@ func (c *Controller) Submit(ctx context.Context, req SubmitRequest) (Submitted, 
 // the first failed job's error.
 func (c *Controller) SubmitBatch(ctx context.Context, reqs []SubmitRequest) ([]SubmitResult, error) {
 	out := make([]SubmitResult, len(reqs))
+	if len(reqs) == 1 {
+		// One job (Submit): one part, without the chunking below.
+		nj, size, err := c.newJob(&reqs[0])
+		if err != nil {
+			out[0] = SubmitResult{Job: Job{ID: nj.ID}, Err: &SubmitError{ID: nj.ID, Class: ErrNotSubmitted, Cause: err}}
+		} else {
+			c.submitPart(ctx, []fsm.NewJob{nj}, size, []int{0}, out)
+		}
+		return out, out[0].Err
+	}
 	var chunk []int
 	var chunkJobs []fsm.NewJob
 	chunkBytes := 0

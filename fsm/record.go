@@ -179,6 +179,21 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 // checks invariants separately (checkJob).
 func decodeJob(d *decoder) *job {
 	j := &job{}
+	decodeJobInto(d, j, &Backoff{})
+	return j
+}
+
+// decodePublic reads one record as the caller's Job: no record or policy
+// is allocated on the way (results decode this way).
+func decodePublic(d *decoder, withPayload bool) Job {
+	var j job
+	var bo Backoff
+	decodeJobInto(d, &j, &bo)
+	return j.public(withPayload)
+}
+
+// decodeJobInto reads one record into j, its backoff policy into bo.
+func decodeJobInto(d *decoder, j *job, bo *Backoff) {
 	j.id = d.str()
 	j.queue = d.str()
 	j.kind = d.str()
@@ -192,7 +207,8 @@ func decodeJob(d *decoder) *job {
 	j.created = d.varint()
 	j.updated = d.varint()
 	j.seq = d.uvarint()
-	j.bo = &Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
+	*bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
+	j.bo = bo
 	flags := d.byte()
 	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim) != 0 {
 		d.fail("job flags %#x", flags)
@@ -217,7 +233,6 @@ func decodeJob(d *decoder) *job {
 			d.fail("empty claim id") // flag 8 means an id
 		}
 	}
-	return j
 }
 
 // checkJob verifies a restored record's invariants; it returns a reason or "".

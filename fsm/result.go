@@ -207,7 +207,7 @@ func DecodeResult(b []byte) (Result, error) {
 	if r.Command >= numCmds || r.Code >= numCodes {
 		return Result{}, fmt.Errorf("%w: command %d code %d", ErrInvalidResult, b[1], b[2])
 	}
-	d := decoder{b: b[3:]}
+	d := decoder{b: b[3:], pooled: true} // the jobs' strings share chunks
 	r.Index = d.uvarint()
 	r.Detail = d.str()
 	if r.Code == CodeOK {
@@ -223,14 +223,14 @@ func DecodeResult(b []byte) (Result, error) {
 					d.fail("outcome %d code %d", s.Outcome, s.Code)
 				}
 				if s.Outcome != OutcomeRejected && d.err == nil {
-					s.Job = decodeJob(&d).public(false)
+					s.Job = decodePublic(&d, false)
 				}
 			}
 		case CmdClaim, CmdExtend, CmdAck, CmdNak, CmdTerm, CmdCancel, CmdRetry:
 			n := d.count(MaxClaim, 20)
 			r.Jobs = make([]Job, 0, n)
 			for i := 0; i < n && d.err == nil; i++ {
-				r.Jobs = append(r.Jobs, decodeJob(&d).public(r.Command == CmdClaim))
+				r.Jobs = append(r.Jobs, decodePublic(&d, r.Command == CmdClaim))
 			}
 			switch {
 			case r.Command == CmdAck || r.Command == CmdNak || r.Command == CmdTerm:

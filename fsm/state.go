@@ -69,6 +69,10 @@ type queue struct {
 	// while it holds a job. Only ever looked up by key, never iterated:
 	// map order cannot reach a result.
 	byKind map[string]*kindIndex
+	// spare is an emptied kind index kept for the next kind to need one
+	// (a queue that drains and refills would otherwise build two trees
+	// per cycle). Empty, so nothing of it can reach a result.
+	spare *kindIndex
 }
 
 // kindIndex is one kind's share of a queue's ready and sched trees.
@@ -105,7 +109,9 @@ func (q *queue) index(it item, add bool) {
 		if !add {
 			return
 		}
-		k = &kindIndex{ready: newTree(), sched: newTree()}
+		if k, q.spare = q.spare, nil; k == nil {
+			k = &kindIndex{ready: newTree(), sched: newTree()}
+		}
 		q.byKind[j.kind] = k
 	}
 	t := k.ready
@@ -119,6 +125,7 @@ func (q *queue) index(it item, add bool) {
 	t.Delete(it)
 	if k.ready.Len() == 0 && k.sched.Len() == 0 {
 		delete(q.byKind, j.kind)
+		q.spare = k
 	}
 }
 
