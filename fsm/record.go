@@ -21,9 +21,6 @@ type job struct {
 	state                State
 	endBy                EndKind // how the last lease ended (EndNone: none recorded)
 	endTok               uint64  // its token
-	// sum is the record's digest contribution (state.hash), computed once
-	// when the record is published: not part of the record's encoding.
-	sum [4]uint64
 }
 
 type lease struct {

@@ -252,12 +252,9 @@ func (s *state) dropIfEmpty(q *queue) {
 	}
 }
 
-// seal computes a record's digest contribution (SHA-256 of its encoding
-// with payload, as four little-endian lanes) into j.sum, once, before the
-// record is published.
-func (s *state) seal(j *job) { j.sum = s.hash(j) }
-
-// hash is a record's digest contribution, computed.
+// hash is a record's digest contribution: SHA-256 of its encoding with
+// payload, as four little-endian lanes. (Caching it in the record would
+// save one hash per change but cost 32 B per job, a larger size class.)
 func (s *state) hash(j *job) (sum [4]uint64) {
 	s.buf = appendJob(s.buf[:0], j, true)
 	h := sha256.Sum256(s.buf)
@@ -267,9 +264,9 @@ func (s *state) hash(j *job) (sum [4]uint64) {
 	return sum
 }
 
-// accAdd adds (sign > 0) or removes a sealed record's contribution.
+// accAdd adds (sign > 0) or removes a record's contribution.
 func (s *state) accAdd(j *job, sign int) {
-	for i, v := range j.sum {
+	for i, v := range s.hash(j) {
 		if sign > 0 {
 			s.acc[i] += v
 		} else {
@@ -297,7 +294,6 @@ func (s *state) put(j *job) bool {
 	if j.key != "" {
 		s.keys.Set(keyEnt{key: j.key, id: j.id})
 	}
-	s.seal(j)
 	s.accAdd(j, +1)
 	return true
 }
@@ -318,7 +314,6 @@ func (s *state) replace(old, n *job) {
 		s.indexClaim(old, false)
 		s.indexClaim(n, true)
 	}
-	s.seal(n)
 	s.accAdd(old, -1)
 	s.accAdd(n, +1)
 }
