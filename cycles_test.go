@@ -147,3 +147,55 @@ func TestCyclesShareEntries(t *testing.T) {
 		t.Fatalf("%.2f log entries per full job cycle at 32 clients, want at most 2", per)
 	}
 }
+
+// Run claims as many jobs per claim as it has free slots: with 8 slots
+// free and 8 jobs ready, one claim entry leases them all.
+func TestRunClaimsFreeSlotsAtOnce(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	l := c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, wait)
+	lead := c.Ctls[l]
+	reqs := make([]jobraft.SubmitRequest, 8)
+	for i := range reqs {
+		reqs[i] = jobraft.SubmitRequest{Queue: "slots", Kind: "k"}
+	}
+	if _, err := lead.SubmitBatch(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := lead.Watch(ctx, 0, jobraft.WatchFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- lead.Run(rctx, jobraft.WorkerConfig{Queues: map[string]int{"slots": 8}, Default: func(hctx context.Context, _ jobraft.Job) ([]byte, error) {
+			select { // hold every slot until all 8 are claimed
+			case <-release:
+			case <-hctx.Done():
+			}
+			return nil, nil
+		}})
+	}()
+	tokens := map[uint64]int{}
+	for claimed := 0; claimed < 8; {
+		select {
+		case ev := <-evs:
+			if ev.Kind == jobraft.EventClaimed {
+				tokens[ev.Token]++
+				claimed++
+			}
+		case <-ctx.Done():
+			t.Fatalf("claimed %d of 8", claimed)
+		}
+	}
+	close(release)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(tokens) != 1 {
+		t.Fatalf("8 jobs claimed by %d claim entries (%v), want 1", len(tokens), tokens)
+	}
+}
