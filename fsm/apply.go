@@ -195,7 +195,8 @@ func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
 	}
 	s.promote(now)
 	ttl := int64(c.TTL)
-	src := readySources(qs, c.Kinds)
+	src := s.readySources(qs, c.Kinds)
+	defer src.reset()
 	for len(r.jobs) < int(c.Max) {
 		best := src.best()
 		if best < 0 {
@@ -224,8 +225,10 @@ type sources struct {
 	ok    []bool
 }
 
-func readySources(qs []*queue, kinds []string) *sources {
-	src := &sources{}
+// readySources fills the state's scratch sources (apply goroutine only;
+// reset them after use).
+func (s *state) readySources(qs []*queue, kinds []string) *sources {
+	src := &s.src
 	add := func(t *tree) {
 		if t == nil {
 			return
@@ -245,6 +248,14 @@ func readySources(qs []*queue, kinds []string) *sources {
 		}
 	}
 	return src
+}
+
+// reset empties src, keeping its storage, and drops its references to
+// records.
+func (src *sources) reset() {
+	clear(src.trees)
+	clear(src.heads)
+	src.trees, src.heads, src.ok = src.trees[:0], src.heads[:0], src.ok[:0]
 }
 
 // best returns the index of the tree holding the best item, -1 if all

@@ -195,6 +195,13 @@ type sub struct {
 // bytes are not a result; a refused command decodes fine and reports
 // itself via Result.Err.
 func DecodeResult(b []byte) (Result, error) {
+	var arena []byte
+	return decodeResult(b, &arena)
+}
+
+// decodeResult is DecodeResult with the strings' arena shared (a batch's
+// results decode into one).
+func decodeResult(b []byte, arena *[]byte) (Result, error) {
 	var r Result
 	if len(b) < 3 {
 		return r, fmt.Errorf("%w: %d bytes", ErrInvalidResult, len(b))
@@ -207,7 +214,8 @@ func DecodeResult(b []byte) (Result, error) {
 	if r.Command >= numCmds || r.Code >= numCodes {
 		return Result{}, fmt.Errorf("%w: command %d code %d", ErrInvalidResult, b[1], b[2])
 	}
-	d := decoder{b: b[3:], pooled: true} // the jobs' strings share chunks
+	d := decoder{b: b[3:], pooled: true, arena: *arena} // the jobs' strings share chunks
+	defer func() { *arena = d.arena }()
 	r.Index = d.uvarint()
 	r.Detail = d.str()
 	if r.Code == CodeOK {
@@ -256,7 +264,9 @@ func DecodeResult(b []byte) (Result, error) {
 				if d.err != nil {
 					break
 				}
-				sr, err := DecodeResult(raw)
+				*arena = d.arena
+				sr, err := decodeResult(raw, arena)
+				d.arena = *arena
 				if err != nil {
 					d.fail("batch result %d: %v", i, err)
 					break

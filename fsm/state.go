@@ -159,7 +159,7 @@ type state struct {
 	// Derived from the records (rebuilt on restore); looked up by key
 	// only, and answers are sorted by job ID, so map order cannot reach a
 	// result.
-	claims map[string]map[string]struct{}
+	claims map[string][]string
 	keys   *btree.BTreeG[keyEnt]
 	queues *btree.BTreeG[*queue]
 	acc    [4]uint64 // sum of per-job hashes, lane-wise mod 2^64
@@ -169,15 +169,16 @@ type state struct {
 	kinds    map[string]string
 	backoffs map[Backoff]*Backoff
 
-	probe  job   // scratch key for job lookups on the apply goroutine
-	qprobe queue // scratch key for queue lookups on the apply goroutine
+	probe  job     // scratch key for job lookups on the apply goroutine
+	qprobe queue   // scratch key for queue lookups on the apply goroutine
+	src    sources // scratch claim sources on the apply goroutine
 	buf    []byte
 }
 
 func newState() *state {
 	return &state{
 		jobs:   btree.NewBTreeGOptions(func(a, b *job) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
-		claims: map[string]map[string]struct{}{},
+		claims: map[string][]string{},
 		keys:   btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
 		queues: btree.NewBTreeGOptions(func(a, b *queue) bool { return a.name < b.name },
 			btree.Options{NoLocks: true}),
@@ -336,33 +337,28 @@ func (s *state) indexClaim(j *job, add bool) {
 	if c.id == "" {
 		return
 	}
-	set := s.claims[c.id]
+	ids := s.claims[c.id]
 	if add {
-		if set == nil {
-			set = map[string]struct{}{}
-			s.claims[c.id] = set
-		}
-		set[j.id] = struct{}{}
+		s.claims[c.id] = append(ids, j.id)
 		return
 	}
-	delete(set, j.id)
-	if len(set) == 0 {
+	if i := slices.Index(ids, j.id); i >= 0 {
+		ids = slices.Delete(ids, i, i+1)
+	}
+	if len(ids) == 0 {
 		delete(s.claims, c.id)
+	} else {
+		s.claims[c.id] = ids
 	}
 }
 
 // claimed returns the running jobs leased by the claim with ID id, in job
 // ID order.
 func (s *state) claimed(id string) []*job {
-	set := s.claims[id]
-	if len(set) == 0 {
+	if len(s.claims[id]) == 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(set))
-	for jid := range set {
-		ids = append(ids, jid)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(slices.Values(s.claims[id])) // a copy: answers in job ID order
 	out := make([]*job, len(ids))
 	for i, jid := range ids {
 		out[i] = s.get(jid)
