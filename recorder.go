@@ -65,7 +65,7 @@ func (r *recorder) Apply(e fsm.Entry) []byte {
 		r.append(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, true)
 		return out
 	}
-	res, err := fsm.DecodeResult(out)
+	res, err := fsm.DecodeResultWithoutPayloads(out) // events carry no payload
 	if err != nil || res.Err() != nil {
 		return out
 	}

@@ -231,3 +231,26 @@ func TestSubmitJobSize(t *testing.T) {
 		t.Fatalf("job without a queue: %v", err)
 	}
 }
+
+// DecodeResultWithoutPayloads decodes what DecodeResult does, claimed jobs
+// without their payloads.
+func TestDecodeResultWithoutPayloads(t *testing.T) {
+	m := New()
+	applyDecoded(t, m, 1, mustEncode(t, &SubmitCmd{Jobs: []NewJob{{ID: "a", Queue: "q", Kind: "k", Payload: []byte("pay")}}}))
+	out := m.Apply(Entry{Index: 2, Term: 1, Time: baseTime, Cmd: mustEncode(t, &BatchCmd{Cmds: []Command{
+		&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 1, TTL: time.Minute},
+		&AckCmd{ID: "a", Token: 9},
+	}})})
+	full, err := DecodeResult(out)
+	if err != nil || string(full.Batch[0].Jobs[0].Payload) != "pay" {
+		t.Fatalf("full: %+v %v", full, err)
+	}
+	lite, err := DecodeResultWithoutPayloads(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full.Batch[0].Jobs[0].Payload = nil
+	if !reflect.DeepEqual(full, lite) {
+		t.Fatalf("without payloads:\n%+v\nwant\n%+v", lite, full)
+	}
+}

@@ -34,6 +34,8 @@ type decoder struct {
 	// strings, never payloads), never the input.
 	arena  []byte
 	pooled bool
+	// noPayload: job records' payloads are skipped, not copied.
+	noPayload bool
 }
 
 // arenaChunk bounds a decoder's arena chunks; strings above arenaMax

@@ -195,7 +195,11 @@ func decodeJobInto(d *decoder, j *job, bo *Backoff) {
 	j.queue = d.str()
 	j.kind = d.str()
 	j.key = d.str()
-	j.payload = d.bytes()
+	if d.noPayload {
+		d.raw()
+	} else {
+		j.payload = d.bytes()
+	}
 	j.prio = d.i32()
 	j.maxAtt = d.u32()
 	j.attempts = d.u32()

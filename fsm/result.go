@@ -196,12 +196,19 @@ type sub struct {
 // itself via Result.Err.
 func DecodeResult(b []byte) (Result, error) {
 	var arena []byte
-	return decodeResult(b, &arena)
+	return decodeResult(b, &arena, false)
+}
+
+// DecodeResultWithoutPayloads is DecodeResult for an observer that does
+// not run the jobs: claimed jobs come without their payloads (not copied).
+func DecodeResultWithoutPayloads(b []byte) (Result, error) {
+	var arena []byte
+	return decodeResult(b, &arena, true)
 }
 
 // decodeResult is DecodeResult with the strings' arena shared (a batch's
-// results decode into one).
-func decodeResult(b []byte, arena *[]byte) (Result, error) {
+// results decode into one), skipping payloads when noPayload.
+func decodeResult(b []byte, arena *[]byte, noPayload bool) (Result, error) {
 	var r Result
 	if len(b) < 3 {
 		return r, fmt.Errorf("%w: %d bytes", ErrInvalidResult, len(b))
@@ -214,7 +221,7 @@ func decodeResult(b []byte, arena *[]byte) (Result, error) {
 	if r.Command >= numCmds || r.Code >= numCodes {
 		return Result{}, fmt.Errorf("%w: command %d code %d", ErrInvalidResult, b[1], b[2])
 	}
-	d := decoder{b: b[3:], pooled: true, arena: *arena} // the jobs' strings share chunks
+	d := decoder{b: b[3:], pooled: true, arena: *arena, noPayload: noPayload} // the jobs' strings share chunks
 	defer func() { *arena = d.arena }()
 	r.Index = d.uvarint()
 	r.Detail = d.str()
@@ -265,7 +272,7 @@ func decodeResult(b []byte, arena *[]byte) (Result, error) {
 					break
 				}
 				*arena = d.arena
-				sr, err := decodeResult(raw, arena)
+				sr, err := decodeResult(raw, arena, noPayload)
 				d.arena = *arena
 				if err != nil {
 					d.fail("batch result %d: %v", i, err)
