@@ -135,7 +135,10 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 			// Nothing here: make sure this member is not behind before
 			// answering empty (a read, no entry).
 			if _, err := c.node.LinearizableRead(ctx); err != nil {
-				return nil, &classed{class: ErrNotApplied, cause: err}
+				if c.isClosed() {
+					return nil, ErrClosed
+				}
+				return nil, &classed{class: ErrNotApplied, cause: err} // nothing was proposed
 			}
 			ok = c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock())
 		}
