@@ -145,6 +145,12 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 // promote moves every scheduled job whose run-at is due (<= now) to its
 // queue's ready order, queue by queue in name order.
 func (s *state) promote(now int64) {
+	// Again at the same time with no job scheduled since: nothing more is
+	// due (the claims of one batch share the entry's time).
+	if s.promo.done && s.promo.now == now && s.promo.scheds == s.scheds {
+		return
+	}
+	defer func() { s.promo.done, s.promo.now, s.promo.scheds = true, now, s.scheds }()
 	var due []*job
 	s.queues.Scan(func(q *queue) bool {
 		q.sched.Scan(func(it item) bool {

@@ -172,7 +172,15 @@ type state struct {
 	probe  job     // scratch key for job lookups on the apply goroutine
 	qprobe queue   // scratch key for queue lookups on the apply goroutine
 	src    sources // scratch claim sources on the apply goroutine
-	buf    []byte
+	// scheds counts jobs entering the scheduled state; promo is the last
+	// promote's time and count (a cache: nothing replicated).
+	scheds uint64
+	promo  struct {
+		done   bool
+		now    int64
+		scheds uint64
+	}
+	buf []byte
 }
 
 func newState() *state {
@@ -290,6 +298,9 @@ func (s *state) put(j *job) bool {
 	q.index(it, true)
 	q.counts[j.state]++
 	q.total++
+	if j.state == StateScheduled {
+		s.scheds++
+	}
 	s.jobs.Set(j)
 	s.indexClaim(j, true)
 	if j.key != "" {
@@ -310,6 +321,9 @@ func (s *state) replace(old, n *job) {
 	q.tree(n.state).Set(ni)
 	q.index(ni, true)
 	q.counts[n.state]++
+	if n.state == StateScheduled {
+		s.scheds++
+	}
 	s.jobs.Set(n)
 	if claimOf(old) != claimOf(n) {
 		s.indexClaim(old, false)
