@@ -232,6 +232,13 @@ func (w *world) checkQueries(t *rapid.T) {
 			t.Fatalf("Claimable(%q, %q, %v) = %v, model %v", qs, kinds, w.now, got, want)
 		}
 	}
+	wantDue := false
+	for _, j := range w.ref.jobs {
+		wantDue = wantDue || (j.State == StateRunning && !j.Lease.Deadline.After(w.now))
+	}
+	if got := w.real.LeaseDue(w.now); got != wantDue {
+		t.Fatalf("LeaseDue(%v) = %v, model %v", w.now, got, wantDue)
+	}
 	age := time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, "sweepage"))
 	per := uint32(rapid.IntRange(0, 3).Draw(t, "sweepper"))
 	probe := w.ref.clone()

@@ -180,6 +180,21 @@ func (m *Jobs) Claimable(queues, kinds []string, now time.Time) bool {
 	return false
 }
 
+// LeaseDue reports whether some running job's lease deadline is at or
+// before now (an ExpireCmd may then have work). O(queues), no allocation.
+func (m *Jobs) LeaseDue(now time.Time) bool {
+	t := toNanos(now)
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	due := false
+	m.st.queues.Scan(func(q *queue) bool {
+		it, ok := q.running.Min()
+		due = ok && it.a <= t
+		return !due
+	})
+	return due
+}
+
 // Sweepable reports whether SweepCmd{maxAge, maxPerQueue} applied at time
 // now would remove a job: a terminal job finished at least maxAge before
 // now (maxAge > 0), or a queue with more than maxPerQueue terminal jobs
