@@ -4,7 +4,7 @@ GO        ?= go
 PKGS      := ./...
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster chaos-bugs
+.PHONY: all test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster chaos-bugs grow-demo
 
 all: lint test
 
@@ -86,12 +86,14 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -benchtime 200000x -timeout 60m ./fsm/
 
 ## soak: long randomized runs: thousands of crash rounds and model checks,
-## the fault scenarios' long variants, the Controller's long kill rounds.
+## the fault scenarios' long variants, the Controller's long kill rounds,
+## two members added to a cluster holding 1M jobs (figures in its -v log).
 soak:
 	$(GO) test -count=1 -timeout 120m -run 'TestCrash|TestGuardModel' ./wal/ -crash.rounds=2000 -rapid.checks=20000
 	$(GO) test -race -count=1 -timeout 60m -run 'TestScenario' ./raft/ -raft.long
 	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' . -jobraft.long
 	$(GO) test -count=1 -timeout 240m -run 'TestChaos$$' ./internal/chaos/ -chaos.seeds=$(CHAOS_SEEDS) -chaos.pictures=$(CURDIR)/.soak/chaos
+	$(GO) test -count=1 -timeout 60m -v -run 'TestCatchUp' . -jobraft.long
 
 ## soak's chaos part: CHAOS_SEEDS seeds (make test runs the first 50);
 ## one line per seed, the table seeds × outcome × checker, a picture per
@@ -115,3 +117,10 @@ clean:
 DEMO_FLAGS ?=
 demo:
 	cd examples && $(GO) run ./cmd/demo $(DEMO_FLAGS)
+
+## grow-demo: the demo cluster grows from 3 to 5 members while it works
+## (each new jobd started with -join, added with POST /v1/cluster/members,
+## a progress line per member until the catch-up policy promotes it), then
+## shrinks back (DELETE /v1/cluster/members/{id}); every demo check holds.
+grow-demo:
+	cd examples && $(GO) run ./cmd/demo -grow -kill=false -jobs 20000 $(DEMO_FLAGS)

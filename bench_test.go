@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 // Benchmarks: 3 members on loopback, fsync on, closed-loop clients.
 //
 //	go test -run X -bench . -benchtime 3s
+//
+// Every benchmark also reports cpu-us/op (process CPU time per operation,
+// all members included) and allocs/op (every goroutine's).
 //
 // BenchmarkSubmit/jobraft/c=N: durable submits through the controller on
 // the leader (batched); .../spread/c=N: clients spread over all members
@@ -72,27 +76,31 @@ func BenchmarkSubmit(b *testing.B) {
 }
 
 // BenchmarkCycle: full job cycles (submit → claim → ack), each client on
-// its own queue, through the leader. Metric: cycles/s.
+// its own queue, through the leader. Metrics: cycles/s (ops/s), latency,
+// and entries/cycle: what the leader's log grew by per cycle.
 func BenchmarkCycle(b *testing.B) {
 	payload := make([]byte, benchPayload)
 	ctl := ctltest.Start(b, 3, nil)
 	for _, n := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("c=%d", n), func(b *testing.B) {
 			c := ctl.Ctls[ctl.WaitLeader(wait)]
+			before := lastIndex(c)
 			runClients(b, n, func(client, _ int) error {
-				ctx := context.Background()
-				q := fmt.Sprint("cy", client)
-				if _, err := c.Submit(ctx, jobraft.SubmitRequest{Queue: q, Kind: "k", Payload: payload}); err != nil {
-					return err
-				}
-				ls, err := c.Claim(ctx, jobraft.ClaimRequest{Queues: []string{q}, Worker: "w", Wait: time.Second})
-				if err != nil || len(ls) != 1 {
-					return fmt.Errorf("claim: %d, %v", len(ls), err)
-				}
-				return ls[0].Ack(ctx, nil)
+				return cycle(context.Background(), c, fmt.Sprint("cy", client), payload)
 			})
+			b.ReportMetric(float64(lastIndex(c)-before)/float64(b.N), "entries/cycle")
 		})
 	}
+}
+
+// cpuTime is the CPU time this process used so far (user + system), all
+// three members and the clients together.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // runClients runs b.N operations over n closed-loop clients and reports
@@ -103,7 +111,9 @@ func runClients(b *testing.B, n int, op func(client, i int) error) {
 	lat := make([][]time.Duration, n)
 	var wg sync.WaitGroup
 	var failed atomic.Value
+	b.ReportAllocs() // every goroutine's: all three members run in this process
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	start := time.Now()
 	for c := 0; c < n; c++ {
 		wg.Add(1)
@@ -125,6 +135,7 @@ func runClients(b *testing.B, n int, op func(client, i int) error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
 	b.StopTimer()
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
@@ -143,5 +154,6 @@ func runClients(b *testing.B, n int, op func(client, i int) error) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 	b.ReportMetric(0, "ns/op")
 }

@@ -2,10 +2,12 @@ package jobraft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
+	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/fsm"
 )
 
@@ -29,8 +31,10 @@ type ClaimRequest struct {
 	// it waits it proposes nothing: it reads this member's applied state
 	// and proposes a claim only when that shows a claimable job (a submit,
 	// retry, nak, expiry or resume applied on this member wakes it; due
-	// scheduled jobs are rechecked every Config.ClaimPollInterval), so
-	// idle workers write nothing to the log.
+	// scheduled jobs are rechecked every Config.ClaimPollInterval, when a
+	// follower also reads through the leader in case it is behind), so
+	// idle workers write nothing to the log and a claimable job waits at
+	// most one poll interval for a waiting claim to see it.
 	Wait time.Duration
 }
 
@@ -81,8 +85,14 @@ func (c *Controller) LeaseOf(job Job, token uint64) *Lease {
 // Claim leases up to req.Max ready jobs to req.Worker. An empty result with
 // a nil error means nothing was ready (within req.Wait).
 //
-// Without Wait, a claim is one raft entry, proposed at once, whose answer
-// reflects the cluster's committed state. With Wait, the claim is proposed
+// A claim reaches the log only when a job is claimable: without Wait, this
+// member's applied state is checked first and, when it shows nothing, a
+// linearizable read (a leader round trip, no entry) brings it up to the
+// cluster's committed state and it is checked again; still nothing is an
+// empty answer with no entry written, reflecting the committed state. A
+// claim that is proposed shares its raft entry with concurrent claims,
+// acks, naks, extends and terms of this member (fsm.BatchCmd): one entry
+// grants the leases of many waiting workers. With Wait, the claim is proposed
 // only once this member's applied state shows a claimable job (see
 // ClaimRequest.Wait): a member that is behind proposes later, never
 // wrongly, since the leader decides what a claim leases. A job due by the
@@ -90,10 +100,14 @@ func (c *Controller) LeaseOf(job Job, token uint64) *Lease {
 // offsets shift when a long-polling worker notices it, by at most the
 // offset.
 //
-// A claim entry is not retried. Its error is of exactly one outcome class
-// (see ErrOutcomeUnknown): ErrOutcomeUnknown if its outcome is unknown
-// (leader lost mid-commit, context ended): jobs it may have leased are held
-// by nobody and come back after their lease expires (that attempt counts);
+// Every claim carries a fresh claim ID (fsm.ClaimCmd.ID): an attempt whose
+// outcome is unknown (leader lost mid-commit) is retried with it until the
+// outcome is known or ctx ends, and a retry answers the leases the earlier
+// attempt granted, if it did, instead of leasing more. The error is of
+// exactly one outcome class (see ErrOutcomeUnknown): ErrOutcomeUnknown
+// only if ctx ended (or the controller closed) while an attempt's outcome
+// was unknown: jobs it may have leased are then held by nobody and come
+// back after their lease expires (that attempt counts);
 // ErrNotApplied if nothing was claimed and the context ended (also while
 // waiting); ErrQueuePaused if every queue named is paused (with Wait: on
 // this member when the wait ends; the claim waits through a pause, and a
@@ -109,20 +123,51 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 	if req.LeaseTTL <= 0 {
 		req.LeaseTTL = c.cfg.LeaseTTL
 	}
-	cmd := &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: uint32(min(req.Max, fsm.MaxClaim)), TTL: req.LeaseTTL, Kinds: req.Kinds}
+	// The ID makes retrying the claim safe: a retry answers the leases
+	// an earlier attempt of it granted (fsm.ClaimCmd.ID).
+	cmd := &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: uint32(min(req.Max, fsm.MaxClaim)), TTL: req.LeaseTTL, Kinds: req.Kinds, ID: NewID()}
 	if _, err := fsm.EncodeCommand(cmd); err != nil {
 		return nil, mapErr(err)
 	}
 	if req.Wait <= 0 {
+		ok := c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock())
+		if !ok {
+			// Nothing here: make sure this member is not behind before
+			// answering empty (a read, no entry).
+			if _, err := c.node.LinearizableRead(ctx); err != nil {
+				if c.isClosed() {
+					return nil, ErrClosed
+				}
+				return nil, &classed{class: ErrNotApplied, cause: err} // nothing was proposed
+			}
+			ok = c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock())
+		}
+		if !ok {
+			return nil, c.pausedErr(req.Queues)
+		}
 		return c.claimOnce(ctx, cmd)
 	}
 	deadline := time.NewTimer(req.Wait)
 	defer deadline.Stop()
 	poll := time.NewTicker(c.cfg.ClaimPollInterval)
 	defer poll.Stop()
+	fresh := false // catch up with the leader before the next local check
 	for {
 		ready := c.rec.readyCh()
-		if c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock()) {
+		ok := c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock())
+		if !ok && fresh {
+			// A follower's view may be behind (it applies what the leader
+			// committed a little later, or much later when slow): once per
+			// poll interval it reads through the leader, so a claimable
+			// job is never missed for longer than that. A failed read
+			// (no leader) is retried at the next poll.
+			fresh = false
+			rctx, cancel := context.WithTimeout(ctx, c.cfg.ClaimPollInterval)
+			_, err := c.node.LinearizableRead(rctx)
+			cancel()
+			ok = err == nil && c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock())
+		}
+		if ok {
 			// Empty: this member was behind (another worker took the
 			// job) or its clock ahead of the leader's. Propose again
 			// only after the next change or poll.
@@ -134,11 +179,9 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 		select {
 		case <-ready:
 		case <-poll.C:
+			fresh = !c.leading()
 		case <-deadline.C:
-			if c.allPaused(req.Queues) {
-				return nil, &classed{class: ErrQueuePaused, cause: fmt.Errorf("%w: every queue claimed is paused on member %s", fsm.ErrQueuePaused, c.cfg.ID)}
-			}
-			return nil, nil
+			return nil, c.pausedErr(req.Queues)
 		case <-ctx.Done():
 			return nil, classify(ctx.Err()) // ErrNotApplied
 		case <-c.closed:
@@ -146,6 +189,20 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 		}
 	}
 }
+
+// pausedErr is the answer of a claim that found nothing: ErrQueuePaused
+// when this member's state shows every queue claimed paused, else nil.
+func (c *Controller) pausedErr(queues []string) error {
+	if c.allPaused(queues) {
+		return &classed{class: ErrQueuePaused, cause: fmt.Errorf("%w: every queue claimed is paused on member %s", fsm.ErrQueuePaused, c.cfg.ID)}
+	}
+	return nil
+}
+
+// leading reports whether this member is the leader (its applied state is
+// then as fresh as the cluster's committed one, up to in-flight applies,
+// which wake claims when they land).
+func (c *Controller) leading() bool { return c.node.Raft().State() == hraft.Leader }
 
 // allPaused reports whether this member's state shows every queue of a
 // claim paused, as the state machine decides (unknown queues are empty,
@@ -165,10 +222,32 @@ func (c *Controller) allPaused(queues []string) bool {
 	return paused
 }
 
+// claimOnce proposes cmd; after an attempt whose outcome is unknown it
+// retries with the same claim ID while ctx allows, so the leases that
+// attempt may have granted are answered to this caller, not left to expire.
 func (c *Controller) claimOnce(ctx context.Context, cmd *fsm.ClaimCmd) ([]*Lease, error) {
-	r, err := c.apply(ctx, cmd)
-	if err != nil {
-		return nil, err
+	var unknown error // the first attempt whose outcome was unknown
+	var r fsm.Result
+	for {
+		var err error
+		r, err = c.apply(ctx, cmd)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, ErrOutcomeUnknown) && unknown == nil {
+			unknown = err
+		}
+		retry := errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrNotApplied)
+		if unknown == nil || !retry {
+			return nil, err // a definite answer, even after an unknown attempt
+		}
+		select {
+		case <-ctx.Done():
+			return nil, unknownOutcome(unknown, err)
+		case <-c.closed:
+			return nil, unknownOutcome(unknown, ErrClosed)
+		case <-time.After(c.retryPause()):
+		}
 	}
 	leases := make([]*Lease, 0, len(r.Jobs))
 	for _, j := range r.Jobs {

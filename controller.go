@@ -23,6 +23,7 @@ type Controller struct {
 	rec  *recorder
 	log  hclog.Logger
 	sub  *batcher
+	ops  *opBatcher
 
 	closed    chan struct{}
 	life      context.Context // canceled by Close
@@ -63,6 +64,7 @@ func Open(ctx context.Context, cfg Config, opts ...nodeopt.Option) (*Controller,
 	}
 	c.log = c.log.Named("controller").With("member", cfg.ID)
 	c.sub = newBatcher(c)
+	c.ops = newOpBatcher(c)
 	c.wg.Add(1)
 	go c.duties()
 	return c, nil
@@ -82,6 +84,7 @@ func (c *Controller) Close(ctx context.Context) error {
 		c.goMu.Unlock()
 		c.kill()
 		c.sub.close()
+		c.ops.close()
 		done := make(chan struct{})
 		go func() {
 			c.wg.Wait()
@@ -138,6 +141,11 @@ func (c *Controller) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, 
 	if err != nil {
 		return fsm.Result{}, mapErr(err)
 	}
+	return c.proposeBytes(ctx, b)
+}
+
+// proposeBytes is propose for an encoded command.
+func (c *Controller) proposeBytes(ctx context.Context, b []byte) (fsm.Result, error) {
 	if c.isClosed() {
 		return fsm.Result{}, ErrClosed
 	}
@@ -155,7 +163,12 @@ func (c *Controller) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, 
 }
 
 // apply is propose with its error in exactly one outcome class (classify).
+// Lease commands (fsm.Batchable) share entries with concurrent ones
+// (applyOp).
 func (c *Controller) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	if fsm.Batchable(cmd.Type()) {
+		return c.applyOp(ctx, cmd)
+	}
 	r, err := c.propose(ctx, cmd)
 	return r, classify(err)
 }

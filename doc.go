@@ -35,9 +35,12 @@
 //  6. Log through hclog (raft.Config.Logger); a host that logs with
 //     log/slog passes slogh.New(handler).
 //
-// An idle cluster writes nothing: a long-polling Claim (and so Run)
-// proposes a claim only when this member's applied state shows a claimable
-// job, and the leader proposes expiries and sweeps only when one is due.
+// An idle cluster writes nothing: a Claim (and so Run) proposes a claim
+// only when this member's applied state (brought up to date by a
+// linearizable read when it shows nothing) has a claimable job, and the
+// leader proposes expiries and sweeps only when one is due. Busy ones write
+// little: concurrent claims, acks, naks, extends and terms of a member
+// share raft entries, as submits do.
 //
 // # Guarantees
 //
@@ -81,8 +84,12 @@
 //
 //   - Idempotency lasts as long as the job is retained: after a finished
 //     job is swept (Config.RetainFor), its ID and key can be reused.
-//   - A claim whose outcome is unknown may have leased jobs nobody holds;
-//     they come back after their lease TTL (the attempt counts).
+//   - A claim whose outcome stays unknown (its context ended first) may
+//     have leased jobs nobody holds; they come back after their lease TTL
+//     (the attempt counts). Before that, Claim retries with its claim ID,
+//     which answers the leases an earlier attempt granted.
+//   - Members must all run the same release: mixed-version clusters are
+//     not supported (docs/jobs.md, versions).
 //   - Watch history is in memory: a restarted member retains only what it
 //     applied since its last snapshot.
 //

@@ -79,16 +79,4 @@ func (c *Controller) leaderCmd(term uint64, cmd fsm.Command) {
 // leaseDue reports whether some running job's lease deadline has passed on
 // this member's clock (the leader's state is current enough: a lease it
 // has not applied yet is not due).
-func (c *Controller) leaseDue() bool {
-	now := c.cfg.Clock()
-	for _, q := range c.rec.jobs.Queues() {
-		if q.Counts.Running == 0 {
-			continue
-		}
-		p, err := c.rec.jobs.List(fsm.ListQuery{Queue: q.Name, State: fsm.StateRunning, Limit: 1})
-		if err == nil && len(p.Jobs) > 0 && p.Jobs[0].Lease != nil && !p.Jobs[0].Lease.Deadline.After(now) {
-			return true
-		}
-	}
-	return false
-}
+func (c *Controller) leaseDue() bool { return c.rec.jobs.LeaseDue(c.cfg.Clock()) }

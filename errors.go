@@ -157,10 +157,15 @@ func (e *classed) Unwrap() []error {
 // controller's class, keeping the fsm sentinel matchable; other errors
 // pass unchanged.
 func mapErr(err error) error {
+	if err == nil {
+		return nil // without the escaping target below: the hot path
+	}
+	return mapRefusal(err)
+}
+
+func mapRefusal(err error) error {
 	var ce *classed
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &ce):
 		return err // classed already
 	case errors.Is(err, fsm.ErrStaleLease):

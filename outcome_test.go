@@ -282,7 +282,15 @@ func holdsAck(t *testing.T, ctl *jobraft.Controller, from, token uint64) bool {
 		if err := log.GetLog(i, &e); err != nil || e.Type != hraft.LogCommand || len(e.Data) < 9 {
 			continue
 		}
-		if cmd, err := fsm.DecodeCommand(e.Data[9:]); err == nil {
+		cmd, err := fsm.DecodeCommand(e.Data[9:])
+		if err != nil {
+			continue
+		}
+		cmds := []fsm.Command{cmd}
+		if b, ok := cmd.(*fsm.BatchCmd); ok {
+			cmds = b.Cmds // acks share entries with other lease commands
+		}
+		for _, cmd := range cmds {
 			if a, ok := cmd.(*fsm.AckCmd); ok && a.Token == token {
 				return true
 			}
@@ -382,5 +390,60 @@ func TestStaleAckNotResolvedAsSuccess(t *testing.T) {
 		t.Logf("fenced ack: %v", err)
 	case <-ctx.Done():
 		t.Fatal("the fenced ack did not return")
+	}
+}
+
+// A claim forwarded by a follower whose answer is lost (the leader applied
+// it and leased the job) is retried with its claim ID; the retry answers
+// the very lease the lost attempt granted, instead of an unknown outcome
+// that leaves the job leased to nobody until its TTL.
+func TestClaimAnswerLostThenRetriedAnswersItsLease(t *testing.T) {
+	fn := faultnet.New(seed(t))
+	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
+		cfg.LeaseTTL = time.Minute // the lost lease must not expire meanwhile
+	})
+	l := c.WaitLeader(wait)
+	f := c.Follower()
+	ctx := ctltest.Ctx(t, 3*wait)
+	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "lost", Kind: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctltest.WaitFor(t, wait, "the follower to apply the submit", func() bool {
+		_, err := c.Ctls[f].Get(ctx, j.ID, jobraft.Local)
+		return err == nil
+	})
+	// The follower's requests reach the leader; the answers do not.
+	la, fa := hraft.ServerAddress(c.Cfgs[l].BindAddr), hraft.ServerAddress(c.Cfgs[f].BindAddr)
+	fn.Cut(la, fa)
+	type claimed struct {
+		ls  []*jobraft.Lease
+		err error
+	}
+	done := make(chan claimed, 1)
+	go func() {
+		ls, err := c.Ctls[f].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"lost"}, Worker: "w"})
+		done <- claimed{ls, err}
+	}()
+	var running jobraft.Job
+	ctltest.WaitFor(t, wait, "the claim applied on the leader", func() bool {
+		running, err = c.Ctls[l].Get(ctx, j.ID, jobraft.Local)
+		return err == nil && running.State == jobraft.StateRunning
+	})
+	fn.Heal()
+	select {
+	case got := <-done:
+		if got.err != nil || len(got.ls) != 1 {
+			t.Fatalf("claim whose first attempt committed: %d leases, %v", len(got.ls), got.err)
+		}
+		if got.ls[0].Job.ID != j.ID || got.ls[0].Token != running.Lease.Token {
+			t.Fatalf("claim answered %s token %d, want the lost attempt's lease: %s token %d", got.ls[0].Job.ID, got.ls[0].Token, j.ID, running.Lease.Token)
+		}
+	case <-ctx.Done():
+		t.Fatal("the claim did not return")
+	}
+	now, err := c.Ctls[l].Get(ctx, j.ID, jobraft.Linearizable)
+	if err != nil || now.Attempts != 1 || now.Lease == nil || now.Lease.Token != running.Lease.Token {
+		t.Fatalf("job after the claim: %+v, %v: want its first lease, one attempt", now, err)
 	}
 }

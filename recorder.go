@@ -65,7 +65,7 @@ func (r *recorder) Apply(e fsm.Entry) []byte {
 		r.append(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, true)
 		return out
 	}
-	res, err := fsm.DecodeResult(out)
+	res, err := fsm.DecodeResultWithoutPayloads(out) // events carry no payload
 	if err != nil || res.Err() != nil {
 		return out
 	}
@@ -87,6 +87,15 @@ func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool
 		return x
 	}
 	switch res.Command {
+	case fsm.CmdBatch:
+		for i := range res.Batch {
+			if res.Batch[i].Err() != nil {
+				continue
+			}
+			sub, subReady := r.events(e, &res.Batch[i])
+			evs = append(evs, sub...)
+			ready = ready || subReady
+		}
 	case fsm.CmdSubmit:
 		for i := range res.Submitted {
 			s := &res.Submitted[i]
@@ -96,6 +105,9 @@ func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool
 			}
 		}
 	case fsm.CmdClaim:
+		if !res.Changed {
+			return nil, false // a repeat of a claim with the same ID
+		}
 		for i := range res.Jobs {
 			evs = append(evs, ev(EventClaimed, &res.Jobs[i]))
 		}
@@ -103,8 +115,7 @@ func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool
 		if !res.Changed && (res.Command == fsm.CmdAck || res.Command == fsm.CmdNak || res.Command == fsm.CmdTerm) {
 			return nil, false // a repeat of the finish that ended the lease
 		}
-		kind := map[fsm.CommandType]EventKind{fsm.CmdExtend: EventExtended, fsm.CmdAck: EventAcked, fsm.CmdNak: EventNaked,
-			fsm.CmdTerm: EventTermed, fsm.CmdCancel: EventCanceled, fsm.CmdRetry: EventRetried}[res.Command]
+		kind := jobEvent(res.Command)
 		for i := range res.Jobs {
 			evs = append(evs, ev(kind, &res.Jobs[i]))
 		}
@@ -139,6 +150,23 @@ func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool
 		}
 	}
 	return evs, ready
+}
+
+// jobEvent is the event kind of a command that changes one job.
+func jobEvent(t fsm.CommandType) EventKind {
+	switch t {
+	case fsm.CmdExtend:
+		return EventExtended
+	case fsm.CmdAck:
+		return EventAcked
+	case fsm.CmdNak:
+		return EventNaked
+	case fsm.CmdTerm:
+		return EventTermed
+	case fsm.CmdCancel:
+		return EventCanceled
+	}
+	return EventRetried
 }
 
 func eventSize(ev *Event) int { return 96 + len(ev.JobID) + len(ev.Queue) + len(ev.Worker) }

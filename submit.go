@@ -114,6 +114,16 @@ func (c *Controller) Submit(ctx context.Context, req SubmitRequest) (Submitted, 
 // the first failed job's error.
 func (c *Controller) SubmitBatch(ctx context.Context, reqs []SubmitRequest) ([]SubmitResult, error) {
 	out := make([]SubmitResult, len(reqs))
+	if len(reqs) == 1 {
+		// One job (Submit): one part, without the chunking below.
+		nj, size, err := c.newJob(&reqs[0])
+		if err != nil {
+			out[0] = SubmitResult{Job: Job{ID: nj.ID}, Err: &SubmitError{ID: nj.ID, Class: ErrNotSubmitted, Cause: err}}
+		} else {
+			c.submitPart(ctx, []fsm.NewJob{nj}, size, []int{0}, out)
+		}
+		return out, out[0].Err
+	}
 	var chunk []int
 	var chunkJobs []fsm.NewJob
 	chunkBytes := 0
@@ -187,11 +197,11 @@ func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
 	if len(nj.Payload) > c.cfg.MaxPayload {
 		return nj, 0, &classed{class: ErrInvalidRequest, cause: fmt.Errorf("%w: payload of %d bytes (max %d)", fsm.ErrTooLarge, len(nj.Payload), c.cfg.MaxPayload)}
 	}
-	b, err := fsm.EncodeCommand(&fsm.SubmitCmd{Jobs: []fsm.NewJob{nj}})
+	size, err := fsm.SubmitJobSize(&nj)
 	if err != nil {
 		return nj, 0, mapErr(err)
 	}
-	return nj, len(b), nil
+	return nj, size, nil
 }
 
 // requestProblem says what is wrong with req's ID or timing ("" if

@@ -32,15 +32,23 @@ func (s *state) apply(e Entry, c Command, derr error) *result {
 		r.code, r.detail = codeOf(derr), derr.Error()
 		return r
 	}
+	s.applyOne(e, toNanos(e.Time), c, r)
+	return r
+}
+
+// applyOne validates and applies one decoded command at entry e (alone, or
+// as one command of a batch), filling r.
+func (s *state) applyOne(e Entry, now int64, c Command, r *result) {
 	if rf := validate(c, false); rf != nil {
 		r.code, r.detail = rf.code, rf.detail
-		return r
+		return
 	}
-	now := toNanos(e.Time)
 	var rf *refusal
 	switch c := c.(type) {
 	case *SubmitCmd:
 		s.submit(e, now, c, r)
+	case *BatchCmd:
+		s.batch(e, now, c, r)
 	case *ClaimCmd:
 		rf = s.claim(e, now, c, r)
 	case *ExtendCmd:
@@ -77,7 +85,6 @@ func (s *state) apply(e Entry, c Command, derr error) *result {
 	if rf != nil {
 		r.code, r.detail = rf.code, rf.detail
 	}
-	return r
 }
 
 // derivedID names a job submitted without an ID: unique per (entry, batch
@@ -142,6 +149,12 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 // promote moves every scheduled job whose run-at is due (<= now) to its
 // queue's ready order, queue by queue in name order.
 func (s *state) promote(now int64) {
+	// Again at the same time with no job scheduled since: nothing more is
+	// due (the claims of one batch share the entry's time).
+	if s.promo.done && s.promo.now == now && s.promo.scheds == s.scheds {
+		return
+	}
+	defer func() { s.promo.done, s.promo.now, s.promo.scheds = true, now, s.scheds }()
 	var due []*job
 	s.queues.Scan(func(q *queue) bool {
 		q.sched.Scan(func(it item) bool {
@@ -161,6 +174,13 @@ func (s *state) promote(now int64) {
 }
 
 func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
+	if c.ID != "" {
+		if held := s.claimed(c.ID); len(held) > 0 {
+			r.jobs = held // a repeat: its leases, nothing changes
+			return nil
+		}
+	}
+	r.changed = true
 	var qs []*queue
 	paused := 0
 	for i, name := range c.Queues {
@@ -185,7 +205,8 @@ func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
 	}
 	s.promote(now)
 	ttl := int64(c.TTL)
-	src := readySources(qs, c.Kinds)
+	src := s.readySources(qs, c.Kinds)
+	defer src.reset()
 	for len(r.jobs) < int(c.Max) {
 		best := src.best()
 		if best < 0 {
@@ -196,7 +217,7 @@ func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
 		n.state = StateRunning
 		n.attempts++
 		n.updated = now
-		n.lease = &lease{token: e.Index, worker: c.Worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term}
+		n.lease = &lease{token: e.Index, worker: c.Worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term, claim: c.ID}
 		s.replace(old, n)
 		src.pop(best)
 		r.jobs = append(r.jobs, n)
@@ -214,8 +235,10 @@ type sources struct {
 	ok    []bool
 }
 
-func readySources(qs []*queue, kinds []string) *sources {
-	src := &sources{}
+// readySources fills the state's scratch sources (apply goroutine only;
+// reset them after use).
+func (s *state) readySources(qs []*queue, kinds []string) *sources {
+	src := &s.src
 	add := func(t *tree) {
 		if t == nil {
 			return
@@ -235,6 +258,14 @@ func readySources(qs []*queue, kinds []string) *sources {
 		}
 	}
 	return src
+}
+
+// reset empties src, keeping its storage, and drops its references to
+// records.
+func (src *sources) reset() {
+	clear(src.trees)
+	clear(src.heads)
+	src.trees, src.heads, src.ok = src.trees[:0], src.heads[:0], src.ok[:0]
 }
 
 // best returns the index of the tree holding the best item, -1 if all
@@ -276,7 +307,7 @@ func (s *state) extend(e Entry, now int64, c *ExtendCmd, r *result) *refusal {
 	}
 	n := old.clone()
 	n.updated = now
-	n.lease = &lease{token: old.lease.token, worker: old.lease.worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term}
+	n.lease = &lease{token: old.lease.token, worker: old.lease.worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term, claim: old.lease.claim}
 	s.replace(old, n)
 	r.jobs = append(r.jobs, n)
 	return nil

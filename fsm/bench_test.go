@@ -173,3 +173,39 @@ func BenchmarkDigest(b *testing.B) {
 		_ = m.Digest()
 	}
 }
+
+// BenchmarkApplyCycle: full job cycles at a steady state size (100k jobs
+// held): per round, a submit of 64 jobs with client IDs, one claim of 64,
+// 64 acks, and a sweep keeping the queue's terminal jobs at 10k. One op is
+// one job's cycle (everything a member applies for it).
+func BenchmarkApplyCycle(b *testing.B) {
+	const round = 64
+	m := New()
+	var index uint64
+	fill(m, &index, 100_000, 256)
+	p := bytes.Repeat([]byte{'x'}, 256)
+	claim, _ := EncodeCommand(&ClaimCmd{Queues: []string{"cy"}, Worker: "w", Max: round, TTL: time.Minute})
+	sweep, _ := EncodeCommand(&SweepCmd{MaxPerQueue: 10_000})
+	apply := func(cmd []byte) Result {
+		index++
+		r, _ := DecodeResult(m.Apply(Entry{Index: index, Term: 1, Time: baseTime, Cmd: cmd}))
+		return r
+	}
+	seq := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += round {
+		jobs := make([]NewJob, round)
+		for i := range jobs {
+			seq++
+			jobs[i] = NewJob{ID: "01JOBRAFTBENCH" + strconv.Itoa(seq), Queue: "cy", Kind: "k", Payload: p}
+		}
+		sub, _ := EncodeCommand(&SubmitCmd{Jobs: jobs})
+		apply(sub)
+		for _, j := range apply(claim).Jobs {
+			ack, _ := EncodeCommand(&AckCmd{ID: j.ID, Token: j.Lease.Token})
+			apply(ack)
+		}
+		apply(sweep)
+	}
+}

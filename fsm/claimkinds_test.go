@@ -71,7 +71,9 @@ func TestClaimKindsDecodeRefusals(t *testing.T) {
 		{"too many kinds", v2(many), ErrTooLarge},
 		{"version 2 pause", v2("020a0171"), ErrUnsupportedVersion},
 		{"version 2 submit", append([]byte{FormatVersionClaimKinds}, appendCommand(nil, &SubmitCmd{Jobs: []NewJob{{Queue: "q", Kind: "k"}}})[1:]...), ErrUnsupportedVersion},
-		{"version 3 claim", v2("03" + claim[2:] + "010161"), ErrUnsupportedVersion},
+		{"version 4 claim", v2("04" + claim[2:] + "010161"), ErrUnsupportedVersion},
+		{"version 3 claim without id", v2("03" + claim[2:] + "00" + "00"), ErrInvalidCommand},
+		{"version 3 claim, id missing", v2("03" + claim[2:] + "010161"), ErrInvalidCommand},
 	}
 	for _, tc := range cases {
 		if _, err := DecodeCommand(tc.b); !errors.Is(err, tc.want) {

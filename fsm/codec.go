@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 )
 
 // Primitive encoding shared by commands, results and snapshots:
@@ -27,6 +28,36 @@ func appendBytes(b []byte, p []byte) []byte {
 type decoder struct {
 	b   []byte
 	err error
+	// arena, when pooled is set, holds copies of strings: one allocation
+	// per arenaChunk bytes instead of one per string. A string kept keeps
+	// its chunk alive (at most arenaChunk bytes of its neighbours'
+	// strings, never payloads), never the input.
+	arena  []byte
+	pooled bool
+	// noPayload: job records' payloads are skipped, not copied.
+	noPayload bool
+}
+
+// arenaChunk bounds a decoder's arena chunks; strings above arenaMax
+// bytes get their own allocation.
+const (
+	arenaChunk = 4 << 10
+	arenaMax   = 512
+)
+
+// keep returns a copy of p that nobody else writes: in the arena when
+// pooled and short, else its own allocation.
+func (d *decoder) keep(p []byte) []byte {
+	if !d.pooled || len(p) > arenaMax {
+		return append([]byte(nil), p...)
+	}
+	if cap(d.arena)-len(d.arena) < len(p) {
+		// No larger than what is left to decode could need.
+		d.arena = make([]byte, 0, min(arenaChunk, len(p)+len(d.b)))
+	}
+	at := len(d.arena)
+	d.arena = append(d.arena, p...)
+	return d.arena[at:len(d.arena):len(d.arena)]
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -119,9 +150,17 @@ func (d *decoder) raw() []byte {
 	return p
 }
 
-func (d *decoder) str() string { return string(d.raw()) }
+func (d *decoder) str() string {
+	p := d.raw()
+	if !d.pooled || len(p) == 0 {
+		return string(p)
+	}
+	k := d.keep(p) // never written again: safe to view as a string
+	return unsafe.String(&k[0], len(k))
+}
 
-// bytes returns a copy of the next length-prefixed bytes (nil when empty).
+// bytes returns a copy of the next length-prefixed bytes (nil when empty),
+// in an allocation of its own.
 func (d *decoder) bytes() []byte {
 	p := d.raw()
 	if len(p) == 0 {

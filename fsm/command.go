@@ -24,10 +24,11 @@ const (
 	CmdPause
 	CmdResume
 	CmdSweep
+	CmdBatch
 	numCmds
 )
 
-var cmdNames = [numCmds]string{"invalid", "submit", "claim", "extend", "ack", "nak", "term", "cancel", "retry", "expire", "pause", "resume", "sweep"}
+var cmdNames = [numCmds]string{"invalid", "submit", "claim", "extend", "ack", "nak", "term", "cancel", "retry", "expire", "pause", "resume", "sweep", "batch"}
 
 func (t CommandType) String() string {
 	if t < numCmds {
@@ -59,6 +60,12 @@ type ClaimCmd struct {
 	Max    uint32
 	TTL    time.Duration
 	Kinds  []string
+	// ID, when set, names the claim (1..MaxNameLen bytes, unique per
+	// claim: a client's retry of one claim reuses it). A claim whose ID
+	// names leases that are still running is a repeat: it answers those
+	// leases (Result.Changed false) and leases nothing more, so a claim
+	// retried after an unknown outcome never leases a job to nobody.
+	ID string
 }
 
 // ExtendCmd pushes a lease's deadline to entry time + TTL (0: the lease's
@@ -266,6 +273,11 @@ func validate(c Command, all bool) *refusal {
 				return r
 			}
 		}
+		if c.ID != "" {
+			if r := checkName("claim id", c.ID); r != nil {
+				return r
+			}
+		}
 		return checkTTL(c.TTL, false)
 	case *ExtendCmd:
 		if r := checkID(c.ID); r != nil {
@@ -305,6 +317,8 @@ func validate(c Command, all bool) *refusal {
 		return checkName("queue", c.Queue)
 	case *ResumeCmd:
 		return checkName("queue", c.Queue)
+	case *BatchCmd:
+		return validateBatch(c, all)
 	case *SweepCmd:
 		if c.MaxAge < 0 {
 			return refuse(CodeInvalidCommand, "sweep max age %v negative", c.MaxAge)

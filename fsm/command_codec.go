@@ -16,6 +16,10 @@ const (
 	// Only claims take it, and only when they name kinds, so every command
 	// a build without kinds could write encodes byte for byte as before.
 	FormatVersionClaimKinds = 2
+	// FormatVersionClaimID is the version of a claim that carries an ID
+	// (ClaimCmd.ID): the version 2 layout, its kind count possibly 0,
+	// then the ID.
+	FormatVersionClaimID = 3
 )
 
 // Command encoding (all integers varint/uvarint, see codec.go):
@@ -35,9 +39,15 @@ const (
 //	cancel: id, reason              retry: id
 //	expire: leaderSince             pause, resume: queue
 //	sweep:  maxAge, maxPerQueue
+//	batch:  count, then per command: length, an encoded lease command
+//	        (see batch.go; new in this release, type 13)
 //
 //	version 2 (claim only):
 //	claim:  count, queues..., worker, max, ttl, kindCount (>= 1), kinds...
+//
+//	version 3 (claim only, new in this release):
+//	claim:  count, queues..., worker, max, ttl, kindCount (>= 0), kinds...,
+//	        id (str, not empty)
 //
 // Kinds are written in the caller's order, duplicates included: the bytes
 // are a function of the command value alone.
@@ -88,6 +98,8 @@ func normalize(c Command) Command {
 		return &v
 	case SweepCmd:
 		return &v
+	case BatchCmd:
+		return &v
 	}
 	return c
 }
@@ -95,7 +107,9 @@ func normalize(c Command) Command {
 // appendCommand encodes c (a pointer type) without validating it.
 func appendCommand(b []byte, c Command) []byte {
 	version := byte(FormatVersion)
-	if cc, ok := c.(*ClaimCmd); ok && len(cc.Kinds) > 0 {
+	if cc, ok := c.(*ClaimCmd); ok && cc.ID != "" {
+		version = FormatVersionClaimID
+	} else if ok && len(cc.Kinds) > 0 {
 		version = FormatVersionClaimKinds
 	}
 	b = append(b, version, byte(c.Type()))
@@ -125,11 +139,14 @@ func appendCommand(b []byte, c Command) []byte {
 		b = appendStr(b, c.Worker)
 		b = binary.AppendUvarint(b, uint64(c.Max))
 		b = binary.AppendVarint(b, int64(c.TTL))
-		if len(c.Kinds) > 0 {
+		if len(c.Kinds) > 0 || c.ID != "" {
 			b = binary.AppendUvarint(b, uint64(len(c.Kinds)))
 			for _, k := range c.Kinds {
 				b = appendStr(b, k)
 			}
+		}
+		if c.ID != "" {
+			b = appendStr(b, c.ID)
 		}
 	case *ExtendCmd:
 		b = appendStr(b, c.ID)
@@ -163,6 +180,8 @@ func appendCommand(b []byte, c Command) []byte {
 	case *SweepCmd:
 		b = binary.AppendVarint(b, int64(c.MaxAge))
 		b = binary.AppendUvarint(b, uint64(c.MaxPerQueue))
+	case *BatchCmd:
+		b = appendBatch(b, c)
 	}
 	return b
 }
@@ -171,14 +190,15 @@ func appendCommand(b []byte, c Command) []byte {
 // (*SubmitCmd, *ClaimCmd, ...). It checks structure only (version, type,
 // lengths, no trailing bytes); field limits are checked by Apply. Errors wrap
 // ErrUnsupportedVersion, ErrUnknownCommand, ErrTooLarge or ErrInvalidCommand.
-// The returned command owns its memory (nothing aliases b).
+// The returned command owns its memory (nothing aliases b): a submit's
+// short strings are copied into shared chunks (decoder.keep).
 func DecodeCommand(b []byte) (Command, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes, truncated header", ErrInvalidCommand, len(b))
 	}
 	switch {
 	case b[0] == FormatVersion:
-	case b[0] == FormatVersionClaimKinds && CommandType(b[1]) == CmdClaim:
+	case (b[0] == FormatVersionClaimKinds || b[0] == FormatVersionClaimID) && CommandType(b[1]) == CmdClaim:
 	default:
 		return nil, fmt.Errorf("%w: command version %d (type %d)", ErrUnsupportedVersion, b[0], b[1])
 	}
@@ -187,6 +207,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	switch CommandType(b[1]) {
 	case CmdSubmit:
 		n := d.count(MaxSubmit, minJobWire)
+		d.pooled = true // batch-level allocation of the jobs' fields
 		jobs := make([]NewJob, n)
 		for i := range jobs {
 			nj := &jobs[i]
@@ -211,14 +232,21 @@ func DecodeCommand(b []byte) (Command, error) {
 			qs[i] = d.str()
 		}
 		cc := &ClaimCmd{Queues: qs, Worker: d.str(), Max: d.u32(), TTL: durationOf(d.varint())}
-		if b[0] == FormatVersionClaimKinds {
+		if b[0] >= FormatVersionClaimKinds {
 			n := d.count(MaxClaimKinds, 1)
-			if n == 0 && d.err == nil {
+			if n == 0 && d.err == nil && b[0] == FormatVersionClaimKinds {
 				d.fail("version %d claim names no kind", FormatVersionClaimKinds)
 			}
-			cc.Kinds = make([]string, n)
+			if n > 0 {
+				cc.Kinds = make([]string, n)
+			}
 			for i := range cc.Kinds {
 				cc.Kinds[i] = d.str()
+			}
+		}
+		if b[0] == FormatVersionClaimID {
+			if cc.ID = d.str(); cc.ID == "" && d.err == nil {
+				d.fail("version %d claim without an id", FormatVersionClaimID)
 			}
 		}
 		c = cc
@@ -242,6 +270,8 @@ func DecodeCommand(b []byte) (Command, error) {
 		c = &ResumeCmd{Queue: d.str()}
 	case CmdSweep:
 		c = &SweepCmd{MaxAge: durationOf(d.varint()), MaxPerQueue: d.u32()}
+	case CmdBatch:
+		c = decodeBatch(&d)
 	default:
 		return nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, b[1])
 	}
@@ -253,3 +283,39 @@ func DecodeCommand(b []byte) (Command, error) {
 }
 
 func durationOf(ns int64) time.Duration { return time.Duration(ns) }
+
+// SubmitJobSize checks nj as EncodeCommand checks each job of a submit
+// and returns the bytes a SubmitCmd holding nj alone encodes to, without
+// encoding it. Errors wrap the sentinels of errors.go.
+func SubmitJobSize(nj *NewJob) (int, error) {
+	if r := nj.validate(); r != nil {
+		return 0, r
+	}
+	return 3 + jobWireSize(nj), nil
+}
+
+// jobWireSize is the encoded size of one job of a submit (appendCommand).
+func jobWireSize(nj *NewJob) int {
+	str := func(n int) int { return uvarintLen(uint64(n)) + n }
+	return str(len(nj.ID)) + str(len(nj.Queue)) + str(len(nj.Kind)) + str(len(nj.Payload)) +
+		varintLen(int64(nj.Priority)) + varintLen(toNanos(nj.RunAt)) + uvarintLen(uint64(nj.MaxAttempts)) +
+		varintLen(int64(nj.Backoff.Base)) + varintLen(int64(nj.Backoff.Max)) + uvarintLen(uint64(nj.Backoff.Factor)) + 1 +
+		str(len(nj.IdempotencyKey))
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}

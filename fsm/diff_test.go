@@ -69,7 +69,17 @@ func (w *world) genCommand(t *rapid.T) Command {
 	dur := func(label string) time.Duration {
 		return time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, label))
 	}
-	switch rapid.IntRange(0, 13).Draw(t, "kind") {
+	switch rapid.IntRange(0, 14).Draw(t, "kind") {
+	case 14:
+		// A batch of lease commands (some possibly invalid alone).
+		n := rapid.IntRange(1, 4).Draw(t, "nbatch")
+		b := &BatchCmd{}
+		for len(b.Cmds) < n {
+			if c := w.genCommand(t); Batchable(c.Type()) {
+				b.Cmds = append(b.Cmds, c)
+			}
+		}
+		return b
 	case 0, 1, 2:
 		n := rapid.IntRange(0, 4).Draw(t, "n")
 		jobs := make([]NewJob, n)
@@ -96,7 +106,8 @@ func (w *world) genCommand(t *rapid.T) Command {
 			qs[i] = queuesGen.Draw(t, "cq")
 		}
 		return &ClaimCmd{Queues: qs, Worker: rapid.SampledFrom([]string{"w1", "w2", ""}).Draw(t, "worker"),
-			Max: uint32(rapid.IntRange(0, 3).Draw(t, "max")), TTL: dur("ttl"), Kinds: genKinds(t)}
+			Max: uint32(rapid.IntRange(0, 3).Draw(t, "max")), TTL: dur("ttl"), Kinds: genKinds(t),
+			ID: rapid.SampledFrom([]string{"", "", "c1", "c2"}).Draw(t, "claimid")}
 	case 5:
 		id := w.genID(t, false)
 		return &ExtendCmd{ID: id, Token: w.genToken(t, id), TTL: dur("ttl")}
@@ -182,6 +193,12 @@ func stripDetail(r *Result) {
 	if len(r.Expired) == 0 {
 		r.Expired = nil
 	}
+	for i := range r.Batch {
+		stripDetail(&r.Batch[i])
+	}
+	if len(r.Batch) == 0 {
+		r.Batch = nil
+	}
 }
 
 // checkQueries compares every query of the real machine with the model.
@@ -214,6 +231,13 @@ func (w *world) checkQueries(t *rapid.T) {
 		if got, want := w.real.Claimable(qs, kinds, w.now), w.ref.claimable(qs, kinds, w.now); got != want {
 			t.Fatalf("Claimable(%q, %q, %v) = %v, model %v", qs, kinds, w.now, got, want)
 		}
+	}
+	wantDue := false
+	for _, j := range w.ref.jobs {
+		wantDue = wantDue || (j.State == StateRunning && !j.Lease.Deadline.After(w.now))
+	}
+	if got := w.real.LeaseDue(w.now); got != wantDue {
+		t.Fatalf("LeaseDue(%v) = %v, model %v", w.now, got, wantDue)
 	}
 	age := time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, "sweepage"))
 	per := uint32(rapid.IntRange(0, 3).Draw(t, "sweepper"))

@@ -17,8 +17,9 @@
 //
 //  1. Build a typed command (SubmitCmd, ClaimCmd, ExtendCmd, AckCmd, NakCmd,
 //     TermCmd, CancelCmd, RetryCmd, ExpireCmd, PauseCmd, ResumeCmd,
-//     SweepCmd) and encode it with EncodeCommand; propose the bytes as one
-//     raft entry. EncodeCommand refuses what Apply would refuse for
+//     SweepCmd, or a BatchCmd of lease commands) and encode it with
+//     EncodeCommand (or EncodeBatch over encoded lease commands); propose
+//     the bytes as one raft entry. EncodeCommand refuses what Apply would refuse for
 //     stateless reasons (sizes, ranges), with the same sentinel errors.
 //  2. Decode what Apply returned with DecodeResult. Result.Err is nil when
 //     the command applied, else wraps a sentinel of errors.go (errors.Is):

@@ -153,6 +153,9 @@ type Lease struct {
 	// Term is the raft term of the entry that last set Deadline (the claim or
 	// the latest extend): whose clock Deadline is on.
 	Term uint64
+	// ClaimID is the ID of the claim that granted the lease (ClaimCmd.ID),
+	// empty if it had none.
+	ClaimID string
 }
 
 // EndKind says what ended a lease. Numeric values are part of the

@@ -42,6 +42,9 @@ func resultSizeHint(r *result) int {
 	for _, j := range r.jobs {
 		n += 96 + len(j.payload)
 	}
+	for _, sr := range r.batch {
+		n += 8 + resultSizeHint(sr)
+	}
 	return n
 }
 
@@ -175,6 +178,21 @@ func (m *Jobs) Claimable(queues, kinds []string, now time.Time) bool {
 		}
 	}
 	return false
+}
+
+// LeaseDue reports whether some running job's lease deadline is at or
+// before now (an ExpireCmd may then have work). O(queues), no allocation.
+func (m *Jobs) LeaseDue(now time.Time) bool {
+	t := toNanos(now)
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	due := false
+	m.st.queues.Scan(func(q *queue) bool {
+		it, ok := q.running.Min()
+		due = ok && it.a <= t
+		return !due
+	})
+	return due
 }
 
 // Sweepable reports whether SweepCmd{maxAge, maxPerQueue} applied at time

@@ -130,8 +130,8 @@ func TestLastLeaseInDigestAndSnapshot(t *testing.T) {
 	if err := snap.Persist(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if v := binary.LittleEndian.Uint16(buf.Bytes()[8:]); v != 2 {
-		t.Fatalf("snapshot version %d, want 2", v)
+	if v := binary.LittleEndian.Uint16(buf.Bytes()[8:]); v != 3 {
+		t.Fatalf("snapshot version %d, want 3", v)
 	}
 	r := New()
 	if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
@@ -186,8 +186,8 @@ func TestRestoreSnapshotV1(t *testing.T) {
 	if err := r.Restore(bytes.NewReader(setSnapVersion(buf.Bytes(), 1))); !IsCorrupt(err) {
 		t.Fatalf("version 1 snapshot with a lease end: %v, want corrupt", err)
 	}
-	if err := r.Restore(bytes.NewReader(setSnapVersion(buf.Bytes(), 3))); err == nil || IsCorrupt(err) {
-		t.Fatalf("version 3 snapshot: %v, want ErrSnapshotVersion", err)
+	if err := r.Restore(bytes.NewReader(setSnapVersion(buf.Bytes(), 4))); err == nil || IsCorrupt(err) {
+		t.Fatalf("version 4 snapshot: %v, want ErrSnapshotVersion", err)
 	}
 }
 
@@ -221,8 +221,8 @@ func TestResultVersions(t *testing.T) {
 	if err != nil || !r.Changed || len(r.Jobs) != 1 || r.Jobs[0].ID != "x" {
 		t.Fatalf("v1: %+v %v", r, err)
 	}
-	if _, err := DecodeResult(append([]byte{3}, v1[1:]...)); err == nil {
-		t.Fatal("version 3 result decoded")
+	if _, err := DecodeResult(append([]byte{4}, v1[1:]...)); err == nil {
+		t.Fatal("version 4 result decoded")
 	}
 	bad := append([]byte(nil), out...)
 	bad[len(bad)-1] = 2

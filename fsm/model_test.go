@@ -174,6 +174,14 @@ func (m *model) apply(e Entry) Result {
 		r.Code = rf.code
 		return r
 	}
+	if b, ok := c.(*BatchCmd); ok {
+		// The reference: each command applied as if alone, at the same
+		// index.
+		for _, x := range b.Cmds {
+			r.Batch = append(r.Batch, m.apply(Entry{Index: e.Index, Term: e.Term, Time: e.Time, Cmd: appendCommand(nil, x)}))
+		}
+		return r
+	}
 	now := fromNanos(toNanos(e.Time))
 	nowNs := toNanos(now)
 	leased := func(id string, tok uint64) (*Job, Code) {
@@ -240,6 +248,21 @@ func (m *model) apply(e Entry) Result {
 			r.Submitted = append(r.Submitted, Submitted{Outcome: OutcomeCreated, Job: noPayload(j)})
 		}
 	case *ClaimCmd:
+		if c.ID != "" {
+			var held []string
+			for id, j := range m.jobs {
+				if j.State == StateRunning && j.Lease.ClaimID == c.ID {
+					held = append(held, id)
+				}
+			}
+			if len(held) > 0 {
+				sort.Strings(held)
+				for _, id := range held {
+					r.Jobs = append(r.Jobs, withPayload(m.jobs[id]))
+				}
+				return r
+			}
+		}
 		exists := map[string]bool{}
 		for _, q := range m.queueNames() {
 			exists[q] = true
@@ -258,6 +281,7 @@ func (m *model) apply(e Entry) Result {
 			r.Code = CodeQueuePaused
 			return r
 		}
+		r.Changed = true
 		m.promote(now)
 		var cands []*Job
 		for _, j := range m.jobs {
@@ -272,7 +296,7 @@ func (m *model) apply(e Entry) Result {
 			j.State = StateRunning
 			j.Attempts++
 			j.Updated = now
-			j.Lease = &Lease{Token: e.Index, Worker: c.Worker, Deadline: fromNanos(addSat(nowNs, int64(c.TTL))), TTL: c.TTL, Term: e.Term}
+			j.Lease = &Lease{Token: e.Index, Worker: c.Worker, Deadline: fromNanos(addSat(nowNs, int64(c.TTL))), TTL: c.TTL, Term: e.Term, ClaimID: c.ID}
 			r.Jobs = append(r.Jobs, withPayload(j))
 		}
 	case *ExtendCmd:
@@ -286,7 +310,7 @@ func (m *model) apply(e Entry) Result {
 			ttl = j.Lease.TTL
 		}
 		j.Updated = now
-		j.Lease = &Lease{Token: j.Lease.Token, Worker: j.Lease.Worker, Deadline: fromNanos(addSat(nowNs, int64(ttl))), TTL: ttl, Term: e.Term}
+		j.Lease = &Lease{Token: j.Lease.Token, Worker: j.Lease.Worker, Deadline: fromNanos(addSat(nowNs, int64(ttl))), TTL: ttl, Term: e.Term, ClaimID: j.Lease.ClaimID}
 		r.Jobs = []Job{noPayload(j)}
 	case *AckCmd:
 		j, code := finishing(c.ID, c.Token, EndAcked)

@@ -29,6 +29,7 @@ type lease struct {
 	deadline int64
 	ttl      int64
 	term     uint64
+	claim    string // the granting claim's ID (ClaimCmd.ID), "" if none
 }
 
 type outcome struct {
@@ -79,7 +80,7 @@ func (j *job) public(withPayload bool) Job {
 		p.Finished = p.Updated
 	}
 	if l := j.lease; l != nil {
-		p.Lease = &Lease{Token: l.token, Worker: l.worker, Deadline: fromNanos(l.deadline), TTL: time.Duration(l.ttl), Term: l.term}
+		p.Lease = &Lease{Token: l.token, Worker: l.worker, Deadline: fromNanos(l.deadline), TTL: time.Duration(l.ttl), Term: l.term, ClaimID: l.claim}
 	}
 	if j.endBy != EndNone {
 		p.LastLease = &LeaseEnd{Token: j.endTok, By: j.endBy}
@@ -96,11 +97,14 @@ func (j *job) ended(token uint64, by EndKind) { j.endTok, j.endBy = token, by }
 //	priority (varint) | maxAttempts, attempts (uvarint) | state (byte) |
 //	runAt, created, updated (varint ns) | seq (uvarint) |
 //	backoff base, max (varint ns) | factor (uvarint) | jitter (byte) |
-//	flags (byte: 1 lease, 2 outcome, 4 last lease end) |
+//	flags (byte: 1 lease, 2 outcome, 4 last lease end, 8 claim id) |
 //	[lease: token (uvarint), worker (str), deadline, ttl (varint), term (uvarint)] |
 //	[outcome: lastError (str), result (bytes)] |
-//	[last lease end: token (uvarint), kind (byte)]
+//	[last lease end: token (uvarint), kind (byte)] |
+//	[claim id: the lease's claim ID (str, not empty; only with a lease)]
 //
+// Flag 8 is new in snapshot version 3 and result version 3; a record
+// without it encodes as before.
 // Flag 4 is new in snapshot version 2 and result version 2; a record
 // without it encodes exactly as before, so digests of jobs that never had
 // a lease end recorded are unchanged.
@@ -108,6 +112,7 @@ const (
 	flagLease   = 1
 	flagOutcome = 2
 	flagEnd     = 4
+	flagClaim   = 8
 )
 
 func appendJob(b []byte, j *job, withPayload bool) []byte {
@@ -142,6 +147,9 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	if j.endBy != EndNone {
 		flags |= flagEnd
 	}
+	if j.lease != nil && j.lease.claim != "" {
+		flags |= flagClaim
+	}
 	b = append(b, flags)
 	if l := j.lease; l != nil {
 		b = binary.AppendUvarint(b, l.token)
@@ -158,6 +166,9 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 		b = binary.AppendUvarint(b, j.endTok)
 		b = append(b, byte(j.endBy))
 	}
+	if flags&flagClaim != 0 {
+		b = appendStr(b, j.lease.claim)
+	}
 	return b
 }
 
@@ -165,11 +176,30 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 // checks invariants separately (checkJob).
 func decodeJob(d *decoder) *job {
 	j := &job{}
+	decodeJobInto(d, j, &Backoff{})
+	return j
+}
+
+// decodePublic reads one record as the caller's Job: no record or policy
+// is allocated on the way (results decode this way).
+func decodePublic(d *decoder, withPayload bool) Job {
+	var j job
+	var bo Backoff
+	decodeJobInto(d, &j, &bo)
+	return j.public(withPayload)
+}
+
+// decodeJobInto reads one record into j, its backoff policy into bo.
+func decodeJobInto(d *decoder, j *job, bo *Backoff) {
 	j.id = d.str()
 	j.queue = d.str()
 	j.kind = d.str()
 	j.key = d.str()
-	j.payload = d.bytes()
+	if d.noPayload {
+		d.raw()
+	} else {
+		j.payload = d.bytes()
+	}
 	j.prio = d.i32()
 	j.maxAtt = d.u32()
 	j.attempts = d.u32()
@@ -178,9 +208,10 @@ func decodeJob(d *decoder) *job {
 	j.created = d.varint()
 	j.updated = d.varint()
 	j.seq = d.uvarint()
-	j.bo = &Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
+	*bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
+	j.bo = bo
 	flags := d.byte()
-	if flags&^(flagLease|flagOutcome|flagEnd) != 0 {
+	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim) != 0 {
 		d.fail("job flags %#x", flags)
 	}
 	if flags&flagLease != 0 {
@@ -196,7 +227,13 @@ func decodeJob(d *decoder) *job {
 			d.fail("last lease end of kind none") // flag 4 means an end
 		}
 	}
-	return j
+	if flags&flagClaim != 0 {
+		if j.lease == nil {
+			d.fail("claim id without a lease")
+		} else if j.lease.claim = d.str(); j.lease.claim == "" {
+			d.fail("empty claim id") // flag 8 means an id
+		}
+	}
 }
 
 // checkJob verifies a restored record's invariants; it returns a reason or "".
@@ -219,7 +256,7 @@ func checkJob(j *job) string {
 	case j.maxAtt == 0:
 		return "zero max attempts"
 	}
-	if l := j.lease; l != nil && (l.worker == "" || l.token == 0 || l.ttl <= 0) {
+	if l := j.lease; l != nil && (l.worker == "" || l.token == 0 || l.ttl <= 0 || len(l.claim) > MaxNameLen) {
 		return "bad lease"
 	}
 	if j.endBy != EndNone && (j.endBy >= numEnds || j.endTok == 0) {

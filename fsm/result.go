@@ -61,8 +61,13 @@ type Result struct {
 	Removed uint64   // sweep: jobs removed
 	// Changed: pause, resume: whether the queue's state changed; ack, nak,
 	// term: false when the command repeated the one that ended the lease
-	// (idempotent: nothing changed, Jobs holds the job as it is).
+	// (idempotent: nothing changed, Jobs holds the job as it is); claim:
+	// false when it repeated a claim with the same ID whose leases are
+	// still running (Jobs holds them, nothing changed).
 	Changed bool
+	// Batch: batch: one result per command of the batch, in order (each
+	// with its own Code).
+	Batch []Result
 }
 
 // Err returns nil if the command was applied, else an error wrapping the
@@ -82,15 +87,19 @@ func (r *Result) Err() error {
 //	          job record without payload (only for created/duplicate)
 //	  claim, extend, ack, nak, term, cancel, retry: count, job records
 //	          (with payload for claim, without otherwise)
-//	  ack, nak, term: then changed (byte 0/1)
+//	  ack, nak, term, claim: then changed (byte 0/1)
 //	  expire: count, ids (str)      sweep: removed (uvarint)
 //	  pause, resume: changed (byte 0/1)
+//	  batch: count, then per command: length (uvarint), its result
+//	         (this encoding, recursively; lease commands only)
 //
 // Version 1 had no changed byte after ack, nak and term (they always
-// changed the job) and no job record flag 4; DecodeResult still reads it
-// (an older leader's answer to a forwarded proposal).
+// changed the job) and no job record flag 4; version 2 no changed byte
+// after a claim and no job record flag 8, nor batch results;
+// DecodeResult still reads both.
 const (
-	ResultVersion   = 2
+	ResultVersion   = 3
+	resultVersionV2 = 2
 	resultVersionV1 = 1
 )
 
@@ -116,7 +125,7 @@ func appendResult(b []byte, r *result) []byte {
 		for _, j := range r.jobs {
 			b = appendJob(b, j, r.cmd == CmdClaim)
 		}
-		if r.cmd == CmdAck || r.cmd == CmdNak || r.cmd == CmdTerm {
+		if r.cmd == CmdAck || r.cmd == CmdNak || r.cmd == CmdTerm || r.cmd == CmdClaim {
 			b = appendBool(b, r.changed)
 		}
 	case CmdExpire:
@@ -128,8 +137,29 @@ func appendResult(b []byte, r *result) []byte {
 		b = binary.AppendUvarint(b, r.removed)
 	case CmdPause, CmdResume:
 		b = appendBool(b, r.changed)
+	case CmdBatch:
+		b = binary.AppendUvarint(b, uint64(len(r.batch)))
+		for _, sr := range r.batch {
+			at := len(b)
+			b = append(b, make([]byte, binary.MaxVarintLen32)...)
+			b = appendResult(b, sr)
+			b = putLen(b, at)
+		}
 	}
 	return b
+}
+
+// putLen turns the binary.MaxVarintLen32 bytes reserved at b[at:] into the
+// uvarint length of what follows them, shifting it down if the length
+// takes fewer bytes.
+func putLen(b []byte, at int) []byte {
+	start := at + binary.MaxVarintLen32
+	n := len(b) - start
+	var tmp [binary.MaxVarintLen32]byte
+	k := binary.PutUvarint(tmp[:], uint64(n))
+	copy(b[at:], tmp[:k])
+	copy(b[at+k:], b[start:])
+	return b[:at+k+n]
 }
 
 func appendBool(b []byte, v bool) []byte {
@@ -150,6 +180,7 @@ type result struct {
 	expired []string
 	removed uint64
 	changed bool
+	batch   []*result
 }
 
 type sub struct {
@@ -164,19 +195,34 @@ type sub struct {
 // bytes are not a result; a refused command decodes fine and reports
 // itself via Result.Err.
 func DecodeResult(b []byte) (Result, error) {
+	var arena []byte
+	return decodeResult(b, &arena, false)
+}
+
+// DecodeResultWithoutPayloads is DecodeResult for an observer that does
+// not run the jobs: claimed jobs come without their payloads (not copied).
+func DecodeResultWithoutPayloads(b []byte) (Result, error) {
+	var arena []byte
+	return decodeResult(b, &arena, true)
+}
+
+// decodeResult is DecodeResult with the strings' arena shared (a batch's
+// results decode into one), skipping payloads when noPayload.
+func decodeResult(b []byte, arena *[]byte, noPayload bool) (Result, error) {
 	var r Result
 	if len(b) < 3 {
 		return r, fmt.Errorf("%w: %d bytes", ErrInvalidResult, len(b))
 	}
 	version := b[0]
-	if version != ResultVersion && version != resultVersionV1 {
+	if version != ResultVersion && version != resultVersionV2 && version != resultVersionV1 {
 		return r, fmt.Errorf("%w: result version %d", ErrUnsupportedVersion, b[0])
 	}
 	r.Command, r.Code = CommandType(b[1]), Code(b[2])
 	if r.Command >= numCmds || r.Code >= numCodes {
 		return Result{}, fmt.Errorf("%w: command %d code %d", ErrInvalidResult, b[1], b[2])
 	}
-	d := decoder{b: b[3:]}
+	d := decoder{b: b[3:], pooled: true, arena: *arena, noPayload: noPayload} // the jobs' strings share chunks
+	defer func() { *arena = d.arena }()
 	r.Index = d.uvarint()
 	r.Detail = d.str()
 	if r.Code == CodeOK {
@@ -192,17 +238,20 @@ func DecodeResult(b []byte) (Result, error) {
 					d.fail("outcome %d code %d", s.Outcome, s.Code)
 				}
 				if s.Outcome != OutcomeRejected && d.err == nil {
-					s.Job = decodeJob(&d).public(false)
+					s.Job = decodePublic(&d, false)
 				}
 			}
 		case CmdClaim, CmdExtend, CmdAck, CmdNak, CmdTerm, CmdCancel, CmdRetry:
 			n := d.count(MaxClaim, 20)
 			r.Jobs = make([]Job, 0, n)
 			for i := 0; i < n && d.err == nil; i++ {
-				r.Jobs = append(r.Jobs, decodeJob(&d).public(r.Command == CmdClaim))
+				r.Jobs = append(r.Jobs, decodePublic(&d, r.Command == CmdClaim))
 			}
-			if r.Command == CmdAck || r.Command == CmdNak || r.Command == CmdTerm {
+			switch {
+			case r.Command == CmdAck || r.Command == CmdNak || r.Command == CmdTerm:
 				r.Changed = version == resultVersionV1 || d.bool()
+			case r.Command == CmdClaim:
+				r.Changed = version != ResultVersion || d.bool()
 			}
 		case CmdExpire:
 			n := d.count(len(d.b), 1)
@@ -214,6 +263,27 @@ func DecodeResult(b []byte) (Result, error) {
 			r.Removed = d.uvarint()
 		case CmdPause, CmdResume:
 			r.Changed = d.bool()
+		case CmdBatch:
+			n := d.count(MaxBatch, 3)
+			r.Batch = make([]Result, 0, n)
+			for i := 0; i < n && d.err == nil; i++ {
+				raw := d.raw()
+				if d.err != nil {
+					break
+				}
+				*arena = d.arena
+				sr, err := decodeResult(raw, arena, noPayload)
+				d.arena = *arena
+				if err != nil {
+					d.fail("batch result %d: %v", i, err)
+					break
+				}
+				if !Batchable(sr.Command) || sr.Index != r.Index {
+					d.fail("batch result %d: command %s index %d", i, sr.Command, sr.Index)
+					break
+				}
+				r.Batch = append(r.Batch, sr)
+			}
 		}
 	}
 	d.end()

@@ -33,9 +33,12 @@ import (
 // Version 1 is the same layout without job record flag 4 (how the last
 // lease ended, record.go): Restore still reads it, and its jobs have no
 // LastLease (a repeated ack of a job restored from it is refused stale).
+// Version 2 is the layout without record flag 8 (a lease's claim ID);
+// Restore reads it too. Older builds do not read version 3.
 const (
 	snapMagic   = "JRFSMSNP"
-	snapVersion = 2
+	snapVersion = 3
+	snapV2      = 2
 	snapV1      = 1
 	// maxRecord bounds one job record: caps on payload and result plus the
 	// other fields' caps with room to spare.
@@ -168,7 +171,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		return nil, corrupt("bad magic %q", hdr[:8])
 	}
 	version := binary.LittleEndian.Uint16(hdr[8:])
-	if version != snapVersion && version != snapV1 {
+	if version != snapVersion && version != snapV2 && version != snapV1 {
 		return nil, fmt.Errorf("%w: version %d", ErrSnapshotVersion, version)
 	}
 	st := newState()
@@ -235,6 +238,9 @@ func readSnapshot(r io.Reader) (*state, error) {
 			}
 			if version == snapV1 && j.endBy != EndNone {
 				return nil, corrupt("job %q: version 1 record with a last lease end", j.id)
+			}
+			if version < snapVersion && j.lease != nil && j.lease.claim != "" {
+				return nil, corrupt("job %q: version %d record with a claim id", j.id, version)
 			}
 			if j.key != "" {
 				if _, dup := st.keys.Get(keyEnt{key: j.key}); dup {

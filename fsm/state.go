@@ -3,6 +3,8 @@ package fsm
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
+	"strings"
 
 	"github.com/tidwall/btree"
 )
@@ -67,6 +69,10 @@ type queue struct {
 	// while it holds a job. Only ever looked up by key, never iterated:
 	// map order cannot reach a result.
 	byKind map[string]*kindIndex
+	// spare is an emptied kind index kept for the next kind to need one
+	// (a queue that drains and refills would otherwise build two trees
+	// per cycle). Empty, so nothing of it can reach a result.
+	spare *kindIndex
 }
 
 // kindIndex is one kind's share of a queue's ready and sched trees.
@@ -103,7 +109,9 @@ func (q *queue) index(it item, add bool) {
 		if !add {
 			return
 		}
-		k = &kindIndex{ready: newTree(), sched: newTree()}
+		if k, q.spare = q.spare, nil; k == nil {
+			k = &kindIndex{ready: newTree(), sched: newTree()}
+		}
 		q.byKind[j.kind] = k
 	}
 	t := k.ready
@@ -117,6 +125,7 @@ func (q *queue) index(it item, add bool) {
 	t.Delete(it)
 	if k.ready.Len() == 0 && k.sched.Len() == 0 {
 		delete(q.byKind, j.kind)
+		q.spare = k
 	}
 }
 
@@ -136,9 +145,21 @@ type keyEnt struct{ key, id string }
 
 // state is the whole replicated state plus its indexes.
 type state struct {
-	index  uint64 // last applied raft index
-	seq    uint64 // last submit sequence
-	jobs   *btree.BTreeG[*job]
+	index uint64 // last applied raft index
+	seq   uint64 // last submit sequence
+	// jobs is the job-ID index, ordered and copy-on-write (snapshots
+	// copy it). A hash map beside it for point lookups was measured
+	// (fsm BenchmarkApplyCycle) and cost more CPU than it saved: its
+	// inserts, growth and the pointers the GC scans outweigh the few
+	// lookups a job's cycle makes, while every change updates the tree
+	// anyway.
+	jobs *btree.BTreeG[*job]
+	// claims indexes running leases granted by claims with an ID: claim
+	// ID -> IDs of its jobs still running under that claim's lease.
+	// Derived from the records (rebuilt on restore); looked up by key
+	// only, and answers are sorted by job ID, so map order cannot reach a
+	// result.
+	claims map[string][]string
 	keys   *btree.BTreeG[keyEnt]
 	queues *btree.BTreeG[*queue]
 	acc    [4]uint64 // sum of per-job hashes, lane-wise mod 2^64
@@ -148,15 +169,25 @@ type state struct {
 	kinds    map[string]string
 	backoffs map[Backoff]*Backoff
 
-	probe  job   // scratch key for job lookups on the apply goroutine
-	qprobe queue // scratch key for queue lookups on the apply goroutine
-	buf    []byte
+	probe  job     // scratch key for job lookups on the apply goroutine
+	qprobe queue   // scratch key for queue lookups on the apply goroutine
+	src    sources // scratch claim sources on the apply goroutine
+	// scheds counts jobs entering the scheduled state; promo is the last
+	// promote's time and count (a cache: nothing replicated).
+	scheds uint64
+	promo  struct {
+		done   bool
+		now    int64
+		scheds uint64
+	}
+	buf []byte
 }
 
 func newState() *state {
 	return &state{
-		jobs: btree.NewBTreeGOptions(func(a, b *job) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
-		keys: btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
+		jobs:   btree.NewBTreeGOptions(func(a, b *job) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
+		claims: map[string][]string{},
+		keys:   btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
 		queues: btree.NewBTreeGOptions(func(a, b *queue) bool { return a.name < b.name },
 			btree.Options{NoLocks: true}),
 	}
@@ -172,6 +203,7 @@ func (s *state) intern(kind string) string {
 		s.kinds = map[string]string{}
 	}
 	if len(s.kinds) < maxInterned {
+		kind = strings.Clone(kind) // not the decoder's chunk
 		s.kinds[kind] = kind
 	}
 	return kind
@@ -191,7 +223,7 @@ func (s *state) backoff(b Backoff) *Backoff {
 	return p
 }
 
-// get looks a job up (apply goroutine only: uses the scratch probe).
+// get looks a job up by ID (apply goroutine only: uses the scratch probe).
 func (s *state) get(id string) *job {
 	s.probe.id = id
 	j, _ := s.jobs.Get(&s.probe)
@@ -199,7 +231,7 @@ func (s *state) get(id string) *job {
 	return j
 }
 
-// getShared looks a job up without scratch state (queries).
+// getShared looks a job up for a query (under the read lock).
 func (s *state) getShared(id string) *job {
 	j, _ := s.jobs.Get(&job{id: id})
 	return j
@@ -216,7 +248,7 @@ func (s *state) queueOrCreate(name string) *queue {
 	if q := s.queue(name); q != nil {
 		return q
 	}
-	q := newQueue(name)
+	q := newQueue(strings.Clone(name)) // not the decoder's chunk
 	s.queues.Set(q)
 	return q
 }
@@ -229,16 +261,21 @@ func (s *state) dropIfEmpty(q *queue) {
 	}
 }
 
-// hash is a job record's digest contribution.
-func (s *state) hash(j *job) [32]byte {
+// hash is a record's digest contribution: SHA-256 of its encoding with
+// payload, as four little-endian lanes. (Caching it in the record would
+// save one hash per change but cost 32 B per job, a larger size class.)
+func (s *state) hash(j *job) (sum [4]uint64) {
 	s.buf = appendJob(s.buf[:0], j, true)
-	return sha256.Sum256(s.buf)
+	h := sha256.Sum256(s.buf)
+	for i := range sum {
+		sum[i] = binary.LittleEndian.Uint64(h[i*8:])
+	}
+	return sum
 }
 
+// accAdd adds (sign > 0) or removes a record's contribution.
 func (s *state) accAdd(j *job, sign int) {
-	h := s.hash(j)
-	for i := range s.acc {
-		v := binary.LittleEndian.Uint64(h[i*8:])
+	for i, v := range s.hash(j) {
 		if sign > 0 {
 			s.acc[i] += v
 		} else {
@@ -261,7 +298,11 @@ func (s *state) put(j *job) bool {
 	q.index(it, true)
 	q.counts[j.state]++
 	q.total++
+	if j.state == StateScheduled {
+		s.scheds++
+	}
 	s.jobs.Set(j)
+	s.indexClaim(j, true)
 	if j.key != "" {
 		s.keys.Set(keyEnt{key: j.key, id: j.id})
 	}
@@ -280,9 +321,63 @@ func (s *state) replace(old, n *job) {
 	q.tree(n.state).Set(ni)
 	q.index(ni, true)
 	q.counts[n.state]++
+	if n.state == StateScheduled {
+		s.scheds++
+	}
 	s.jobs.Set(n)
+	if claimOf(old) != claimOf(n) {
+		s.indexClaim(old, false)
+		s.indexClaim(n, true)
+	}
 	s.accAdd(old, -1)
 	s.accAdd(n, +1)
+}
+
+// claimOf is the (claim ID, token) of j's lease, zero if it has none or
+// its claim had no ID.
+func claimOf(j *job) (c struct {
+	id    string
+	token uint64
+}) {
+	if j.lease != nil && j.lease.claim != "" {
+		c.id, c.token = j.lease.claim, j.lease.token
+	}
+	return c
+}
+
+// indexClaim adds (or removes) j under its lease's claim ID, if any.
+func (s *state) indexClaim(j *job, add bool) {
+	c := claimOf(j)
+	if c.id == "" {
+		return
+	}
+	ids := s.claims[c.id]
+	if add {
+		s.claims[c.id] = append(ids, j.id)
+		return
+	}
+	if i := slices.Index(ids, j.id); i >= 0 {
+		ids = slices.Delete(ids, i, i+1)
+	}
+	if len(ids) == 0 {
+		delete(s.claims, c.id)
+	} else {
+		s.claims[c.id] = ids
+	}
+}
+
+// claimed returns the running jobs leased by the claim with ID id, in job
+// ID order.
+func (s *state) claimed(id string) []*job {
+	if len(s.claims[id]) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(slices.Values(s.claims[id])) // a copy: answers in job ID order
+	out := make([]*job, len(ids))
+	for i, jid := range ids {
+		out[i] = s.get(jid)
+	}
+	return out
 }
 
 // remove deletes a job and its idempotency key from every index.
@@ -294,6 +389,7 @@ func (s *state) remove(j *job) {
 	q.counts[j.state]--
 	q.total--
 	s.jobs.Delete(j)
+	s.indexClaim(j, false)
 	if j.key != "" {
 		s.keys.Delete(keyEnt{key: j.key})
 	}

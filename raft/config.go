@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft/catchup"
 )
 
 // Member is one member of the cluster as the configuration names it.
@@ -77,6 +78,11 @@ type Config struct {
 
 	// Logger receives line-based logs (default: hclog to stderr at Info).
 	Logger hclog.Logger
+
+	// CatchUp bounds the leader's catch-up policy for members it adds
+	// (package catchup; zero fields take its defaults, ElectionTimeout this
+	// Config's, NearLag MaxAppendEntries).
+	CatchUp catchup.Policy
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -3,6 +3,8 @@ package raft
 import (
 	"errors"
 	"fmt"
+
+	"github.com/jobraft/jobraft/transport"
 )
 
 // Proposal outcome classes. Every error returned by Node.Propose matches
@@ -65,6 +67,13 @@ var (
 	// (A forward ended before its request was written is a rejection, which
 	// Propose retries on the new leader itself.)
 	ErrLeaderChanged = errors.New("raft: leader changed while a forwarded proposal was in flight")
+	// ErrStalled: a member does not converge (the catch-up policy named a
+	// reason: MemberProgress.Reason). AddMember returns it when it gives
+	// up; the member stays a non-voter until it is removed or added again.
+	ErrStalled = errors.New("raft: member does not converge")
+	// ErrMemberDiverged: a member's log contradicts the leader's at or
+	// below its commit floor; it is never promoted (re-seed it).
+	ErrMemberDiverged = errors.New("raft: member diverged from the leader's log")
 )
 
 // ProposeError is the diagnostic of a failed proposal.
@@ -75,7 +84,9 @@ type ProposeError struct {
 }
 
 func (e *ProposeError) Error() string {
-	return fmt.Sprintf("%v (leader %q): %v", e.Class, e.Leader, e.Cause)
+	// A forwarded proposal's Leader is the address the call went to: the
+	// call's error does not name it a second time.
+	return fmt.Sprintf("%v (leader %q): %v", e.Class, e.Leader, transport.ElideAddr(e.Cause, e.Leader))
 }
 
 // Unwrap returns the class and the cause.

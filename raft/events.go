@@ -19,6 +19,10 @@ const (
 	EventMemberRemoved    EventKind = "member_removed"    // Member
 	EventDiverged         EventKind = "diverged"          // Divergence, Index, Term (the leader's), Leader, Err (the refusal)
 	EventLogFailed        EventKind = "log_failed"        // Err (wal.ErrFailed wrapping the class; never payload)
+	// The leader's catch-up monitor (Progress is the member's line):
+	EventMemberPromoted EventKind = "member_promoted" // Member, Progress: a candidate became a voter
+	EventMemberStalled  EventKind = "member_stalled"  // Member, Progress (Reason, Detail), Err (ErrStalled)
+	EventMemberDiverged EventKind = "member_diverged" // Member, Progress (Divergence), Index, Term (the leader's), Err (ErrMemberDiverged)
 )
 
 // Event is one thing that happened on this member.
@@ -34,6 +38,8 @@ type Event struct {
 	// Divergence is set for EventDiverged (published once per divergence,
 	// not per refused retry).
 	Divergence *Divergence
+	// Progress is set for the catch-up monitor's events.
+	Progress *MemberProgress
 }
 
 // eventHub fans events out to subscribers. A slow subscriber loses events

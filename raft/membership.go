@@ -11,11 +11,15 @@ import (
 	"github.com/jobraft/jobraft/transport"
 )
 
-// AddMember adds a member: first as a non-voter, then, once it has caught
-// up with the leader's commit index as it stood when it was added, as a
-// voter (the simple rule; the catch-up policy refines it). It may be called
-// on any member; it runs on the leader. The new member must be running
-// (started without Bootstrap) at addr.
+// AddMember adds a member: first as a non-voter, then as a voter once the
+// leader's catch-up policy promotes it (package catchup: a catch-up round
+// completed within one election timeout). It may be called on any member;
+// it runs on the leader, and is asked again of the next leader when the
+// leadership moves. It returns nil once the member is a voter (at once for
+// a voter), an error wrapping ErrStalled or ErrMemberDiverged when the
+// policy gave up (the member stays a non-voter, named in the leader's
+// Status.Progress, until it is removed or added again), or when ctx ends.
+// The new member must be running (started without Bootstrap) at addr.
 func (n *Node) AddMember(ctx context.Context, id, addr string) error {
 	req, _ := json.Marshal(Member{ID: id, Address: addr, Voter: true})
 	return n.onLeader(ctx, methodAdd, req, func(ctx context.Context) error { return n.addLocal(ctx, id, addr) })
@@ -61,7 +65,9 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 		case id == "":
 			err = ErrNoLeader
 		case string(id) == n.cfg.ID:
-			return local(ctx)
+			if err = local(ctx); !isNotLeader(err) {
+				return err
+			}
 		default:
 			_, err = n.caller.Call(transport.ExpectPeer(ctx, string(id)), string(addr), method, req)
 			var re *transport.RemoteError
@@ -79,24 +85,29 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 	}
 }
 
+// addLocal adds the member as a non-voter and leaves its promotion to the
+// catch-up monitor (catchup.go): it returns nil once the member is a voter,
+// ErrStalled or ErrMemberDiverged when the policy gave up, ErrNotLeader
+// when this member stopped leading first (the caller asks the next leader).
 func (n *Node) addLocal(ctx context.Context, id, addr string) error {
 	if err := waitFuture(ctx, n.r.AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.cfg.ApplyTimeout)); err != nil {
+		if n.r.State() != hraft.Leader || errors.Is(err, hraft.ErrNotLeader) || errors.Is(err, hraft.ErrLeadershipLost) ||
+			errors.Is(err, hraft.ErrLeadershipTransferInProgress) {
+			return fmt.Errorf("raft: add %s as non-voter: %w: %w", id, ErrNotLeader, err)
+		}
 		return fmt.Errorf("raft: add %s as non-voter: %w", id, err)
 	}
-	target := n.r.CommitIndex()
-	for {
-		st, err := n.StatusOf(ctx, addr)
-		if err == nil && st.LastIndex >= target && st.AppliedIndex+uint64(n.cfg.MaxAppendEntries) >= target {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("raft: %s did not catch up to %d: %w", id, target, ctx.Err())
-		case <-time.After(n.cfg.HeartbeatTimeout / 10):
+	for _, m := range n.Status().Members {
+		if m.ID == id && m.Voter {
+			return nil // already a voter (AddNonvoter keeps a voter's suffrage)
 		}
 	}
-	if err := waitFuture(ctx, n.r.AddVoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.cfg.ApplyTimeout)); err != nil {
-		return fmt.Errorf("raft: promote %s: %w", id, err)
+	ch, err := n.mon.candidate(id)
+	if err != nil {
+		return fmt.Errorf("raft: add %s: %w", id, err)
+	}
+	if err := n.waitPromotion(ctx, id, ch); err != nil {
+		return fmt.Errorf("raft: add %s: %w", id, err)
 	}
 	return nil
 }
@@ -109,7 +120,11 @@ func (n *Node) handleAdd(ctx context.Context, req []byte) ([]byte, error) {
 	if n.r.State() != hraft.Leader {
 		return nil, &transport.RemoteError{Code: codeNotLeader, Message: "not the leader"}
 	}
-	return nil, n.addLocal(ctx, m.ID, m.Address)
+	err := n.addLocal(ctx, m.ID, m.Address)
+	if isNotLeader(err) {
+		return nil, &transport.RemoteError{Code: codeNotLeader, Message: err.Error()}
+	}
+	return nil, err
 }
 
 func (n *Node) handleRemove(ctx context.Context, req []byte) ([]byte, error) {

@@ -52,6 +52,12 @@ type Node struct {
 	wg            sync.WaitGroup
 
 	appendsRefused atomic.Uint64 // appends refused whole at the seam (U4; nil entries)
+	guardRefusals  atomic.Uint64 // the guard's refusals (each also an EventGuardRefusal)
+
+	meter       *meter   // what the leader's transport sent each member (meter.go)
+	mon         *monitor // the leader's catch-up monitor (catchup.go)
+	pastMu      sync.Mutex
+	pastGranted map[string]time.Time // snapshot-past requests granted, per member (stale.go)
 }
 
 // RPC methods served on the member's listener.
@@ -71,7 +77,8 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		return nil, err
 	}
 	o := nodeopt.Collect(opts)
-	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm, o.Applied), events: newEventHub(), div: newDivergence(), closed: make(chan struct{})}
+	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm, o.Applied), events: newEventHub(), div: newDivergence(), closed: make(chan struct{}),
+		pastGranted: map[string]time.Time{}}
 	n.life, n.kill = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -88,6 +95,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		wal.RequireStamp(),
 		wal.WithLogger(quiet.Named("wal")),
 		wal.OnRefusal(func(err error) {
+			n.guardRefusals.Add(1)
 			n.events.publish(Event{Kind: EventGuardRefusal, Err: err})
 			n.div.offer(err, cfg.ID)
 		}),
@@ -132,6 +140,8 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	}
 	// A call to a member's address expects that member (identity.go).
 	n.caller = memberCaller{n: n, inner: caller}
+	// The replication meter counts what raft sends each member (meter.go).
+	trans, n.meter = newMeter(trans)
 	// No vote requests while the member is diverged (gates.go) or while
 	// raft's cached last index is stale (stale.go, docs/upstream.md U3).
 	trans = gateCampaigns(trans, n.noCampaign)
@@ -207,6 +217,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 			return nil, fmt.Errorf("raft: bootstrap: %w", err)
 		}
 	}
+	n.mon = newMonitor(n)
 	n.mux.Handle(methodPropose, n.handlePropose)
 	n.mux.Handle(methodReadIndex, n.handleReadIndex)
 	n.mux.Handle(methodStatus, n.handleStatus)
@@ -214,7 +225,9 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	n.mux.Handle(methodRemove, n.handleRemove)
 	n.mux.Handle(methodRangeDigest, n.handleRangeDigest)
 	n.mux.Handle(methodSnapshotPast, n.handleSnapshotPast)
+	n.mux.Handle(methodProgress, n.handleProgress)
 	n.observe()
+	n.mon.run()
 	n.watchStaleLastIndex()
 	n.watchDivergence()
 	ok = true
@@ -265,9 +278,18 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
+// quiesceTimeout bounds how long Close waits for inbound raft requests
+// in flight to be answered before it shuts raft down.
+const quiesceTimeout = 2 * time.Second
+
 func (n *Node) closeParts() error {
 	var errs []error
 	if n.r != nil {
+		// Inbound raft requests end (answered) before raft stops: see
+		// transport.Mux.QuiesceRaft.
+		ctx, cancel := context.WithTimeout(context.Background(), quiesceTimeout)
+		n.mux.QuiesceRaft(ctx)
+		cancel()
 		errs = append(errs, n.r.Shutdown().Error()) // closes the raft transport too
 	} else if n.nt != nil {
 		errs = append(errs, n.nt.Close()) // Open failed before raft owned it

@@ -2,11 +2,9 @@ package raft
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -189,15 +187,14 @@ func (n *Node) installView(r *hraft.Raft, req *hraft.InstallSnapshotRequest) (v 
 				"index", v.Index, "error", err)
 		}
 	}
-	st := r.Stats()
-	num := func(k string) uint64 { x, _ := strconv.ParseUint(st[k], 10, 64); return x }
-	snap, snapTerm := num("last_snapshot_index"), num("last_snapshot_term")
+	st := statsOf(r)
+	snap, snapTerm := st.LastSnapshotIndex, st.LastSnapshotTerm
 	if v.HeldTerm == 0 && snap == v.Index {
 		v.HeldTerm = snapTerm
 	}
 	stale = n.staleLast(r)
 	if stale == 0 {
-		lastIdx, lastTerm := num("last_log_index"), num("last_log_term")
+		lastIdx, lastTerm := st.LastLogIndex, st.LastLogTerm
 		if lastIdx < snap {
 			lastIdx, lastTerm = snap, snapTerm
 		}
@@ -310,7 +307,7 @@ func (n *Node) askSnapshotPast(addr string, want uint64) {
 	go func() {
 		ctx, cancel := context.WithTimeout(n.life, 2*n.cfg.ApplyTimeout)
 		defer cancel()
-		if _, err := n.caller.Call(ctx, addr, methodSnapshotPast, binary.LittleEndian.AppendUint64(nil, want)); err != nil {
+		if _, err := n.caller.Call(ctx, addr, methodSnapshotPast, n.pastRequest(want)); err != nil {
 			n.cfg.Logger.Named("seam").Warn("snapshot-past request failed", "to", addr, "want", want, "error", err)
 		}
 	}()

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"strconv"
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/catchup"
 	"github.com/jobraft/jobraft/transport"
 )
 
@@ -37,15 +37,16 @@ const methodSnapshotPast = "jr.snapshot.past"
 // maxSnapshotPast bounds how far past its log a leader is asked to move.
 const maxSnapshotPast = 1 << 20
 
-// watchStaleLastIndex runs the follower's side until Close.
+// watchStaleLastIndex runs the follower's side until Close: the detector
+// (catchup.StaleLastIndex) on every heartbeat tick, debounced by
+// catchup.StaleWatch.
 func (n *Node) watchStaleLastIndex() {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		tick := time.NewTicker(n.cfg.HeartbeatTimeout)
 		defer tick.Stop()
-		var seen, asked uint64
-		var askedAt time.Time
+		var w catchup.StaleWatch
 		for {
 			select {
 			case <-n.closed:
@@ -53,12 +54,9 @@ func (n *Node) watchStaleLastIndex() {
 			case <-tick.C:
 			}
 			stale := n.staleLastIndex()
-			if stale == 0 || stale != seen {
-				seen = stale
+			want := w.Step(time.Now(), stale, 10*n.cfg.ElectionTimeout)
+			if want == 0 {
 				continue
-			}
-			if stale == asked && time.Since(askedAt) < 10*n.cfg.ElectionTimeout {
-				continue // the leader is on it: its snapshot has to reach us
 			}
 			addr, id := n.r.LeaderWithID()
 			if id == "" || string(id) == n.cfg.ID {
@@ -66,16 +64,14 @@ func (n *Node) watchStaleLastIndex() {
 			}
 			n.cfg.Logger.Warn("raft's last index is in neither the log nor the latest snapshot (a snapshot install reset a longer log); asking the leader for a snapshot past it",
 				"stale_last_index", stale, "leader", id)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ApplyTimeout)
-			// A snapshot strictly past the stale index: raft prefers its
-			// cached last entry over a snapshot at the same index.
-			_, err := n.caller.Call(ctx, string(addr), methodSnapshotPast, binary.LittleEndian.AppendUint64(nil, stale+1))
+			ctx, cancel := context.WithTimeout(transport.ExpectPeer(n.life, string(id)), 2*n.cfg.ApplyTimeout)
+			_, err := n.caller.Call(ctx, string(addr), methodSnapshotPast, n.pastRequest(want))
 			cancel()
 			if err != nil {
 				n.cfg.Logger.Warn("snapshot-past request failed", "stale_last_index", stale, "leader", id, "error", err)
 				continue
 			}
-			asked, askedAt = stale, time.Now()
+			w.Asked(time.Now(), stale)
 		}
 	}()
 }
@@ -100,17 +96,11 @@ func (n *Node) staleLast(r *hraft.Raft) uint64 {
 	if err != nil || cached <= logLast {
 		return 0 // the common case, without Stats
 	}
-	st := r.Stats()
-	num := func(k string) uint64 { v, _ := strconv.ParseUint(st[k], 10, 64); return v }
-	last, lastTerm := num("last_log_index"), num("last_log_term")
-	snap, snapTerm := num("last_snapshot_index"), num("last_snapshot_term")
+	st := statsOf(r)
 	if logLast, err = n.log.LastIndex(); err != nil {
 		return 0
 	}
-	if last <= logLast || last < snap || (last == snap && lastTerm == snapTerm) {
-		return 0
-	}
-	return last
+	return catchup.StaleLastIndex(st.LastLogIndex, st.LastLogTerm, logLast, st.LastSnapshotIndex, st.LastSnapshotTerm)
 }
 
 // While raft's cached last index is stale, the member cannot vouch for it
@@ -207,9 +197,8 @@ func (n *Node) refuseStaleVote(r *hraft.Raft, candIdx, candTerm uint64, candidat
 // realLast is the last entry the member really holds: its log's last entry,
 // or raft's latest snapshot when the log is empty or behind it.
 func (n *Node) realLast(r *hraft.Raft) (index, term uint64) {
-	st := r.Stats()
-	index, _ = strconv.ParseUint(st["last_snapshot_index"], 10, 64)
-	term, _ = strconv.ParseUint(st["last_snapshot_term"], 10, 64)
+	st := statsOf(r)
+	index, term = st.LastSnapshotIndex, st.LastSnapshotTerm
 	if last, err := n.log.LastIndex(); err == nil && last > index {
 		var e hraft.Log
 		if n.log.GetLog(last, &e) == nil {
@@ -234,19 +223,60 @@ func (n *Node) noCampaign() bool {
 	return true
 }
 
+// pastRequest encodes a snapshot-past request: the index, then the asking
+// member's ID.
+//
+//	+-----------------+-----------+
+//	| want u64 (LE)   | member ID |
+//	+-----------------+-----------+
+func (n *Node) pastRequest(want uint64) []byte {
+	return append(binary.LittleEndian.AppendUint64(nil, want), n.cfg.ID...)
+}
+
 // handleSnapshotPast is the leader's side: move the log to at least the
-// requested index with barriers (batched), then take a snapshot.
+// requested index with barriers (batched), then take a snapshot. The
+// request is bounded (catchup.CheckSnapshotPast): the asking member must be
+// in the configuration (under TLS, the one its certificate names), may ask
+// only for what its own progress report shows (its raft last index — the
+// stale one — or its floor, plus one), and is granted at most one per
+// snapshotPastInterval.
 func (n *Node) handleSnapshotPast(ctx context.Context, req []byte) ([]byte, error) {
-	if len(req) != 8 {
-		return nil, &transport.RemoteError{Code: "jr.bad_request", Message: "index required"}
+	if len(req) <= 8 {
+		return nil, &transport.RemoteError{Code: "jr.bad_request", Message: "index and member id required"}
 	}
-	want := binary.LittleEndian.Uint64(req)
+	want, from := binary.LittleEndian.Uint64(req), string(req[8:])
+	if peer, ok := transport.PeerID(ctx); ok && peer != from {
+		return nil, &transport.RemoteError{Code: "jr.forbidden", Message: "the request names another member than the caller's certificate"}
+	}
 	if n.r.State() != hraft.Leader {
 		return nil, &transport.RemoteError{Code: codeNotLeader, Message: "not the leader"}
 	}
-	if last := n.r.LastIndex(); want > last && want-last > maxSnapshotPast {
-		return nil, &transport.RemoteError{Code: "jr.bad_request", Message: "index too far past the leader's log"}
+	addr, member := n.memberAddr(from)
+	var proven uint64
+	if member {
+		pctx, cancel := context.WithTimeout(ctx, n.cfg.ElectionTimeout)
+		rep, err := n.progressOf(transport.ExpectPeer(pctx, from), addr)
+		cancel()
+		if err != nil {
+			return nil, &transport.RemoteError{Code: "jr.unavailable", Message: "cannot read the member's progress: " + err.Error()}
+		}
+		proven = max(rep.LastIndex, rep.Floor, rep.PersistedFloor)
 	}
+	n.pastMu.Lock()
+	now := time.Now()
+	barriers, err := catchup.CheckSnapshotPast(catchup.PastRequest{
+		Want: want, LeaderLast: n.r.LastIndex(), Member: member, Proven: proven,
+		Now: now, LastGranted: n.pastGranted[from], MinInterval: snapshotPastInterval * n.cfg.ElectionTimeout, Max: maxSnapshotPast,
+	})
+	if err == nil {
+		n.pastGranted[from] = now
+	}
+	n.pastMu.Unlock()
+	if err != nil {
+		n.cfg.Logger.Warn("snapshot-past request refused", "from", from, "want", want, "proven", proven, "error", err)
+		return nil, &transport.RemoteError{Code: "jr.refused", Message: err.Error()}
+	}
+	n.cfg.Logger.Info("snapshot-past request granted", "from", from, "want", want, "barriers", barriers)
 	for n.r.LastIndex() < want {
 		k := min(want-n.r.LastIndex(), 256)
 		fs := make([]hraft.Future, k)
@@ -262,6 +292,24 @@ func (n *Node) handleSnapshotPast(ctx context.Context, req []byte) ([]byte, erro
 	if err := waitFuture(ctx, n.r.Snapshot()); err != nil && !errors.Is(err, hraft.ErrNothingNewToSnapshot) {
 		return nil, err
 	}
-	n.cfg.Logger.Info("snapshot taken past a follower's stale last index", "index", want)
+	n.cfg.Logger.Info("snapshot taken past a follower's stale last index", "index", want, "from", from)
 	return nil, nil
+}
+
+// snapshotPastInterval is how many election timeouts apart one member's
+// snapshot-past requests are granted.
+const snapshotPastInterval = 2
+
+// memberAddr returns the address of member id in the latest configuration.
+func (n *Node) memberAddr(id string) (string, bool) {
+	f := n.r.GetConfiguration()
+	if f.Error() != nil {
+		return "", false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			return string(s.Address), true
+		}
+	}
+	return "", false
 }

@@ -27,6 +27,12 @@ type Status struct {
 	PersistedFloor uint64     `json:"persisted_floor"`
 	Digest         fsm.Digest `json:"digest"`
 	Members        []Member   `json:"members"`
+	// Progress is, on the leader only, every member's catch-up state as
+	// its monitor sees it (this member first among them by ID order, as
+	// StateLeader); nil on other members.
+	Progress []MemberProgress `json:"progress,omitempty"`
+	// GuardRefusals counts the guard's refusals since the member started.
+	GuardRefusals uint64 `json:"guard_refusals"`
 	// Diverged is set once the leader asked this member to cut entries at
 	// or below its commit floor (see Divergence); nil otherwise. It stays
 	// set until the member stops.
@@ -84,16 +90,7 @@ type SeamCounters struct {
 func (n *Node) Status() Status {
 	addr, id := n.r.LeaderWithID()
 	first, _ := n.log.FirstIndex()
-	// raft's last index counts a snapshot installed after the log was
-	// reset; the log's own last entry gives the term when it holds it.
-	last := n.r.LastIndex()
-	var lastTerm uint64
-	var e hraft.Log
-	if n.log.GetLog(last, &e) == nil {
-		lastTerm = e.Term
-	} else if st := n.r.Stats(); st["last_snapshot_index"] == fmt.Sprint(last) {
-		fmt.Sscan(st["last_snapshot_term"], &lastTerm)
-	}
+	last, lastTerm := n.lastEntry()
 	s := Status{
 		ID: n.cfg.ID, Address: n.mux.Addr(), Role: n.r.State().String(), Term: n.r.CurrentTerm(),
 		LeaderID: string(id), LeaderAddress: string(addr),
@@ -103,6 +100,7 @@ func (n *Node) Status() Status {
 		Digest: n.sm.Digest(), Diverged: n.div.current(), LogFailed: n.log.Failure(),
 		Seam:            n.seamCounters(),
 		IdentityRefused: n.mux.IdentityStats(),
+		Progress:        n.mon.progress(), GuardRefusals: n.guardRefusals.Load(),
 	}
 	if f := n.r.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {
@@ -110,6 +108,21 @@ func (n *Node) Status() Status {
 		}
 	}
 	return s
+}
+
+// lastEntry is raft's last index (it counts a snapshot installed after the
+// log was reset) and its term: the log's own entry's when it holds it, else
+// the snapshot's when the index is the snapshot's (else 0).
+func (n *Node) lastEntry() (index, term uint64) {
+	index = n.r.LastIndex()
+	var e hraft.Log
+	if n.log.GetLog(index, &e) == nil {
+		return index, e.Term
+	}
+	if st := statsOf(n.r); st.LastSnapshotIndex == index {
+		return index, st.LastSnapshotTerm
+	}
+	return index, 0
 }
 
 // StatusOf asks the member at addr for its status over the status RPC.

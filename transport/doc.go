@@ -25,7 +25,10 @@
 //     BindTargets cannot dial (ErrUnboundTarget).
 //  4. Call other members with mux.Call(ctx, addr, method, req) — or through a
 //     transport.Caller, so chaos tests can pass a wrapped one.
-//  5. On shutdown: raft.Shutdown (it closes the raft transport), then
+//  5. On shutdown: mux.QuiesceRaft(ctx) while raft still runs (inbound
+//     raft requests in flight are answered, the rest end quietly; without
+//     it hashicorp/raft logs errors for requests that arrive after its own
+//     shutdown), then raft.Shutdown (it closes the raft transport), then
 //     mux.Close.
 //
 // # Guarantees

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"net"
 )
 
 // Configuration errors, returned by Listen.
@@ -151,7 +152,38 @@ type CallError struct {
 }
 
 func (e *CallError) Error() string {
-	return fmt.Sprintf("transport: call %s to %s: %s: %v (%s)", e.Method, e.Addr, e.Op, e.Err, classText(e.Class))
+	return fmt.Sprintf("transport: call %s to %s: %s: %s (%s)", e.Method, e.Addr, e.Op, e.causeText(), classText(e.Class))
+}
+
+// ElideAddr returns err for a caller whose own message names addr already
+// (a proposal forwarded to the leader names the leader, walcompare names
+// the member): a *CallError to addr then reads without the address.
+// errors.Is and errors.As see err unchanged.
+func ElideAddr(err error, addr string) error {
+	if ce, ok := err.(*CallError); ok && addr != "" && ce.Addr == addr {
+		return elided{ce}
+	}
+	return err
+}
+
+// elided is a CallError whose text leaves out the address.
+type elided struct{ ce *CallError }
+
+func (e elided) Error() string {
+	return fmt.Sprintf("transport: call %s: %s: %s (%s)", e.ce.Method, e.ce.Op, e.ce.causeText(), classText(e.ce.Class))
+}
+
+func (e elided) Unwrap() error { return e.ce }
+
+// causeText is the cause without what the CallError says already: a
+// *net.OpError for the call's own address repeats the operation and the
+// address ("dial tcp A: connect: connection refused"); what it adds is its
+// inner error. Errors.Is and As still see the whole cause.
+func (e *CallError) causeText() string {
+	if oe, ok := e.Err.(*net.OpError); ok && oe.Err != nil && oe.Addr != nil && oe.Addr.String() == e.Addr {
+		return oe.Err.Error()
+	}
+	return fmt.Sprint(e.Err)
 }
 
 // Unwrap returns both the class and the cause.

@@ -330,6 +330,7 @@ type trackedConn struct {
 	raw      net.Conn // the TCP connection; closing it ends Conn too
 	m        *Mux
 	once     sync.Once
+	done     chan struct{} // closed by Close
 
 	raftInbound bool // guarded by m.mu; closed with the raft stream layer
 
@@ -340,7 +341,7 @@ type trackedConn struct {
 }
 
 func (m *Mux) track(c net.Conn) (*trackedConn, bool) {
-	tc := &trackedConn{Conn: c, raw: c, m: m}
+	tc := &trackedConn{Conn: c, raw: c, m: m, done: make(chan struct{})}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -366,6 +367,7 @@ func (c *trackedConn) Close() error {
 		c.m.mu.Lock()
 		delete(c.m.conns, c)
 		c.m.mu.Unlock()
+		close(c.done)
 	})
 	if errors.Is(err, net.ErrClosed) {
 		return nil

@@ -76,6 +76,8 @@ type streamLayer struct {
 	ch     chan net.Conn
 	closed chan struct{}
 	once   sync.Once
+
+	quiet bool // guarded by m.mu: QuiesceRaft began, new connections are refused
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -85,8 +87,13 @@ var _ raft.StreamLayer = (*streamLayer)(nil)
 // checks every request's sender against the peer's certificate.
 func (s *streamLayer) deliver(c *trackedConn) {
 	s.m.mu.Lock()
-	c.raftInbound = true
+	quiet := s.quiet
+	c.raftInbound = !quiet
 	s.m.mu.Unlock()
+	if quiet {
+		_ = c.Close() // raft never saw it: nothing to answer
+		return
+	}
 	var conn net.Conn = c
 	if c.leaf != nil {
 		conn = newRaftGate(s.m, c)
@@ -126,6 +133,55 @@ func (s *streamLayer) Close() error {
 		}
 	})
 	return nil
+}
+
+// QuiesceRaft ends inbound raft traffic while raft still runs, so that
+// raft's Shutdown finds no request it received and left unanswered. Call it
+// right before raft.Shutdown; raft keeps sending (and receiving answers)
+// meanwhile.
+//
+// Why: hashicorp/raft stops its goroutines first and closes its transport
+// after. A request that arrives in between (a heartbeat, an append) is
+// decoded and then never answered, and the transport's connection handler
+// logs "failed to decode incoming command ... transport shutdown" as an
+// ERROR when the transport closes; a handler still waiting for the next
+// request logs "use of closed network connection". Whether either happens
+// depends on where a request is at that instant, so a graceful stop logged
+// errors now and then, more often on a loaded machine.
+//
+// QuiesceRaft refuses new inbound raft connections, shuts the read side of
+// the accepted ones (a handler waiting between requests reads io.EOF and
+// ends quietly; one handling a request answers it, since raft still runs,
+// and then reads io.EOF), and waits until every handler has ended and
+// closed its connection, or ctx is done. Outbound raft connections are
+// untouched. The Mux keeps serving its RPC channel.
+func (m *Mux) QuiesceRaft(ctx context.Context) {
+	m.mu.Lock()
+	s := m.raft
+	var conns []*trackedConn
+	if s != nil {
+		s.quiet = true
+		for c := range m.conns {
+			if c.raftInbound {
+				conns = append(conns, c)
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		if cr, ok := c.raw.(interface{ CloseRead() error }); ok {
+			_ = cr.CloseRead()
+		} else {
+			_ = c.Close()
+		}
+	}
+	for _, c := range conns {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (s *streamLayer) isClosed() bool {

@@ -61,7 +61,7 @@ func (m *liveMember) call(ctx context.Context, q logdigest.Request) (*logdigest.
 	m.calls.Add(1)
 	out, err := m.c.Call(ctx, m.addr, DigestMethod, req)
 	if err != nil {
-		return nil, fmt.Errorf("walcompare: %s (%s): %s: %w", m.name, m.addr, q.Op, err)
+		return nil, fmt.Errorf("walcompare: %s (%s): %s: %w", m.name, m.addr, q.Op, transport.ElideAddr(err, m.addr))
 	}
 	var rep logdigest.Reply
 	if err := json.Unmarshal(out, &rep); err != nil {

@@ -29,6 +29,7 @@ type options struct { // the json tags name the config-file keys (= flag names)
 	HTTPAddr  string `json:"http-addr"`
 	Peers     string `json:"peers"` // id=host:port,id=host:port (the initial members, this one included)
 	Bootstrap bool   `json:"bootstrap"`
+	Join      bool   `json:"join"`
 	ClusterID string `json:"cluster-id"`
 
 	Token     string `json:"token"`
@@ -81,6 +82,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPAddr, "http-addr", o.HTTPAddr, "HTTP API listen address")
 	fs.StringVar(&o.Peers, "peers", o.Peers, "initial members id=host:port,... (this member included); empty: a one-member cluster (bootstrapped)")
 	fs.BoolVar(&o.Bootstrap, "bootstrap", o.Bootstrap, "bootstrap the cluster with -peers when the data dir is empty (give it to every initial member)")
+	fs.BoolVar(&o.Join, "join", o.Join, "first start of a member added to a running cluster: wait to be added (POST /v1/cluster/members) instead of bootstrapping; needs -cluster-id, no -peers or -bootstrap")
 	fs.StringVar(&o.ClusterID, "cluster-id", o.ClusterID, "cluster name kept in the data dir at first start and checked at every start (default: derived from -peers)")
 	fs.StringVar(&o.Token, "token", o.Token, "API bearer token (or env JOBD_TOKEN, or -token-file)")
 	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "file holding the API bearer token")
@@ -197,6 +199,9 @@ func (o *options) validate() error {
 	}
 	if o.ReadTimeout <= 0 {
 		errs = append(errs, errors.New("-read-timeout must be positive"))
+	}
+	if o.Join && (o.Bootstrap || o.Peers != "" || o.ClusterID == "") {
+		errs = append(errs, errors.New("-join needs -cluster-id (the cluster_id of GET /v1/cluster/members) and no -peers or -bootstrap"))
 	}
 	if _, err := o.members(); err != nil {
 		errs = append(errs, err)

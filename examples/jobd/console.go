@@ -220,6 +220,7 @@ func (c *console) render(w http.ResponseWriter, code int, name string, p *page) 
 // fail renders an error page with the API's classification of err.
 func (c *console) fail(w http.ResponseWriter, p *page, err error) {
 	code, kind, reason := classify(err, "")
+	reason = nameLeaders(reason, c.s.ctl.Node().Status().Members)
 	if code >= 500 {
 		c.s.log.Warn("console request failed", "code", code, "error", err)
 	}

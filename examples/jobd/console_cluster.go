@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/walcompare"
 )
 
@@ -26,15 +27,28 @@ type memberRow struct {
 	Error           string
 }
 
-// catchUpOf describes a member's catch-up from what its raft status says
-// today (up, diverged, entries behind the leader, applied behind commit).
-// It is the console's adapter for per-member progress: when the members
-// API reports catch-up progress (snapshot transfer, replay), this is the
-// one function to switch to it.
-func catchUpOf(m memberRow, st *statusJSON) string {
+// catchUpOf describes a member's catch-up: the leader's catch-up policy
+// (raft.MemberProgress: stalled or diverged with its reason, a snapshot or
+// log being streamed with rate and ETA) where the leader reported one, else
+// what the member's own raft status says (up, diverged, entries behind the
+// leader, applied behind commit).
+func catchUpOf(m memberRow, st *statusJSON, p *raft.MemberProgress) string {
 	switch {
 	case !m.Up:
 		return "down: " + m.Error
+	case p != nil && (p.State == raft.StateStalled || p.State == raft.StateDiverged):
+		s := p.State
+		if p.Reason != "" {
+			s += ": " + p.Reason
+		}
+		if p.Detail != "" {
+			s += " (" + p.Detail + ")"
+		}
+		return s
+	case p != nil && p.Installing:
+		return fmt.Sprintf("receiving the leader's snapshot: %d of %d bytes left, %.0f B/s%s", p.SnapshotBytesRemaining, p.SnapshotSize, p.BytesPerSecond, eta(p.ETA))
+	case p != nil && p.State == raft.StateCatchingUp:
+		return fmt.Sprintf("catching up: %d entries behind, %.0f entries/s%s", p.Lag, p.EntriesPerSecond, eta(p.ETA))
 	case st.Diverged != nil:
 		return fmt.Sprintf("diverged at index %d: re-seed this member", st.Diverged.Index)
 	case !m.Voter:
@@ -46,6 +60,14 @@ func catchUpOf(m memberRow, st *statusJSON) string {
 	default:
 		return "caught up"
 	}
+}
+
+// eta renders a catch-up ETA (negative: unknown; zero: nothing remains).
+func eta(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return ", done in about " + d.Round(100*time.Millisecond).String()
 }
 
 // GET /console/cluster: every member as the status RPC reports it (a
@@ -63,6 +85,11 @@ func (c *console) clusterPage(w http.ResponseWriter, r *http.Request, p *page) e
 			leaderLast = m.Status.LastIndex
 		}
 	}
+	progress := map[string]*raft.MemberProgress{}
+	prog, _ := leaderProgress(ctx, node)
+	for i := range prog {
+		progress[prog[i].ID] = &prog[i]
+	}
 	rows := make([]memberRow, len(ms))
 	for i, m := range ms {
 		row := memberRow{ID: m.ID, Address: m.Address, Voter: m.Voter, Self: m.ID == self.ID, Up: m.Status != nil, Error: m.Error}
@@ -75,9 +102,9 @@ func (c *console) clusterPage(w http.ResponseWriter, r *http.Request, p *page) e
 					row.Lag = leaderLast - st.LastIndex
 				}
 			}
-			row.CatchUp = catchUpOf(row, st)
+			row.CatchUp = catchUpOf(row, st, progress[m.ID])
 		} else {
-			row.CatchUp = catchUpOf(row, nil)
+			row.CatchUp = catchUpOf(row, nil, nil)
 		}
 		rows[i] = row
 	}

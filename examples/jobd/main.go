@@ -51,7 +51,7 @@ func main() {
 	if err != nil {
 		exitUsage(err)
 	}
-	log, filter := newLogger(o.LogLevel, os.Stderr)
+	log := hclog.New(&hclog.LoggerOptions{Name: "jobd", Level: hclog.LevelFromString(o.LogLevel), Output: os.Stderr})
 	m := newMetrics()
 	if err := m.installRaftSink(); err != nil {
 		log.Error("metrics", "error", err)
@@ -66,7 +66,6 @@ func main() {
 	}
 	<-ctx.Done()
 	log.Info("shutting down", "grace", o.ShutdownGrace)
-	filter.shuttingDown()
 	if err := d.shutdown(o.ShutdownGrace); err != nil {
 		log.Error("shutdown", "error", err)
 		os.Exit(1)
@@ -140,7 +139,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	ctl, err := jobraft.Open(ctx, jobraft.Config{
 		Config: raft.Config{
 			ID: o.ID, DataDir: o.DataDir, BindAddr: o.RaftAddr, AdvertiseAddr: o.Advertise,
-			TLS: ctls, AllowInsecure: o.InsecureCluster, Bootstrap: o.Bootstrap || members == nil, InitialMembers: members,
+			TLS: ctls, AllowInsecure: o.InsecureCluster, Bootstrap: (o.Bootstrap || members == nil) && !o.Join, InitialMembers: members,
 			HeartbeatTimeout: o.Heartbeat, ElectionTimeout: o.Election, LeaderLeaseTimeout: o.Heartbeat, // raft's default ratio (docs/timing.md)
 			SnapshotThreshold: o.SnapshotEvery, Logger: log.Named("raft"),
 		},

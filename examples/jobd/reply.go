@@ -90,3 +90,10 @@ func nameLeaders(text string, members []raft.Member) string {
 		return ref
 	})
 }
+
+// divergedReason is readyz's reason for a diverged member, naming the
+// leader as every error reply does: "ID (address)".
+func divergedReason(d raft.Divergence, members []raft.Member) string {
+	return nameLeaders(fmt.Sprintf("diverged from the leader's log at index %d (leader %q) (local term %d, leader term %d); re-seed this member",
+		d.Index, d.Leader, d.LocalTerm, d.LeaderTerm), members)
+}

@@ -91,3 +91,15 @@ func TestLoneSurrogate(t *testing.T) {
 		}
 	}
 }
+
+// TestDivergedReasonNamesLeader: readyz's diverged reply names the leader
+// "ID (address)" like every other reply (it named the ID alone).
+func TestDivergedReasonNamesLeader(t *testing.T) {
+	members := []raft.Member{{ID: "m1", Address: "127.0.0.1:7001"}, {ID: "m2", Address: "127.0.0.1:7002"}}
+	got := divergedReason(raft.Divergence{Index: 42, LocalTerm: 3, LeaderTerm: 5, Leader: "m2"}, members)
+	for _, want := range []string{"(leader m2 (127.0.0.1:7002))", "index 42", "local term 3", "leader term 5", "re-seed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("reason %q lacks %q", got, want)
+		}
+	}
+}

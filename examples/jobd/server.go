@@ -29,6 +29,7 @@ type server struct {
 	clusterTLS  *tls.Config // client side of the members' mTLS (walcompare), nil without
 	compare     lastCompare // the last walcompare run (API or console), for the console
 	clusterID   string      // the data dir's cluster (recorded in backups)
+	adds        memberAdds  // adds started through this API (api_members.go)
 }
 
 func newServer(ctl *jobraft.Controller, member, token string, o options, m *metrics, log hclog.Logger, clusterTLS *tls.Config) *server {
@@ -66,6 +67,9 @@ func (s *server) handler() http.Handler {
 	api("GET /v1/cluster/backup", "", s.backup)
 	api("POST /v1/queues/{queue}/pause", adviceOther, s.pauseQueue)
 	api("POST /v1/queues/{queue}/resume", adviceOther, s.resumeQueue)
+	api("GET /v1/cluster/members", "", s.listMembers)
+	api("POST /v1/cluster/members", adviceOther, s.addMember)
+	api("DELETE /v1/cluster/members/{id}", adviceOther, s.removeMember)
 	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
@@ -246,8 +250,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	case st.LeaderID == "":
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "no leader known")
 	case st.Diverged != nil:
-		writeError(w, http.StatusServiceUnavailable, "diverged", fmt.Sprintf("diverged from leader %s at index %d (local term %d, leader term %d); re-seed this member",
-			st.Diverged.Leader, st.Diverged.Index, st.Diverged.LocalTerm, st.Diverged.LeaderTerm))
+		writeError(w, http.StatusServiceUnavailable, "diverged", divergedReason(*st.Diverged, st.Members))
 	case !st.Ready:
 		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("applied %d of commit %d", st.AppliedIndex, st.CommitIndex))
 	default:

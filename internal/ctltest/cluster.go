@@ -97,6 +97,25 @@ func (c *Cluster) StartMember(i int) {
 	c.t.Fatalf("start %s: %v", c.Cfgs[i].ID, err)
 }
 
+// NewMember starts a new, empty member id (not bootstrapped, in a fresh
+// data dir next to the others'; tweak may adjust its config) without
+// adding it, and returns its index. Add it with Node().AddMember.
+func (c *Cluster) NewMember(id string, tweak func(c *jobraft.Config)) int {
+	c.t.Helper()
+	base := filepath.Dir(c.Cfgs[0].DataDir)
+	cfg := Config(c.t, id, filepath.Join(base, id), nodetest.FreeAddr(c.t))
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	cfg.Bootstrap, cfg.InitialMembers = false, nil
+	c.Cfgs = append(c.Cfgs, cfg)
+	c.Ctls = append(c.Ctls, nil)
+	c.Applied = append(c.Applied, history.NewMemory(id))
+	i := len(c.Ctls) - 1
+	c.StartMember(i)
+	return i
+}
+
 // CheckApplied checks every member's applied history, running or stopped,
 // against the log of the current leader up to its commit index
 // (nodetest.CheckAppliedNodes), and fails the test on a violation or a

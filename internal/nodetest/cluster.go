@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -226,18 +227,7 @@ func (c *Cluster) WaitLeader(d time.Duration) int {
 // then voter once caught up) and returns its index in the cluster.
 func (c *Cluster) Join(via int, id string, d time.Duration) int {
 	c.t.Helper()
-	cfg := FastConfig(c.t, id, filepath.Join(c.base, id), FreeAddr(c.t))
-	if c.tweak != nil {
-		c.tweak(&cfg)
-	}
-	cfg.Bootstrap, cfg.InitialMembers = false, nil
-	c.Cfgs = append(c.Cfgs, cfg)
-	c.Nodes = append(c.Nodes, nil)
-	c.KVs = append(c.KVs, nil)
-	c.Applied = append(c.Applied, history.NewMemory(id))
-	i := len(c.Nodes) - 1
-	c.WAL = append(c.WAL, c.walOptsOf(i))
-	c.StartMember(i)
+	i := c.NewMember(id, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	for {
@@ -260,6 +250,37 @@ func (c *Cluster) Join(via int, id string, d time.Duration) int {
 		c.t.Logf("add %s through %s: %v; the leadership moved, asking again", id, c.Cfgs[via].ID, err)
 		c.WaitLeader(d)
 	}
+}
+
+// NewMember starts a new, empty member id (not bootstrapped, same faults
+// and tweak as the others, then tweak when not nil, in a fresh data dir)
+// without adding it, and returns its index in the cluster. An id used
+// before gets a fresh data dir (a replacement).
+func (c *Cluster) NewMember(id string, tweak func(*raft.Config)) int {
+	c.t.Helper()
+	dir := filepath.Join(c.base, id)
+	for k := 1; ; k++ {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			break
+		}
+		dir = filepath.Join(c.base, fmt.Sprintf("%s.%d", id, k))
+	}
+	cfg := FastConfig(c.t, id, dir, FreeAddr(c.t))
+	if c.tweak != nil {
+		c.tweak(&cfg)
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	cfg.Bootstrap, cfg.InitialMembers = false, nil
+	c.Cfgs = append(c.Cfgs, cfg)
+	c.Nodes = append(c.Nodes, nil)
+	c.KVs = append(c.KVs, nil)
+	c.Applied = append(c.Applied, history.NewMemory(id))
+	i := len(c.Nodes) - 1
+	c.WAL = append(c.WAL, c.walOptsOf(i))
+	c.StartMember(i)
+	return i
 }
 
 // Running returns the indexes of the running members.

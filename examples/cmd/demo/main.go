@@ -27,10 +27,15 @@ func main() {
 	flag.IntVar(&cfg.Batch, "batch", 20, "jobs per submit request")
 	flag.BoolVar(&cfg.TLS, "tls", true, "mTLS between members (throwaway certificates)")
 	flag.BoolVar(&cfg.Kill, "kill", true, "SIGKILL the leader midway and restart it")
+	flag.BoolVar(&cfg.Grow, "grow", false, "grow the cluster to 5 members while it works (jobd -join, POST /v1/cluster/members), then shrink it back; with -kill=false")
 	flag.DurationVar(&cfg.LeaseTTL, "lease-ttl", 3*time.Second, "job lease TTL (jobs running on the killed leader come back after it)")
 	flag.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	flag.StringVar(&cfg.Dir, "dir", "", "directory for data and logs (default: a new temporary directory, kept)")
 	flag.Parse()
+	if cfg.Grow && cfg.Kill {
+		fmt.Fprintln(os.Stderr, "demo: -grow needs -kill=false (a promoted spare could be the leader killed)")
+		os.Exit(2)
+	}
 	if cfg.Jobs < 1 || cfg.Clients < 1 || cfg.Batch < 1 || cfg.Batch > 1000 {
 		fmt.Fprintln(os.Stderr, "demo: -jobs, -clients >= 1 and -batch in 1..1000")
 		os.Exit(2)

@@ -21,6 +21,7 @@ type config struct {
 	Batch     int
 	TLS       bool
 	Kill      bool          // SIGKILL the leader midway and restart it
+	Grow      bool          // grow the cluster to 5 members while it works, then shrink it back (grow.go)
 	Timeout   time.Duration // for the whole run
 	Dir       string        // data and logs (kept)
 	ModuleDir string        // the examples module (to build jobd)
@@ -47,7 +48,11 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	c, err := cluster.New(ctx, cluster.Options{Dir: cfg.Dir, TLS: cfg.TLS, Flags: []string{
+	spares := 0
+	if cfg.Grow {
+		spares = 2
+	}
+	c, err := cluster.New(ctx, cluster.Options{Dir: cfg.Dir, TLS: cfg.TLS, Spares: spares, Flags: []string{
 		"-heartbeat", "500ms", "-election", "500ms", "-lease-ttl", cfg.LeaseTTL.String(),
 		"-queues", queue + "=16", "-log-level", "info",
 	}}, jobd, walcmp)
@@ -85,6 +90,15 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 			failover, failErr = killLeader(ctx, c)
 		}()
 	}
+	var grown *growResult
+	var growErr error
+	if cfg.Grow {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			grown, growErr = growShrink(ctx, cfg, c)
+		}()
+	}
 	stopBar := startBar(ctx, cfg, c, &submitted)
 	err = submitAll(ctx, cfg, c, &submitted, &dups, half)
 	sum.SubmitDur = time.Since(start)
@@ -99,6 +113,21 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 		return sum, fmt.Errorf("failover: %w", failErr)
 	}
 	sum.Failover = failover
+	if cfg.Grow {
+		if grown == nil {
+			grown = &growResult{}
+		}
+		var ids []string
+		for _, p := range grown.Promoted {
+			ids = append(ids, fmt.Sprintf("%s after %s (peak %.1f MB/s)", p.ID, p.Took.Round(time.Millisecond), p.PeakBytes/1e6))
+		}
+		detail := "promoted " + strings.Join(ids, ", ") + "; removed " + strings.Join(grown.Removed, ", ")
+		if growErr != nil {
+			detail += "; " + growErr.Error()
+		}
+		sum.check("grow 3→5 while working (POST /v1/cluster/members, promoted by the catch-up policy), shrink back (DELETE)",
+			growErr == nil && len(grown.Promoted) == spares && len(grown.Removed) == spares, detail)
+	}
 	if err := waitDone(ctx, c, cfg.Jobs); err != nil {
 		stopBar()
 		return sum, err

@@ -14,7 +14,7 @@ import (
 )
 
 var commandOrder = []string{"submit", "get", "list", "watch", "cancel", "retry", "pause", "resume", "stats",
-	"members", "walcompare", "backup", "verify-backup"}
+	"members", "member-add", "member-remove", "walcompare", "backup", "verify-backup"}
 
 // Per-command flag values (one command runs per process).
 var (
@@ -61,11 +61,13 @@ var commands = map[string]*command{
 		run: watch},
 	"cancel": {args: "ID", help: "cancel a job",
 		flags: func(fs *flag.FlagSet) { fs.StringVar(&fReason, "reason", "", "why (recorded)") }, run: cancel},
-	"retry":   {args: "ID", help: "move a dead or canceled job back to pending", run: retry},
-	"pause":   {args: "QUEUE", help: "stop claims from a queue (submits are still accepted)", run: pauseResume(true)},
-	"resume":  {args: "QUEUE", help: "restart claims from a paused queue", run: pauseResume(false)},
-	"stats":   {args: "", help: "job counts per queue and state", run: stats},
-	"members": {args: "", help: "the members with role, term, indexes, lag and readiness", run: members},
+	"retry":         {args: "ID", help: "move a dead or canceled job back to pending", run: retry},
+	"pause":         {args: "QUEUE", help: "stop claims from a queue (submits are still accepted)", run: pauseResume(true)},
+	"resume":        {args: "QUEUE", help: "restart claims from a paused queue", run: pauseResume(false)},
+	"stats":         {args: "", help: "job counts per queue and state", run: stats},
+	"members":       {args: "", help: "the members with role, term, indexes, lag, readiness and catch-up state", run: members},
+	"member-add":    {args: "ID RAFT-ADDR", help: "add a member started with jobd -join: a non-voter until the catch-up policy promotes it", run: memberAdd},
+	"member-remove": {args: "ID", help: "remove a member (the leader included)", run: memberRemove},
 	"walcompare": {args: "", help: "compare the members' logs online; exit 8 on a committed divergence", flags: func(fs *flag.FlagSet) {
 		fs.Uint64Var(&fFrom, "from", 0, "first index")
 		fs.Uint64Var(&fTo, "to", 0, "last index")
@@ -307,17 +309,57 @@ func members(ctx context.Context, e *env, args []string) error {
 	if e.g.json {
 		return printJSON(e, ms)
 	}
+	// The catch-up state comes from the leader's policy (GET
+	// /v1/cluster/members); without it the table still shows the rest.
+	catchUp := map[string]string{}
+	if mem, err := e.c.Membership(ctx); err == nil {
+		for _, m := range mem.Members {
+			st := m.State
+			if m.Reason != "" {
+				st += " (" + m.Reason + ")"
+			}
+			catchUp[m.ID] = st
+		}
+	}
+	state := func(id string) string {
+		if s, ok := catchUp[id]; ok {
+			return s
+		}
+		return "-"
+	}
 	t := newTable(e.out)
-	t.row("ID", "ADDRESS", "VOTER", "ROLE", "TERM", "COMMIT", "APPLIED", "LAG", "READY", "DIGEST")
+	t.row("ID", "ADDRESS", "VOTER", "ROLE", "TERM", "COMMIT", "APPLIED", "LAG", "READY", "CATCH-UP", "DIGEST")
 	for _, m := range ms {
 		if m.Status == nil {
-			t.row(m.ID, m.Address, m.Voter, "unreachable", "-", "-", "-", "-", false, m.Error)
+			t.row(m.ID, m.Address, m.Voter, "unreachable", "-", "-", "-", "-", false, state(m.ID), m.Error)
 			continue
 		}
 		s := m.Status
-		t.row(m.ID, m.Address, m.Voter, s.Role, s.Term, s.CommitIndex, s.AppliedIndex, m.Lag, s.Ready, short(s.Digest))
+		t.row(m.ID, m.Address, m.Voter, s.Role, s.Term, s.CommitIndex, s.AppliedIndex, m.Lag, s.Ready, state(m.ID), short(s.Digest))
 	}
 	return t.flush()
+}
+
+func memberAdd(ctx context.Context, e *env, args []string) error {
+	if len(args) != 2 {
+		return usagef("member-add takes ID and RAFT-ADDR")
+	}
+	if err := e.c.AddMember(ctx, args[0], args[1]); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "%s added as a non-voter; watch it with: jobctl members\n", args[0])
+	return nil
+}
+
+func memberRemove(ctx context.Context, e *env, args []string) error {
+	if len(args) != 1 {
+		return usagef("member-remove takes ID")
+	}
+	if err := e.c.RemoveMember(ctx, args[0]); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "%s removed\n", args[0])
+	return nil
 }
 
 func walcompare(ctx context.Context, e *env, args []string) error {

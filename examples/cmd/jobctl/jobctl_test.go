@@ -142,6 +142,12 @@ func TestJobctlCommands(t *testing.T) {
 	if _, errs, code := jobctl(t, c, "submit", "-kind", "echo"); code != exitUsage {
 		t.Fatalf("submit without -queue: exit %d, %q", code, errs)
 	}
+	if _, errs, code := jobctl(t, c, "member-add", "n9"); code != exitUsage {
+		t.Fatalf("member-add without an address: exit %d, %q", code, errs)
+	}
+	if out, _, code := jobctl(t, c, "members"); code != exitOK || !strings.Contains(out, "CATCH-UP") || !strings.Contains(out, "caught_up") {
+		t.Fatalf("members table without catch-up state: exit %d, %q", code, out)
+	}
 	if _, _, code := jobctl(t, nil, "frobnicate"); code != exitUsage {
 		t.Fatalf("unknown command: exit %d", code)
 	}

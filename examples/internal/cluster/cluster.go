@@ -30,6 +30,10 @@ type Options struct {
 	TLS     bool   // mTLS between members (throwaway certificates)
 	// Extra flags for every member, e.g. -lease-ttl 5s.
 	Flags []string
+	// Spares are members prepared (addresses, certificates) but not part
+	// of the initial cluster: started with -join, added through the API
+	// (grow.go).
+	Spares int
 }
 
 // Member is one jobd process.
@@ -40,6 +44,9 @@ type Member struct {
 	DataDir  string
 	LogPath  string
 	Client   *client.Client // this member only
+	// join is the cluster ID a spare joins (started with -join); "" for an
+	// initial member.
+	join string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -54,6 +61,7 @@ type Cluster struct {
 	WalCmp  string // walcompare binary
 	Token   string
 	Members []*Member
+	Spares  []*Member // not started until StartSpare
 	peers   string
 }
 
@@ -88,7 +96,7 @@ func New(ctx context.Context, opts Options, jobd, walcmp string) (*Cluster, erro
 		return nil, err
 	}
 	var names, peers []string
-	for i := 1; i <= opts.Members; i++ {
+	for i := 1; i <= opts.Members+opts.Spares; i++ {
 		m := &Member{ID: fmt.Sprintf("n%d", i), DataDir: filepath.Join(opts.Dir, fmt.Sprintf("n%d", i)),
 			LogPath: filepath.Join(opts.Dir, fmt.Sprintf("n%d.log", i))}
 		var err error
@@ -99,8 +107,12 @@ func New(ctx context.Context, opts Options, jobd, walcmp string) (*Cluster, erro
 			return nil, err
 		}
 		m.Client = newMemberClient("http://"+m.HTTPAddr, c.Token)
-		c.Members = append(c.Members, m)
 		names = append(names, m.ID)
+		if i > opts.Members {
+			c.Spares = append(c.Spares, m)
+			continue
+		}
+		c.Members = append(c.Members, m)
 		peers = append(peers, m.ID+"="+m.RaftAddr)
 	}
 	c.peers = strings.Join(peers, ",")
@@ -118,18 +130,30 @@ func (c *Cluster) CertDir() string { return filepath.Join(c.Opts.Dir, "certs") }
 
 func (c *Cluster) args(m *Member) []string {
 	a := []string{"-id", m.ID, "-data", m.DataDir, "-raft-addr", m.RaftAddr, "-http-addr", m.HTTPAddr,
-		"-peers", c.peers, "-bootstrap", "-token-file", filepath.Join(c.Opts.Dir, "token")}
+		"-token-file", filepath.Join(c.Opts.Dir, "token")}
+	if m.join != "" {
+		a = append(a, "-join", "-cluster-id", m.join)
+	} else {
+		a = append(a, "-peers", c.peers, "-bootstrap")
+	}
 	if c.Opts.TLS {
 		d := c.CertDir()
 		a = append(a, "-cluster-ca", filepath.Join(d, "ca.pem"), "-cluster-cert", filepath.Join(d, m.ID+".pem"),
 			"-cluster-key", filepath.Join(d, m.ID+"-key.pem"))
 	}
-	return append(a, c.Opts.Flags...)
+	a = append(a, c.Opts.Flags...)
+	if m.join != "" {
+		// A spare runs no workers: the demo's checks count executions
+		// per initial member.
+		a = append(a, "-workers=false")
+	}
+	return a
 }
 
 // Start starts member i (again); its log is appended to.
-func (c *Cluster) Start(i int) error {
-	m := c.Members[i]
+func (c *Cluster) Start(i int) error { return c.start(c.Members[i]) }
+
+func (c *Cluster) start(m *Member) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cmd != nil {
@@ -164,8 +188,9 @@ func (c *Cluster) Start(i int) error {
 }
 
 // Running reports whether member i's process is alive.
-func (c *Cluster) Running(i int) bool {
-	m := c.Members[i]
+func (c *Cluster) Running(i int) bool { return c.Members[i].running() }
+
+func (m *Member) running() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cmd == nil {
@@ -180,16 +205,17 @@ func (c *Cluster) Running(i int) bool {
 }
 
 // Kill SIGKILLs member i and waits for the process to be gone.
-func (c *Cluster) Kill(i int) error { return c.signal(i, syscall.SIGKILL, 10*time.Second) }
+func (c *Cluster) Kill(i int) error { return c.signal(c.Members[i], syscall.SIGKILL, 10*time.Second) }
 
 // Stop SIGTERMs member i and waits (up to timeout) for a clean exit; it
 // returns an error if the process exited non-zero or had to be killed.
-func (c *Cluster) Stop(i int, timeout time.Duration) error {
-	if err := c.signal(i, syscall.SIGTERM, timeout); err != nil {
-		_ = c.Kill(i)
+func (c *Cluster) Stop(i int, timeout time.Duration) error { return c.stop(c.Members[i], timeout) }
+
+func (c *Cluster) stop(m *Member, timeout time.Duration) error {
+	if err := c.signal(m, syscall.SIGTERM, timeout); err != nil {
+		_ = c.signal(m, syscall.SIGKILL, 10*time.Second)
 		return err
 	}
-	m := c.Members[i]
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
@@ -198,8 +224,7 @@ func (c *Cluster) Stop(i int, timeout time.Duration) error {
 	return nil
 }
 
-func (c *Cluster) signal(i int, sig syscall.Signal, timeout time.Duration) error {
-	m := c.Members[i]
+func (c *Cluster) signal(m *Member, sig syscall.Signal, timeout time.Duration) error {
 	m.mu.Lock()
 	cmd, done := m.cmd, m.done
 	m.mu.Unlock()
@@ -222,9 +247,9 @@ func (c *Cluster) signal(i int, sig syscall.Signal, timeout time.Duration) error
 // Close SIGKILLs every member still running. It is safe to call more than
 // once and from a signal handler's cleanup.
 func (c *Cluster) Close() {
-	for i := range c.Members {
-		if c.Running(i) {
-			_ = c.Kill(i)
+	for _, m := range append(append([]*Member(nil), c.Members...), c.Spares...) {
+		if m.running() {
+			_ = c.signal(m, syscall.SIGKILL, 10*time.Second)
 		}
 	}
 }

@@ -1,0 +1,158 @@
+package catchup
+
+import (
+	"fmt"
+	"time"
+)
+
+// Tracker is the policy's state for one member, kept by the leader. The
+// zero value is not usable: use NewTracker. A Tracker is not safe for
+// concurrent use.
+type Tracker struct {
+	p Policy
+
+	started bool
+	// Rounds of a candidate.
+	round       int
+	roundStart  time.Time
+	roundTarget uint64
+	lastTook    time.Duration
+	// Progress: when the member's log or snapshot stream last moved (or it
+	// was caught up), and the values seen then.
+	progressAt   time.Time
+	seenLast     uint64
+	seenBytes    uint64
+	reachedAt    time.Time
+	unreached    bool
+	seenFailures uint64
+	failStreak   uint64
+	seenRefusals uint64
+	refuseStreak int
+	// final is a candidate's final decision (Stalled or Diverged).
+	final *Decision
+}
+
+// NewTracker returns a tracker with p's defaults applied.
+func NewTracker(p Policy) *Tracker { return &Tracker{p: p.WithDefaults()} }
+
+// Policy returns the tracker's policy, defaults applied.
+func (t *Tracker) Policy() Policy { return t.p }
+
+// Decide takes one observation of the member at now and returns what to
+// do. It is a function of the tracker's state and its arguments only.
+func (t *Tracker) Decide(now time.Time, o Observation) Decision {
+	if !t.started {
+		t.started = true
+		t.progressAt, t.reachedAt = now, now
+		t.seenLast, t.seenBytes = o.LastIndex, o.InstallBytes
+		t.seenFailures, t.seenRefusals = o.InstallFailures, o.GuardRefusals
+	}
+	if !o.Candidate {
+		t.final = nil
+		t.round = 0
+	}
+	if t.final != nil {
+		return *t.final
+	}
+	d := t.observe(now, o)
+	if o.Candidate && (d.Action == Stalled || d.Action == Diverged) {
+		final := d
+		t.final = &final
+	}
+	return d
+}
+
+// observe updates the detectors and decides.
+func (t *Tracker) observe(now time.Time, o Observation) Decision {
+	et := t.p.ElectionTimeout
+	d := Decision{}
+	if o.Reached && o.LeaderLast > o.LastIndex {
+		d.Lag = o.LeaderLast - o.LastIndex
+	}
+	if o.Reached {
+		if t.unreached {
+			// Back after a gap: its progress window starts now.
+			t.progressAt, t.unreached = now, false
+		}
+		t.reachedAt = now
+		if o.Diverged != nil {
+			div := *o.Diverged
+			return Decision{Action: Diverged, Reason: ReasonDiverged, Divergence: &div, Lag: d.Lag,
+				Detail: fmt.Sprintf("term %d at index %d, the leader's term %d", div.LocalTerm, div.Index, div.LeaderTerm)}
+		}
+	}
+	if !o.Reached {
+		t.unreached = true
+	}
+	moved := o.Reached && (o.LastIndex > t.seenLast || d.Lag == 0)
+	// A snapshot in flight is progress: the member restores it before it
+	// answers, and its log moves only then.
+	streamed := o.InstallBytes > t.seenBytes || o.Installing
+	if moved || streamed {
+		t.progressAt = now
+	}
+	if moved {
+		// Only the log moving clears the failure streaks: bytes of an
+		// install that then fails are no progress for them.
+		t.failStreak, t.refuseStreak = 0, 0
+	}
+	if o.InstallFailures > t.seenFailures && !moved {
+		t.failStreak += o.InstallFailures - t.seenFailures
+	}
+	if o.Reached {
+		if o.GuardRefusals > t.seenRefusals && !moved {
+			t.refuseStreak++
+		}
+		t.seenRefusals = o.GuardRefusals
+		t.seenLast = max(t.seenLast, o.LastIndex)
+	}
+	t.seenBytes, t.seenFailures = max(t.seenBytes, o.InstallBytes), max(t.seenFailures, o.InstallFailures)
+
+	switch {
+	case now.Sub(t.reachedAt) >= time.Duration(t.p.UnreachableRounds)*et:
+		return t.stalled(d, ReasonUnreachable, "no progress report for %s", now.Sub(t.reachedAt))
+	case t.failStreak >= uint64(t.p.InstallFailures):
+		return t.stalled(d, ReasonInstallFailing, "%d snapshot installs failed without progress", t.failStreak)
+	case t.refuseStreak >= t.p.GuardRefusals:
+		return t.stalled(d, ReasonGuardRefusals, "its guard refused appends on %d observations without progress", t.refuseStreak)
+	case d.Lag > 0 && now.Sub(t.progressAt) >= time.Duration(t.p.NoProgressRounds)*et:
+		return t.stalled(d, ReasonNoProgress, "behind by %d, no progress for %s", d.Lag, now.Sub(t.progressAt))
+	}
+	if !o.Candidate {
+		if o.Reached && d.Lag <= t.p.NearLag {
+			d.Action = CaughtUp
+		}
+		return d
+	}
+	return t.rounds(now, o, d)
+}
+
+// rounds runs a candidate's rounds (thesis §4.2.1).
+func (t *Tracker) rounds(now time.Time, o Observation, d Decision) Decision {
+	if t.round == 0 {
+		t.round, t.roundStart, t.roundTarget = 1, now, o.LeaderLast
+	}
+	if o.Reached && !o.Installing && o.LastIndex >= t.roundTarget {
+		took := now.Sub(t.roundStart)
+		t.lastTook = took
+		if took <= t.p.ElectionTimeout {
+			d.Action, d.Round, d.Target, d.RoundTook = Promote, t.round, t.roundTarget, took
+			return d
+		}
+		if t.round >= t.p.MaxRounds {
+			d.Round, d.Target, d.RoundTook = t.round, t.roundTarget, took
+			return t.stalled(d, ReasonTooSlow, "%d rounds, none within the election timeout %s (the last took %s)", t.round, t.p.ElectionTimeout, took)
+		}
+		t.round, t.roundStart, t.roundTarget = t.round+1, now, o.LeaderLast
+	}
+	d.Action, d.Round, d.Target, d.RoundTook = Wait, t.round, t.roundTarget, t.lastTook
+	return d
+}
+
+func (t *Tracker) stalled(d Decision, r Reason, format string, args ...any) Decision {
+	d.Action, d.Reason, d.Detail = Stalled, r, fmt.Sprintf(format, args...)
+	if d.Round == 0 {
+		d.Round, d.Target, d.RoundTook = t.round, t.roundTarget, t.lastTook
+	}
+	return d
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jobraft/jobraft/raft"
+)
+
+// Membership over the API: list the members with their catch-up state,
+// add one (it joins as a non-voter and the leader's catch-up policy
+// promotes it), remove one. The new member's first start is
+//
+//	jobd -id n4 -data data/n4 -raft-addr ... -join -cluster-id <cluster_id of GET /v1/cluster/members> [TLS flags]
+//
+// -join makes it wait to be added instead of bootstrapping a cluster of
+// its own; then POST /v1/cluster/members {"id": "n4", "address": "<its raft address>"} on any member.
+
+// memberJSON is one member in GET /v1/cluster/members.
+type memberJSON struct {
+	ID       string `json:"id"`
+	Address  string `json:"address"`
+	Suffrage string `json:"suffrage"` // voter, nonvoter
+	// From the leader's catch-up monitor (raft.MemberProgress); empty
+	// when no leader answered.
+	Role                   string  `json:"role,omitempty"`
+	State                  string  `json:"state,omitempty"`
+	Reason                 string  `json:"reason,omitempty"`
+	Detail                 string  `json:"detail,omitempty"`
+	LastIndex              uint64  `json:"last_index"`
+	Lag                    uint64  `json:"lag"`
+	Round                  int     `json:"round,omitempty"`
+	EntriesPerSecond       float64 `json:"entries_per_second"`
+	BytesPerSecond         float64 `json:"bytes_per_second"`
+	SnapshotBytesRemaining uint64  `json:"snapshot_bytes_remaining,omitempty"`
+	// ETASeconds estimates when it holds the leader's log (-1: unknown).
+	ETASeconds float64 `json:"eta_seconds"`
+	// Add is the add this member's API started for it, if any.
+	Add *addJSON `json:"add,omitempty"`
+}
+
+// addJSON is an add started through this member's API.
+type addJSON struct {
+	State   string    `json:"state"` // pending, promoted, failed
+	Error   string    `json:"error,omitempty"`
+	Started time.Time `json:"started"`
+}
+
+// memberAdds are the adds started through this member's API: each runs
+// raft.Node.AddMember in the background (it follows leader changes) until
+// the member is promoted, the policy gives up, or it is removed.
+type memberAdds struct {
+	mu   sync.Mutex
+	adds map[string]*memberAdd
+}
+
+type memberAdd struct {
+	addr    string
+	started time.Time
+	done    chan struct{}
+	err     error
+	cancel  context.CancelFunc
+}
+
+func (a *memberAdds) get(id string) *memberAdd {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.adds[id]
+}
+
+// start runs add for id unless one for the same address is running.
+func (a *memberAdds) start(id, addr string, add func(context.Context) error) *memberAdd {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.adds == nil {
+		a.adds = map[string]*memberAdd{}
+	}
+	if cur := a.adds[id]; cur != nil && cur.addr == addr && !cur.finished() {
+		return cur
+	} else if cur != nil {
+		cur.cancel()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &memberAdd{addr: addr, started: time.Now(), done: make(chan struct{}), cancel: cancel}
+	a.adds[id] = m
+	go func() {
+		defer cancel()
+		m.err = add(ctx)
+		close(m.done)
+	}()
+	return m
+}
+
+// stop cancels id's add, if any.
+func (a *memberAdds) stop(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if m := a.adds[id]; m != nil {
+		m.cancel()
+		delete(a.adds, id)
+	}
+}
+
+func (m *memberAdd) finished() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (m *memberAdd) json() *addJSON {
+	out := &addJSON{State: "pending", Started: m.started}
+	if m.finished() {
+		out.State = "promoted"
+		if m.err != nil {
+			out.State, out.Error = "failed", m.err.Error()
+		}
+	}
+	return out
+}
+
+// checkMemberID: 1 to 64 bytes of the job ID alphabet (A-Z a-z 0-9 . _ : -).
+func checkMemberID(id string) error {
+	if id == "" || len(id) > 64 || id == "." || id == ".." {
+		return bad("member ID %q: 1 to 64 characters, not . or ..", id)
+	}
+	for i := 0; i < len(id); i++ {
+		if !idByte(id[i]) {
+			return bad("member ID %q: byte %d (%q) is outside A-Z a-z 0-9 . _ : -", id, i, id[i])
+		}
+	}
+	return nil
+}
+
+// leaderProgress returns the leader's catch-up lines (this member's when it
+// leads, else asked of the leader over the status RPC) and the leader's ID.
+func leaderProgress(ctx context.Context, node *raft.Node) ([]raft.MemberProgress, raft.Status) {
+	st := node.Status()
+	if st.Progress != nil || st.LeaderAddress == "" {
+		return st.Progress, st
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	lst, err := node.StatusOf(ctx, st.LeaderAddress)
+	if err != nil {
+		return nil, st
+	}
+	return lst.Progress, st
+}
+
+// GET /v1/cluster/members: the cluster ID, the leader, and each member in
+// this member's configuration with its suffrage and, from the leader's
+// catch-up monitor, role, state (leader, caught_up, catching_up, stalled,
+// diverged), reason, lag, stream rates and an estimate of completion.
+func (s *server) listMembers(w http.ResponseWriter, r *http.Request) error {
+	prog, st := leaderProgress(r.Context(), s.ctl.Node())
+	byID := map[string]raft.MemberProgress{}
+	for _, p := range prog {
+		byID[p.ID] = p
+	}
+	out := []memberJSON{}
+	for _, m := range st.Members {
+		j := memberJSON{ID: m.ID, Address: m.Address, Suffrage: "nonvoter", ETASeconds: -1}
+		if m.Voter {
+			j.Suffrage = "voter"
+		}
+		if p, ok := byID[m.ID]; ok {
+			j.Role, j.State, j.Reason, j.Detail = p.Role, p.State, p.Reason, p.Detail
+			j.LastIndex, j.Lag, j.Round = p.LastIndex, p.Lag, p.Round
+			j.EntriesPerSecond, j.BytesPerSecond, j.SnapshotBytesRemaining = p.EntriesPerSecond, p.BytesPerSecond, p.SnapshotBytesRemaining
+			if p.ETA >= 0 {
+				j.ETASeconds = p.ETA.Seconds()
+			}
+		}
+		if a := s.adds.get(m.ID); a != nil {
+			j.Add = a.json()
+		}
+		out = append(out, j)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"cluster_id": s.clusterID, "leader": st.LeaderID, "members": out})
+	return nil
+}
+
+// addTimeout bounds how long POST /v1/cluster/members waits for the
+// member to enter the configuration as a non-voter.
+const addTimeout = 10 * time.Second
+
+// POST /v1/cluster/members {"id", "address"}: adds a member. It joins as a
+// non-voter and is promoted by the leader's catch-up policy; the reply
+// (202) comes once it is in the configuration, and GET /v1/cluster/members
+// shows its progress. A voter already at that address: 200. The ID at
+// another address: 409 (remove it first).
+func (s *server) addMember(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		ID      string `json:"id"`
+		Address string `json:"address"`
+	}
+	if err := decode(r, &in, false); err != nil {
+		return err
+	}
+	if err := checkMemberID(in.ID); err != nil {
+		return err
+	}
+	host, port, err := net.SplitHostPort(in.Address)
+	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
+		return bad("address %q: host:port required", in.Address)
+	}
+	node := s.ctl.Node()
+	for _, m := range node.Status().Members {
+		switch {
+		case m.ID == in.ID && m.Address != in.Address:
+			return &clientError{code: http.StatusConflict, kind: "member_exists",
+				reason: fmt.Sprintf("member %q is at %s: remove it first (DELETE /v1/cluster/members/%s)", m.ID, m.Address, m.ID)}
+		case m.ID != in.ID && m.Address == in.Address:
+			return &clientError{code: http.StatusConflict, kind: "address_taken", reason: fmt.Sprintf("member %q is at %s", m.ID, m.Address)}
+		case m.ID == in.ID && m.Voter:
+			writeJSON(w, http.StatusOK, map[string]any{"id": in.ID, "address": in.Address, "suffrage": "voter"})
+			return nil
+		}
+	}
+	a := s.adds.start(in.ID, in.Address, func(ctx context.Context) error { return node.AddMember(ctx, in.ID, in.Address) })
+	deadline := time.NewTimer(addTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, m := range node.Status().Members {
+			if m.ID == in.ID {
+				writeJSON(w, http.StatusAccepted, map[string]any{"id": in.ID, "address": in.Address,
+					"suffrage": map[bool]string{true: "voter", false: "nonvoter"}[m.Voter],
+					"message":  "joins as a non-voter, promoted by the leader's catch-up policy: GET /v1/cluster/members shows its progress"})
+				return nil
+			}
+		}
+		select {
+		case <-a.done:
+			if a.err != nil {
+				return memberError(a.err)
+			}
+		case <-deadline.C:
+			return &clientError{code: http.StatusServiceUnavailable, kind: "not_added",
+				reason: fmt.Sprintf("member %q not in the configuration after %s (no leader?); the add continues in the background", in.ID, addTimeout)}
+		case <-r.Context().Done():
+			return r.Context().Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// DELETE /v1/cluster/members/{id}: removes a member (the leader included:
+// it steps down once the change commits). 404 when the configuration does
+// not name it.
+func (s *server) removeMember(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := checkMemberID(id); err != nil {
+		return err
+	}
+	node := s.ctl.Node()
+	found := false
+	for _, m := range node.Status().Members {
+		found = found || m.ID == id
+	}
+	if !found {
+		return &clientError{code: http.StatusNotFound, kind: "not_found", reason: fmt.Sprintf("no member %q in the configuration", id)}
+	}
+	s.adds.stop(id)
+	ctx, cancel := context.WithTimeout(r.Context(), addTimeout)
+	defer cancel()
+	if err := node.RemoveMember(ctx, id); err != nil {
+		return memberError(err)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"removed": id})
+	return nil
+}
+
+// memberError maps a membership change's error.
+func memberError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrStalled):
+		return &clientError{code: http.StatusConflict, kind: "stalled", reason: err.Error()}
+	case errors.Is(err, raft.ErrMemberDiverged):
+		return &clientError{code: http.StatusConflict, kind: "diverged", reason: err.Error()}
+	case errors.Is(err, raft.ErrNoLeader), errors.Is(err, raft.ErrNotLeader):
+		return &clientError{code: http.StatusServiceUnavailable, kind: "no_leader", reason: err.Error() + " (retry)"}
+	}
+	return err
+}

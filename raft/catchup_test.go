@@ -1,0 +1,454 @@
+package raft_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	metrics "github.com/hashicorp/go-metrics/compat"
+	"github.com/jobraft/jobraft/catchup"
+	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/stalltest"
+	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport/faultnet"
+	"github.com/jobraft/jobraft/wal"
+)
+
+// progressOf returns member id's line in st.Progress.
+func progressOf(st raft.Status, id string) (raft.MemberProgress, bool) {
+	for _, p := range st.Progress {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return raft.MemberProgress{}, false
+}
+
+// watchProgress samples the leader's progress line of id until stop, and
+// returns the highest stream rates seen and the states in order.
+type progressSampler struct {
+	mu        sync.Mutex
+	states    []string
+	maxBytes  float64
+	maxEntry  float64
+	installed bool
+}
+
+// sampleProgress polls the leader among the cluster's members as they are
+// now (a copy: Join grows c.Nodes meanwhile).
+func sampleProgress(c *nodetest.Cluster, id string, stop <-chan struct{}) (*progressSampler, *sync.WaitGroup) {
+	s := &progressSampler{}
+	nodes := append([]*raft.Node(nil), c.Nodes...)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond): // sampling period
+			}
+			var p raft.MemberProgress
+			ok := false
+			for _, n := range nodes {
+				if n == nil {
+					continue
+				}
+				if st := n.Status(); st.Role == "Leader" {
+					p, ok = progressOf(st, id)
+				}
+			}
+			if !ok {
+				continue
+			}
+			s.mu.Lock()
+			if len(s.states) == 0 || s.states[len(s.states)-1] != p.State {
+				s.states = append(s.states, p.State)
+			}
+			s.maxBytes, s.maxEntry = max(s.maxBytes, p.BytesPerSecond), max(s.maxEntry, p.EntriesPerSecond)
+			s.installed = s.installed || p.SnapshotBytesSent > 0
+			s.mu.Unlock()
+		}
+	}()
+	return s, &wg
+}
+
+// Two members are added to a three-member cluster under a load of
+// proposals from every member: each joins as a non-voter, catches up
+// (the second from a snapshot: the leader compacts its log first), is
+// promoted by the leader's policy (EventMemberPromoted) and shows as a
+// caught-up voter in the leader's Status.Progress; every proposal outcome
+// holds against what every member applied. The time to promote and the
+// stream rates are reported.
+func TestAddMembersUnderLoadArePromotedByThePolicy(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) { cfg.TrailingLogs = 32 })
+	l := c.WaitLeader(wait)
+	events, cancelEvents := c.Nodes[l].Events(1024)
+	defer cancelEvents()
+	led := newLedger()
+	stop := make(chan struct{})
+	wg := loadNodes(c, "x", 3, led, stop)
+	nodetest.WaitFor(t, wait, "some load committed", func() bool { return led.successes() >= 200 })
+	if err := c.Nodes[l].Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"m3", "m4"} {
+		stopSample := make(chan struct{})
+		sampler, swg := sampleProgress(c, id, stopSample)
+		start := time.Now()
+		c.Join(l, id, 2*wait)
+		took := time.Since(start)
+		close(stopSample)
+		swg.Wait()
+		t.Logf("%s promoted after %s; states %v; peak stream %.0f B/s, %.0f entries/s; snapshot sent: %v",
+			id, took.Round(time.Millisecond), sampler.states, sampler.maxBytes, sampler.maxEntry, sampler.installed)
+		if len(sampler.states) > 0 && sampler.states[0] != raft.StateCatchingUp && sampler.states[0] != raft.StateCaughtUp {
+			t.Fatalf("%s first seen as %s", id, sampler.states[0])
+		}
+	}
+	close(stop)
+	wg.Wait()
+	c.Settle(wait)
+	c.WaitConverged(2 * wait)
+	led.check(t, dumpAll(c))
+	l = c.WaitLeader(wait)
+	nodetest.WaitFor(t, wait, "m3 and m4 caught-up voters in the leader's progress", func() bool {
+		st := c.Nodes[l].Status()
+		for _, id := range []string{"m3", "m4"} {
+			p, ok := progressOf(st, id)
+			if !ok || !p.Voter || p.State != raft.StateCaughtUp {
+				return false
+			}
+		}
+		return true
+	})
+	promoted := map[string]bool{}
+	nodetest.WaitFor(t, wait, "promotion events", func() bool {
+		for {
+			select {
+			case e := <-events:
+				if e.Kind == raft.EventMemberPromoted {
+					promoted[e.Member.ID] = true
+				}
+			default:
+				return promoted["m3"] && promoted["m4"]
+			}
+		}
+	})
+}
+
+// slowFS delays every fsync of the log: a member on a slow disk.
+type slowFS struct {
+	wal.OSFS
+	delay time.Duration
+}
+
+func (s slowFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	f, err := s.OSFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return slowFile{File: f, delay: s.delay}, nil
+}
+
+type slowFile struct {
+	wal.File
+	delay time.Duration
+}
+
+func (f slowFile) Sync() error {
+	time.Sleep(f.delay) // the slow disk itself, not a wait for state
+	return f.File.Sync()
+}
+
+// submitRate is the rate of successful proposals over d.
+func submitRate(led *ledger, d time.Duration) float64 {
+	m := startRate(led)
+	<-time.After(d) // the measurement window
+	return m.rate()
+}
+
+// rateWindow measures successful proposals per second of the time the
+// test process was running (the window minus the scheduling stalls
+// stalltest measured in it): the machine is shared, and a window in which
+// the process was not scheduled says nothing of the cluster.
+type rateWindow struct {
+	led   *ledger
+	count int
+	start time.Time
+}
+
+func startRate(led *ledger) rateWindow {
+	stalltest.Watch()
+	return rateWindow{led: led, count: led.successes(), start: time.Now()}
+}
+
+func (w rateWindow) rate() float64 {
+	end := time.Now()
+	ran := end.Sub(w.start) - stalltest.Between(w.start, end).Total
+	if ran <= 0 {
+		return 0
+	}
+	return float64(w.led.successes()-w.count) / ran.Seconds()
+}
+
+// A member whose disk is too slow to keep up (every fsync takes three
+// election timeouts) is added under load: it is never promoted; the leader
+// names it stalled, with the reason (EventMemberStalled, Status.Progress),
+// AddMember returns ErrStalled; the cluster's submit rate while it tries
+// stays within 20% of the rate around it (the machine is shared and its
+// load moves: rates count the time the process ran, and the baseline is
+// the lower of the rates measured before it was added and after it was
+// removed).
+func TestSlowMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
+	var c *nodetest.Cluster
+	c = nodetest.StartWAL(t, 3, nil, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} }, func(i int) []wal.Option {
+		if i < 3 {
+			return nil // the slow disk is the added member's (m3) only
+		}
+		return []wal.Option{wal.WithFS(slowFS{delay: 3 * c.Cfgs[0].ElectionTimeout})}
+	})
+	neverPromoted(t, c, nil, nil, catchup.ReasonTooSlow)
+}
+
+// A member whose link from the leader drops every append (and every
+// progress request: the link is cut one way, leader to member) is added
+// under load: never promoted, named stalled (unreachable: no report came
+// for UnreachableRounds election timeouts), the submit rate held.
+func TestCutOffMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
+	faults := faultnet.New(time.Now().UnixNano())
+	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{UnreachableRounds: 10} })
+	neverPromoted(t, c, nil, func(l, n int) { c.Faults.Cut(addr(c.Nodes[l]), addr(c.Nodes[n])) }, catchup.ReasonUnreachable)
+}
+
+// neverPromoted adds member m3 (its config tweaked, impaired once started)
+// to c under load, and checks it is never promoted and is named stalled
+// with reason want, with the submit rate within 20% of the rate around it.
+func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), impair func(leader, member int), want catchup.Reason) {
+	t.Helper()
+	sink := metrics.NewInmemSink(time.Hour, time.Hour)
+	mcfg := metrics.DefaultConfig("test")
+	mcfg.EnableHostname, mcfg.EnableRuntimeMetrics = false, false
+	if _, err := metrics.NewGlobal(mcfg, sink); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { metrics.NewGlobal(mcfg, &metrics.BlackholeSink{}) })
+	l := c.WaitLeader(wait)
+	events, cancelEvents := c.Nodes[l].Events(1024)
+	defer cancelEvents()
+	led := newLedger()
+	stop := make(chan struct{})
+	wg := loadNodes(c, "x", 3, led, stop)
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+			wg.Wait()
+		}
+	}()
+	nodetest.WaitFor(t, wait, "some load committed", func() bool { return led.successes() >= 100 })
+	before := submitRate(led, 3*time.Second)
+
+	slow := c.NewMember("m3", tweak)
+	if impair != nil {
+		impair(l, slow)
+	}
+	type result struct{ err error }
+	done := make(chan result, 1)
+	attempt := startRate(led)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*wait)
+		defer cancel()
+		done <- result{c.Nodes[l].AddMember(ctx, "m3", c.Nodes[slow].Addr())}
+	}()
+	var res result
+	nodetest.WaitFor(t, 4*wait, "AddMember to give up", func() bool {
+		select {
+		case res = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	during := attempt.rate() // over the whole attempt
+	if !errors.Is(res.err, raft.ErrStalled) {
+		t.Fatalf("AddMember of an impaired member: %v, want ErrStalled", res.err)
+	}
+	t.Logf("AddMember: %v", res.err)
+	st := c.Nodes[l].Status()
+	p, ok := progressOf(st, "m3")
+	if !ok || p.State != raft.StateStalled || p.Reason != string(want) || p.Voter {
+		t.Fatalf("leader's progress of m3: %+v, want a stalled non-voter, reason %s", p, want)
+	}
+	for _, m := range st.Members {
+		if m.ID == "m3" && m.Voter {
+			t.Fatal("the slow member was promoted")
+		}
+	}
+	var stalled *raft.Event
+	nodetest.WaitFor(t, wait, "EventMemberStalled for m3", func() bool {
+		for {
+			select {
+			case e := <-events:
+				if e.Kind == raft.EventMemberStalled && e.Member.ID == "m3" {
+					stalled = &e
+					return true
+				}
+				if e.Kind == raft.EventMemberPromoted && e.Member.ID == "m3" {
+					t.Fatal("EventMemberPromoted for the slow member")
+				}
+			default:
+				return false
+			}
+		}
+	})
+	t.Logf("stalled: reason %s (%s)", stalled.Progress.Reason, stalled.Progress.Detail)
+	if g, ok := sink.Data()[0].Gauges["test.jobraft.catchup.stalled;member=m3"]; !ok || g.Value != 1 {
+		t.Fatalf("gauge jobraft.catchup.stalled{member=m3}: %+v (present %t), want 1", g, ok)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := c.Nodes[l].RemoveMember(ctx, "m3"); err != nil {
+		t.Fatal(err)
+	}
+	after := submitRate(led, 3*time.Second)
+	base := min(before, after)
+	t.Logf("submit rate: %.0f/s before, %.0f/s while the member tried to catch up, %.0f/s after its removal", before, during, after)
+	if during < 0.8*base {
+		t.Fatalf("submit rate %.0f/s while the member tried to catch up, below 80%% of %.0f/s around it", during, base)
+	}
+	close(stop)
+	wg.Wait()
+	c.Settle(wait)
+	c.WaitConvergedOf(wait, 0, 1, 2)
+	led.check(t, dumpAll(c, 0, 1, 2))
+}
+
+// A member is added while the leadership moves: AddMember, asked of the
+// old leader, is asked again of the new one (it is idempotent) and ends
+// with the member a voter, promoted by the new leader's policy.
+func TestAddWhileTheLeaderChanges(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil)
+	l := c.WaitLeader(wait)
+	proposeN(t, c, l, "a", 50)
+	n := c.NewMember("m3", nil)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
+		defer cancel()
+		done <- c.Nodes[(l+1)%3].AddMember(ctx, "m3", c.Nodes[n].Addr())
+	}()
+	to := (l + 2) % 3
+	nodetest.WaitFor(t, wait, "the leadership to move", func() bool {
+		cur := c.Leader()
+		if cur == to {
+			return true
+		}
+		if cur >= 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := c.Nodes[cur].TransferLeadership(ctx, c.Cfgs[to].ID); err != nil {
+				t.Logf("transfer (retried): %v", err)
+			}
+		}
+		return false
+	})
+	var err error
+	nodetest.WaitFor(t, 3*wait, "AddMember to return", func() bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
+		t.Fatalf("AddMember across a leader change: %v", err)
+	}
+	waitVoters(t, c, c.WaitLeader(wait), "m0", "m1", "m2", "m3")
+	proposeN(t, c, n, "b", 5)
+	c.WaitConverged(wait)
+}
+
+// A member cut off while the leader compacts past its log, then back: the
+// leader's monitor shows it behind while it is gone (with its lag, named
+// unreachable once that lasts), streams it a snapshot (counted in its
+// progress line) and shows it caught up once it converged.
+func TestReturningMemberGetsASnapshotAndIsShownCaughtUp(t *testing.T) {
+	faults := faultnet.New(time.Now().UnixNano())
+	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
+		cfg.TrailingLogs = 8
+		cfg.CatchUp = catchup.Policy{UnreachableRounds: 4}
+	})
+	l := c.WaitLeader(wait)
+	gone := (l + 1) % 3
+	id := c.Cfgs[gone].ID
+	faults.Isolate(addr(c.Nodes[gone]))
+	for k := 0; k < 100; k++ {
+		proposeAcrossChurn(t, c, l, fmt.Sprintf("s%d=1", k), wait)
+	}
+	l = c.WaitLeader(wait)
+	if err := c.Nodes[l].Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	if first := c.Nodes[l].Status().FirstIndex; first <= c.Nodes[gone].Status().LastIndex+1 {
+		t.Fatalf("leader log starts at %d: no install would be needed", first)
+	}
+	nodetest.WaitFor(t, wait, "the leader to name the cut-off member unreachable", func() bool {
+		p, ok := progressOf(c.Nodes[l].Status(), id)
+		return ok && p.State == raft.StateStalled && p.Reason == string(catchup.ReasonUnreachable)
+	})
+	faults.Heal()
+	c.WaitConverged(wait)
+	nodetest.WaitFor(t, wait, "the returned member caught up in the leader's progress, its snapshot counted", func() bool {
+		l := c.Leader()
+		if l < 0 {
+			return false
+		}
+		p, ok := progressOf(c.Nodes[l].Status(), id)
+		return ok && p.State == raft.StateCaughtUp && p.Lag == 0 && p.SnapshotBytesSent > 0
+	})
+	if c.KVs[gone].Len() != 100 {
+		t.Fatalf("returned member holds %d keys", c.KVs[gone].Len())
+	}
+}
+
+// A dead member is replaced under its own ID: removed, then a new process
+// with a fresh data dir (and a new address) is added under the same ID. It
+// joins as a non-voter, is promoted by the policy, and the three converge.
+func TestReplaceDeadMemberUnderItsOwnID(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil)
+	l := c.WaitLeader(wait)
+	proposeN(t, c, l, "a", 20)
+	dead := (l + 1) % 3
+	id := c.Cfgs[dead].ID
+	c.StopMember(dead)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	if err := c.Nodes[l].RemoveMember(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	proposeN(t, c, l, "b", 10)
+	n := c.NewMember(id, nil)
+	if c.Cfgs[n].DataDir == c.Cfgs[dead].DataDir {
+		t.Fatal("the replacement reuses the dead member's data dir")
+	}
+	if err := c.Nodes[(l+2)%3].AddMember(ctx, id, c.Nodes[n].Addr()); err != nil {
+		t.Fatalf("add the replacement: %v", err)
+	}
+	live := []int{l, (l + 2) % 3, n}
+	for _, i := range live {
+		waitVoters(t, c, i, c.Cfgs[l].ID, c.Cfgs[(l+2)%3].ID, id)
+	}
+	proposeN(t, c, n, "c", 5)
+	c.WaitConvergedOf(wait, live...)
+	if got := c.KVs[n].Len(); got != 35 {
+		t.Fatalf("the replacement holds %d keys, want 35", got)
+	}
+}
