@@ -206,25 +206,14 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in, false); err != nil {
 		return err
 	}
-	if err := checkMemberID(in.ID); err != nil {
+	node := s.ctl.Node()
+	voter, err := checkAdd(node, in.ID, in.Address)
+	if err != nil {
 		return err
 	}
-	host, port, err := net.SplitHostPort(in.Address)
-	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
-		return bad("address %q: host:port required", in.Address)
-	}
-	node := s.ctl.Node()
-	for _, m := range node.Status().Members {
-		switch {
-		case m.ID == in.ID && m.Address != in.Address:
-			return &clientError{code: http.StatusConflict, kind: "member_exists",
-				reason: fmt.Sprintf("member %q is at %s: remove it first (DELETE /v1/cluster/members/%s)", m.ID, m.Address, m.ID)}
-		case m.ID != in.ID && m.Address == in.Address:
-			return &clientError{code: http.StatusConflict, kind: "address_taken", reason: fmt.Sprintf("member %q is at %s", m.ID, m.Address)}
-		case m.ID == in.ID && m.Voter:
-			writeJSON(w, http.StatusOK, map[string]any{"id": in.ID, "address": in.Address, "suffrage": "voter"})
-			return nil
-		}
+	if voter {
+		writeJSON(w, http.StatusOK, map[string]any{"id": in.ID, "address": in.Address, "suffrage": "voter"})
+		return nil
 	}
 	a := s.adds.start(in.ID, in.Address, func(ctx context.Context) error { return node.AddMember(ctx, in.ID, in.Address) })
 	deadline := time.NewTimer(addTimeout)
@@ -279,6 +268,31 @@ func (s *server) removeMember(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"removed": id})
 	return nil
+}
+
+// checkAdd checks a request to add member id at raft address addr (the API
+// and the console): a valid ID and host:port, neither taken by another
+// member. voter: id is already a voter at addr (nothing to do).
+func checkAdd(node *raft.Node, id, addr string) (voter bool, err error) {
+	if err := checkMemberID(id); err != nil {
+		return false, err
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
+		return false, bad("address %q: host:port required", addr)
+	}
+	for _, m := range node.Status().Members {
+		switch {
+		case m.ID == id && m.Address != addr:
+			return false, &clientError{code: http.StatusConflict, kind: "member_exists",
+				reason: fmt.Sprintf("member %q is at %s: remove it first (DELETE /v1/cluster/members/%s)", m.ID, m.Address, m.ID)}
+		case m.ID != id && m.Address == addr:
+			return false, &clientError{code: http.StatusConflict, kind: "address_taken", reason: fmt.Sprintf("member %q is at %s", m.ID, m.Address)}
+		case m.ID == id && m.Voter:
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // memberError maps a membership change's error.

@@ -87,6 +87,8 @@ func (c *console) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /console/job/cancel", c.post(c.cancel))
 	mux.HandleFunc("GET /console/cluster", c.get(c.clusterPage))
 	mux.HandleFunc("POST /console/cluster/walcompare", c.post(c.runCompare))
+	mux.HandleFunc("POST /console/cluster/add", c.post(c.addMember))
+	mux.HandleFunc("POST /console/cluster/remove", c.post(c.removeMember))
 }
 
 // page is what every page's template gets.

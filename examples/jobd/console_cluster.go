@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,7 +111,7 @@ func (c *console) clusterPage(w http.ResponseWriter, r *http.Request, p *page) e
 		rows[i] = row
 	}
 	p.Title, p.Nav = "Cluster", "cluster"
-	p.Data = map[string]any{"Members": rows, "Self": self, "Compare": c.cmp.get()}
+	p.Data = map[string]any{"Members": rows, "Self": self, "Compare": c.cmp.get(), "ClusterID": c.s.clusterID}
 	c.render(w, http.StatusOK, "cluster", p)
 	return nil
 }
@@ -172,4 +174,44 @@ func (l *lastCompare) get() *compareRun {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.run
+}
+
+// POST /console/cluster/add (id, address): starts adding a member, as POST
+// /v1/cluster/members does (the same checks); it joins as a non-voter and
+// the leader's catch-up policy promotes it: the page shows its progress.
+func (c *console) addMember(w http.ResponseWriter, r *http.Request, _ *page) error {
+	id, addr := strings.TrimSpace(r.PostForm.Get("id")), strings.TrimSpace(r.PostForm.Get("address"))
+	node := c.s.ctl.Node()
+	voter, err := checkAdd(node, id, addr)
+	if err != nil {
+		return err
+	}
+	if voter {
+		done(w, r, "/console/cluster", nil, "member "+id+" is already a voter at "+addr)
+		return nil
+	}
+	c.s.adds.start(id, addr, func(ctx context.Context) error { return node.AddMember(ctx, id, addr) })
+	done(w, r, "/console/cluster", nil, "adding member "+id+" at "+addr+": it joins as a non-voter, promoted once caught up")
+	return nil
+}
+
+// POST /console/cluster/remove (id): removes a member, as DELETE
+// /v1/cluster/members/{id} does.
+func (c *console) removeMember(w http.ResponseWriter, r *http.Request, _ *page) error {
+	id := r.PostForm.Get("id")
+	if err := checkMemberID(id); err != nil {
+		return err
+	}
+	node := c.s.ctl.Node()
+	if !slices.ContainsFunc(node.Status().Members, func(m raft.Member) bool { return m.ID == id }) {
+		return &clientError{code: http.StatusNotFound, kind: "not_found", reason: fmt.Sprintf("no member %q in the configuration", id)}
+	}
+	c.s.adds.stop(id)
+	ctx, cancel := context.WithTimeout(r.Context(), addTimeout)
+	defer cancel()
+	if err := node.RemoveMember(ctx, id); err != nil {
+		return memberError(err)
+	}
+	done(w, r, "/console/cluster", nil, "member "+id+" removed")
+	return nil
 }
