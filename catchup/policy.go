@@ -33,8 +33,9 @@ type Policy struct {
 	// chunks to any member, and appends to a non-voter that is not caught
 	// up (Throttle). Heartbeats and appends to voters are never throttled.
 	// 0 takes DefaultMaxStreamBytesPerSecond; negative is unlimited. Keep
-	// it well above the cluster's own write rate: a non-voter is fed its
-	// appends at it.
+	// it well above the cluster's own write rate (a non-voter is fed its
+	// appends at it) and above 256 KiB per second of the raft transport's
+	// timeout (hashicorp/raft's deadline for a snapshot stream).
 	MaxStreamBytesPerSecond int64
 }
 
