@@ -60,9 +60,11 @@ func submitAll(ctx context.Context, ctl func() *jobraft.Controller, ids []string
 //     restore takes the process's CPU from the cluster (about half of it
 //     in a catch-up window's CPU profile), so the rate drops with them.
 //     Reported, not bounded: that is the test's layout, not the leader.
-//   - m5 runs in its own process (ctltest.StartJoiner), as a member does:
-//     what its catch-up costs is what the leader streams it. Bounded: the
-//     rate while it catches up is at least 80 % of the rate before.
+//   - m5 runs in its own process (ctltest.StartJoiner), niced, as on a
+//     machine of its own: what its catch-up costs the cluster is the
+//     leader's stream and the membership changes. Bounded: the rate while
+//     it catches up is at least 80 % of the lowest of six short windows
+//     around it (docs/catchup.md, "Figures").
 func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 	stalltest.Watch()
 	preload, bound := 20_000, 3*wait
