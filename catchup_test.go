@@ -64,7 +64,8 @@ func submitAll(ctx context.Context, ctl func() *jobraft.Controller, ids []string
 //     machine of its own: what its catch-up costs the cluster is the
 //     leader's stream and the membership changes. Bounded: the rate while
 //     it catches up is at least 80 % of the lowest of six short windows
-//     around it (docs/catchup.md, "Figures").
+//     around it (docs/catchup.md, "Figures"); checked without the race
+//     detector only.
 func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 	stalltest.Watch()
 	preload, bound := 20_000, 3*wait
@@ -216,7 +217,11 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 	floor := slices.Min(around)
 	t.Logf("m5 (its own process): submit rate %.0f jobs/s while it caught up; windows around it (1 s before, %s after): %.0f jobs/s (%+.0f%% against the lowest)",
 		during, d.Round(time.Millisecond), around, 100*(during-floor)/floor)
-	if during < 0.8*floor {
+	// Under the race detector every operation of the leader's own catch-up
+	// work (encoding, sending, the membership changes) costs several times
+	// its CPU: the bound is checked without it (make test runs this test
+	// once more without -race).
+	if !raceEnabled && during < 0.8*floor {
 		t.Errorf("the submit rate while m5 caught up (%.0f jobs/s) is below 80%% of the lowest rate around it (%.0f jobs/s)", during, around)
 	}
 	close(stop)
