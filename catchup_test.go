@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -44,20 +46,28 @@ func submitAll(ctx context.Context, ctl func() *jobraft.Controller, ids []string
 	return nil
 }
 
-// Two members are added, one after the other, to a three-member cluster
-// that holds many jobs (20,000; 1,000,000 with -jobraft.long) while
-// clients keep submitting: each installs the leader's snapshot, catches
-// up, and is promoted by the leader's catch-up policy. Every job exists
-// exactly once on all five members (same count, same digest at the same
-// applied index), and every member's applied history checks against the
-// leader's log. Reported: time to promote, snapshot bytes streamed per
-// second, and the submit rate while a member catches up against before.
-// (The rate while a member catches up is reported, not bounded here: it
-// drops the same way on the commit before the catch-up policy, for a cause
-// not yet established (docs/catchup.md, "Figures");
-// TestSlowMemberIsNeverPromotedAndNamedStalled in raft bounds the cost of
-// a member that cannot keep up.)
+// Members are added to a three-member cluster that holds many jobs
+// (20,000; 1,000,000 with -jobraft.long) while clients keep submitting:
+// each installs the leader's snapshot (streamed through the leader's
+// catch-up throttle), catches up, and is promoted by the leader's catch-up
+// policy. Every job exists exactly once on all six members (same digest at
+// the same applied index), and every in-process member's applied history
+// checks against the leader's log.
+//
+// The submit rate while a member catches up, against the rate just
+// before, each counting only the time the test process ran (stalltest):
+//   - m3 and m4 run in the test process, like the cluster: their snapshot
+//     restore takes the process's CPU from the cluster (about half of it
+//     in a catch-up window's CPU profile), so the rate drops with them.
+//     Reported, not bounded: that is the test's layout, not the leader.
+//   - m5 runs in its own process (ctltest.StartJoiner), niced, as on a
+//     machine of its own: what its catch-up costs the cluster is the
+//     leader's stream and the membership changes. Bounded: the rate while
+//     it catches up is at least 80 % of the lowest of six short windows
+//     around it (docs/catchup.md, "Figures"); checked without the race
+//     detector only.
 func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
+	stalltest.Watch()
 	preload, bound := 20_000, 3*wait
 	if *longFlag {
 		preload, bound = 1_000_000, 40*wait
@@ -130,21 +140,30 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 			}
 		}()
 	}
-	rate := func(d time.Duration) float64 {
+	// window measures the submit rate from its start to the call of the
+	// function it returns, over the time the process ran (stalltest).
+	window := func() func() float64 {
 		a, s := acked.Load(), time.Now()
-		<-time.After(d) // the measurement window
-		return float64(acked.Load()-a) / time.Since(s).Seconds()
+		return func() float64 {
+			n, e := acked.Load()-a, time.Now()
+			ran := e.Sub(s) - stalltest.Between(s, e).Total
+			return float64(n) / max(ran, time.Millisecond).Seconds()
+		}
 	}
-	before := rate(3 * time.Second)
-	t.Logf("submit rate before: %.0f jobs/s", before)
+	rate := func(d time.Duration) float64 {
+		w := window()
+		<-time.After(d) // the measurement window
+		return w()
+	}
 
-	for _, id := range []string{"m3", "m4"} {
-		n := c.NewMember(id, func(cfg *jobraft.Config) { cfg.TrailingLogs = 8 })
+	// add adds the member at addr and waits for its promotion, sampling its
+	// progress line; it returns the submit rate over the catch-up.
+	add := func(id, addr string) float64 {
 		var peak float64
 		var sent uint64
 		done := make(chan error, 1)
-		a0, t0 := acked.Load(), time.Now()
-		go func() { done <- c.Ctls[0].Node().AddMember(ctx, id, c.Ctls[n].Node().Addr()) }()
+		w, t0 := window(), time.Now()
+		go func() { done <- c.Ctls[0].Node().AddMember(ctx, id, addr) }()
 		var err error
 		ctltest.WaitFor(t, bound, id+" to be promoted", func() bool {
 			if l := c.Leader(); l >= 0 {
@@ -159,19 +178,57 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 				return false
 			}
 		})
-		took := time.Since(t0)
+		during, took := w(), time.Since(t0)
 		if err != nil {
 			t.Fatalf("add %s: %v", id, err)
 		}
-		during := float64(acked.Load()-a0) / took.Seconds()
-		t.Logf("%s promoted after %s: snapshot %.1f MB streamed (%.1f MB/s over the promotion, peak %.1f MB/s); submit rate %.0f jobs/s while it caught up, %.0f before (%+.0f%%)",
-			id, took.Round(time.Millisecond), float64(sent)/1e6, float64(sent)/1e6/took.Seconds(), peak/1e6, during, before, 100*(during-before)/before)
+		t.Logf("%s promoted after %s: snapshot %.1f MB streamed (%.1f MB/s over the promotion, peak %.1f MB/s)",
+			id, took.Round(time.Millisecond), float64(sent)/1e6, float64(sent)/1e6/took.Seconds(), peak/1e6)
+		return during
+	}
+
+	for _, id := range []string{"m3", "m4"} {
+		before := rate(3 * time.Second)
+		n := c.NewMember(id, func(cfg *jobraft.Config) { cfg.TrailingLogs = 8 })
+		during := add(id, c.Ctls[n].Node().Addr())
+		t.Logf("%s (in the test process): submit rate %.0f jobs/s while it caught up, %.0f before (%+.0f%%)",
+			id, during, before, 100*(during-before)/before)
+	}
+	// m5 runs niced (nice 19): under CPU contention its restore takes what
+	// the machine's other processes leave, as on a machine of its own;
+	// what remains is what its catch-up costs the cluster.
+	m5 := ctltest.StartJoiner(t, "m5", func(mc *ctltest.MemberConfig) { mc.Nice = 19 })
+	ctltest.WaitFor(t, bound, "m5 to serve", func() bool {
+		_, err := m5.CallT(0, "/status", ctltest.Request{}, wait)
+		return err == nil
+	})
+	// The machine's load moves the rate from one window to the next: the
+	// catch-up window is compared against the lowest of six short windows
+	// around it: three of a second just before, three of its own length
+	// just after.
+	pre := []float64{rate(time.Second), rate(time.Second), rate(time.Second)}
+	t0 := time.Now()
+	during := add("m5", m5.Cfgs[0].RaftAddr)
+	d := max(time.Since(t0), 200*time.Millisecond)
+	around := pre
+	for range 3 {
+		around = append(around, rate(d))
+	}
+	floor := slices.Min(around)
+	t.Logf("m5 (its own process): submit rate %.0f jobs/s while it caught up; windows around it (1 s before, %s after): %.0f jobs/s (%+.0f%% against the lowest)",
+		during, d.Round(time.Millisecond), around, 100*(during-floor)/floor)
+	// Under the race detector every operation of the leader's own catch-up
+	// work (encoding, sending, the membership changes) costs several times
+	// its CPU: the bound is checked without it (make test runs this test
+	// once more without -race).
+	if !raceEnabled && during < 0.8*floor {
+		t.Errorf("the submit rate while m5 caught up (%.0f jobs/s) is below 80%% of the lowest rate around it (%.0f jobs/s)", during, around)
 	}
 	close(stop)
 	lwg.Wait()
 
 	want := preload + int(loaded.Load())
-	ctltest.WaitFor(t, bound, "five members holding every job once, at one digest", func() bool {
+	ctltest.WaitFor(t, bound, "six members holding every job once, at one digest", func() bool {
 		var first *raft.Status
 		for _, ctl := range c.Ctls {
 			st := ctl.Node().Status()
@@ -184,7 +241,8 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 				return false
 			}
 		}
-		return true
+		rep, err := m5.CallT(0, "/status", ctltest.Request{}, wait)
+		return err == nil && rep.DigestIndex == first.Digest.Index && rep.Digest == fmt.Sprintf("%x", first.Digest.Sum)
 	})
 	c.CheckApplied(true)
 }

@@ -28,6 +28,15 @@ type Policy struct {
 	// follower trails by the appends in flight (default 0: not at all).
 	// Rounds ignore it.
 	NearLag uint64
+	// MaxStreamBytesPerSecond bounds the bytes per second the leader
+	// streams to members catching up, all of them together: snapshot
+	// chunks to any member, and appends to a non-voter that is not caught
+	// up (Throttle). Heartbeats and appends to voters are never throttled.
+	// 0 takes DefaultMaxStreamBytesPerSecond; negative is unlimited. Keep
+	// it well above the cluster's own write rate (a non-voter is fed its
+	// appends at it) and above 256 KiB per second of the raft transport's
+	// timeout (hashicorp/raft's deadline for a snapshot stream).
+	MaxStreamBytesPerSecond int64
 }
 
 // WithDefaults returns p with its zero fields set to their defaults.
@@ -42,5 +51,8 @@ func (p Policy) WithDefaults() Policy {
 	def(&p.UnreachableRounds, 20)
 	def(&p.InstallFailures, 3)
 	def(&p.GuardRefusals, 3)
+	if p.MaxStreamBytesPerSecond == 0 {
+		p.MaxStreamBytesPerSecond = DefaultMaxStreamBytesPerSecond
+	}
 	return p
 }

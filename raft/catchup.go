@@ -59,7 +59,9 @@ func newMonitor(n *Node) *monitor {
 	if p.NearLag == 0 {
 		p.NearLag = uint64(n.cfg.MaxAppendEntries) // one append in flight
 	}
-	return &monitor{n: n, policy: p.WithDefaults(), members: map[string]*tracked{}}
+	p = p.WithDefaults()
+	n.meter.throttle.Store(catchup.NewThrottle(p.MaxStreamBytesPerSecond))
+	return &monitor{n: n, policy: p, members: map[string]*tracked{}}
 }
 
 // run ticks until Close.
@@ -281,6 +283,9 @@ func (m *monitor) update(t *tracked, s hraft.Server, o catchup.Observation, rep 
 		g.State, g.Divergence = StateDiverged, d.Divergence
 	}
 	t.prog, t.last = g, d
+	// Appends to a non-voter not caught up are throttled (meter.go);
+	// never a voter's: it may be needed for the quorum.
+	p.catching.Store(!g.Voter && g.State != StateCaughtUp)
 	m.emit(g)
 	if g.State == prev.State && g.Reason == prev.Reason {
 		return

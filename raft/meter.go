@@ -4,8 +4,11 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	hraft "github.com/hashicorp/raft"
+
+	"github.com/jobraft/jobraft/catchup"
 )
 
 // The replication meter: hashicorp/raft exposes no per-follower match
@@ -13,10 +16,18 @@ import (
 // wrapped and counts, per member, what raft hands it: entries and bytes of
 // appends (pipelined or not), and snapshot streams (in progress, bytes
 // read from the snapshot, failed installs). The catch-up monitor reads it
-// (catchup.go). It only counts: every call passes through unchanged.
+// (catchup.go). It also throttles what catch-up costs the leader
+// (catchup.Throttle, Policy.MaxStreamBytesPerSecond): snapshot chunks to
+// any member, and appends with entries to a member the monitor marks
+// catching up (a non-voter not caught up) wait their turn in one bucket
+// shared by all of them. Heartbeats (appends without entries), votes and
+// appends to voters pass at once. Every call passes through unchanged.
 type meter struct {
 	hraft.Transport
-	peers sync.Map // hraft.ServerID → *peerMeter
+	peers    sync.Map                         // hraft.ServerID → *peerMeter
+	throttle atomic.Pointer[catchup.Throttle] // nil: unlimited
+	now      func() time.Time                 // time.Now
+	sleep    func(time.Duration)              // time.Sleep; the send path waits here
 }
 
 // meterPreVote is meter over a transport with pre-vote.
@@ -38,11 +49,12 @@ type peerMeter struct {
 	installBytes    atomic.Uint64 // snapshot bytes streamed, all installs
 	installs        atomic.Uint64 // installs finished (success or not)
 	installFailures atomic.Uint64
+	catching        atomic.Bool // set by the monitor: appends to it are throttled
 }
 
 // meterOf is the transport's meter, found when the node wraps it.
 func newMeter(t hraft.Transport) (hraft.Transport, *meter) {
-	m := &meter{Transport: t}
+	m := &meter{Transport: t, now: time.Now, sleep: time.Sleep}
 	if _, ok := t.(hraft.WithPreVote); ok {
 		return meterPreVote{m}, m
 	}
@@ -57,7 +69,18 @@ func (m *meter) peer(id hraft.ServerID) *peerMeter {
 	return p.(*peerMeter)
 }
 
-func (p *peerMeter) appended(args *hraft.AppendEntriesRequest) {
+// wait holds the sender of n bytes to p (snapshot: a snapshot chunk) for
+// its turn in the throttle.
+func (m *meter) wait(p *peerMeter, n uint64, snapshot bool) {
+	if n == 0 || (!snapshot && !p.catching.Load()) {
+		return
+	}
+	if d := m.throttle.Load().Reserve(m.now(), int(n)); d > 0 {
+		m.sleep(d)
+	}
+}
+
+func (p *peerMeter) appended(args *hraft.AppendEntriesRequest) uint64 {
 	var b uint64
 	for _, e := range args.Entries {
 		if e != nil {
@@ -66,11 +89,13 @@ func (p *peerMeter) appended(args *hraft.AppendEntriesRequest) {
 	}
 	p.entries.Add(uint64(len(args.Entries)))
 	p.bytes.Add(b)
+	return b
 }
 
 // AppendEntries implements hraft.Transport.
 func (m *meter) AppendEntries(id hraft.ServerID, target hraft.ServerAddress, args *hraft.AppendEntriesRequest, resp *hraft.AppendEntriesResponse) error {
-	m.peer(id).appended(args)
+	p := m.peer(id)
+	m.wait(p, p.appended(args), false)
 	return m.Transport.AppendEntries(id, target, args, resp)
 }
 
@@ -80,7 +105,7 @@ func (m *meter) AppendEntriesPipeline(id hraft.ServerID, target hraft.ServerAddr
 	if err != nil {
 		return nil, err
 	}
-	return &meteredPipeline{AppendPipeline: p, peer: m.peer(id)}, nil
+	return &meteredPipeline{AppendPipeline: p, peer: m.peer(id), m: m}, nil
 }
 
 // InstallSnapshot implements hraft.Transport.
@@ -89,7 +114,7 @@ func (m *meter) InstallSnapshot(id hraft.ServerID, target hraft.ServerAddress, a
 	p.installSize.Store(uint64(max(args.Size, 0)))
 	p.installRead.Store(0)
 	p.installing.Store(true)
-	err := m.Transport.InstallSnapshot(id, target, args, resp, countingReader{r: data, p: p})
+	err := m.Transport.InstallSnapshot(id, target, args, resp, countingReader{r: data, p: p, m: m})
 	p.installing.Store(false)
 	p.installs.Add(1)
 	if err != nil || !resp.Success {
@@ -114,21 +139,26 @@ func (m meterPreVote) RequestPreVote(id hraft.ServerID, target hraft.ServerAddre
 type meteredPipeline struct {
 	hraft.AppendPipeline
 	peer *peerMeter
+	m    *meter
 }
 
 // AppendEntries implements hraft.AppendPipeline.
 func (p *meteredPipeline) AppendEntries(args *hraft.AppendEntriesRequest, resp *hraft.AppendEntriesResponse) (hraft.AppendFuture, error) {
-	p.peer.appended(args)
+	p.m.wait(p.peer, p.peer.appended(args), false)
 	return p.AppendPipeline.AppendEntries(args, resp)
 }
 
 type countingReader struct {
 	r io.Reader
 	p *peerMeter
+	m *meter
 }
 
+// Read reads a chunk of the snapshot and waits its turn in the throttle
+// before raft sends it.
 func (c countingReader) Read(b []byte) (int, error) {
 	k, err := c.r.Read(b)
+	c.m.wait(c.p, uint64(k), true)
 	c.p.installRead.Add(uint64(k))
 	c.p.installBytes.Add(uint64(k))
 	return k, err

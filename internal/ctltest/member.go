@@ -48,6 +48,14 @@ type MemberConfig struct {
 	// ElectionTimeout, when set, is the member's heartbeat and election
 	// timeout (default 200ms).
 	ElectionTimeout time.Duration `json:"election_timeout,omitempty"`
+	// Join starts the member empty and not bootstrapped (Members unused):
+	// a member for a running cluster to add (StartJoiner).
+	Join bool `json:"join,omitempty"`
+	// Nice, when above 0, runs the member's process at that niceness
+	// (nice(1), every thread): under CPU contention it takes what the
+	// machine's other processes leave, as a member on its own machine
+	// would take none of theirs.
+	Nice int `json:"nice,omitempty"`
 }
 
 // Timing is a member's raft timing and propose timeout; zero fields keep
@@ -109,6 +117,9 @@ func runMember(mc MemberConfig) error {
 		ClaimPollInterval: 200 * time.Millisecond, ProposeTimeout: 3 * time.Second,
 	}
 	mc.Timing.apply(&cfg)
+	if mc.Join {
+		cfg.Bootstrap, cfg.InitialMembers = false, nil
+	}
 	stalltest.Watch() // the member's own stalls, for /status
 	if mc.Snapshots {
 		cfg.SnapshotInterval, cfg.SnapshotThreshold, cfg.TrailingLogs = 500*time.Millisecond, 256, 128

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -69,6 +70,30 @@ func StartProcs(t testing.TB, n int, tweak func(i int, mc *MemberConfig)) *Procs
 	return p
 }
 
+// StartJoiner starts one empty, not bootstrapped member id in a child
+// process (MemberConfig.Join), for a running cluster (in this process or
+// not) to add at p.Cfgs[0].RaftAddr; tweak may adjust its config. A
+// member in its own process takes none of the test process's CPU: what
+// it costs the cluster is what the cluster's members pay for it.
+func StartJoiner(t testing.TB, id string, tweak func(mc *MemberConfig)) *Procs {
+	t.Helper()
+	p := &Procs{t: t, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, applied: history.NewChecker()}
+	base := t.TempDir()
+	mc := MemberConfig{
+		ID: id, DataDir: filepath.Join(base, id), RaftAddr: nodetest.FreeAddr(t), HTTPAddr: nodetest.FreeAddr(t),
+		LeaseTTL: 10 * time.Second, ExpireInterval: 100 * time.Millisecond, Join: true,
+	}
+	if tweak != nil {
+		tweak(&mc)
+	}
+	p.Cfgs = []MemberConfig{mc}
+	p.cmds, p.exited = make([]*exec.Cmd, 1), make([]chan struct{}, 1)
+	p.logs = []string{filepath.Join(base, id+".log")}
+	p.Start(0)
+	t.Cleanup(p.Close)
+	return p
+}
+
 // Start (re)starts member i's process from its data dir.
 func (p *Procs) Start(i int) {
 	p.t.Helper()
@@ -79,6 +104,9 @@ func (p *Procs) Start(i int) {
 	}
 	defer logf.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if n := p.Cfgs[i].Nice; n > 0 {
+		cmd = exec.Command("nice", "-n", strconv.Itoa(n), os.Args[0], "-test.run=^$")
+	}
 	cmd.Env = append(os.Environ(), envMember+"="+string(spec))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
