@@ -78,7 +78,11 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 	// (never restarted in this test).
 	ctls := append([]*jobraft.Controller(nil), c.Ctls...)
 	member := func(i int) func() *jobraft.Controller { return func() *jobraft.Controller { return ctls[i] } }
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	// One context for the whole test (preload, load, adds): a deadline of
+	// one bound would expire under load while the load still runs, and a
+	// batch cut off by it may commit without being counted, so the final
+	// count could never match. Each step has its own bound below.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*bound)
 	defer cancel()
 
 	start := time.Now()
