@@ -46,7 +46,8 @@ type Network struct {
 	dup      float64
 	delay    time.Duration
 	jitter   time.Duration
-	down     map[link]bool // partitions and cuts, directed
+	down     map[link]bool    // partitions and cuts, directed
+	lossy    map[link]float64 // per-link drop probabilities, directed
 	isolated map[raft.ServerAddress]bool
 	flaps    map[link]flap // keyed by both directions
 	senders  map[uint64]map[Sender]struct{}
@@ -104,6 +105,7 @@ func New(seed int64) *Network {
 		seed:     seed,
 		rngs:     make(map[link]*rand.Rand),
 		down:     make(map[link]bool),
+		lossy:    make(map[link]float64),
 		isolated: make(map[raft.ServerAddress]bool),
 		flaps:    make(map[link]flap),
 		senders:  make(map[uint64]map[Sender]struct{}),
@@ -141,6 +143,19 @@ func (n *Network) Cut(from, to raft.ServerAddress) {
 	n.set(func() { n.down[link{from, to}] = true })
 }
 
+// DropLink makes messages from -> to (requests one way, and the responses
+// to requests sent the other way) lost with probability p (0..1), on top of
+// SetDrop's network-wide probability: a lossy link. p <= 0 removes it.
+func (n *Network) DropLink(from, to raft.ServerAddress, p float64) {
+	n.set(func() {
+		if p <= 0 {
+			delete(n.lossy, link{from, to})
+			return
+		}
+		n.lossy[link{from, to}] = p
+	})
+}
+
 // Isolate cuts every link to and from node.
 func (n *Network) Isolate(node raft.ServerAddress) { n.set(func() { n.isolated[node] = true }) }
 
@@ -167,6 +182,7 @@ func (n *Network) Heal() {
 	n.set(func() {
 		n.drop, n.dup, n.delay, n.jitter = 0, 0, 0, 0
 		n.down = make(map[link]bool)
+		n.lossy = make(map[link]float64)
 		n.isolated = make(map[raft.ServerAddress]bool)
 		n.flaps = make(map[link]flap)
 	})
@@ -240,7 +256,7 @@ func (n *Network) decide(kind string, from, to raft.ServerAddress, request bool)
 	switch {
 	case !n.linkUpLocked(l, time.Now()):
 		v.lost = "link down"
-	case pDrop < n.drop:
+	case pDrop < max(n.drop, n.lossy[l]):
 		v.lost = "dropped"
 	}
 	if v.lost != "" {
