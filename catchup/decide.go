@@ -17,6 +17,12 @@ type Tracker struct {
 	roundStart  time.Time
 	roundTarget uint64
 	lastTook    time.Duration
+	// The round's convergence window: the member's lag behind the leader
+	// when the window opened (its first observation in the round that is
+	// reached and not installing), and when.
+	windowLag uint64
+	windowAt  time.Time
+	windowSet bool
 	// Progress: when the member's log or snapshot stream last moved (or it
 	// was caught up), and the values seen then.
 	progressAt   time.Time
@@ -127,10 +133,15 @@ func (t *Tracker) observe(now time.Time, o Observation) Decision {
 	return t.rounds(now, o, d)
 }
 
-// rounds runs a candidate's rounds (thesis §4.2.1).
+// rounds runs a candidate's rounds (thesis §4.2.1). A round ends when the
+// member reaches the leader's last index as of the round's start; it also
+// fails, without ending, when for two election timeouts the member's lag
+// behind the leader did not shrink (it does not converge: the target would
+// keep moving away, e.g. on a lossy link under load): such a round counts
+// as a slow one, and the next round starts.
 func (t *Tracker) rounds(now time.Time, o Observation, d Decision) Decision {
 	if t.round == 0 {
-		t.round, t.roundStart, t.roundTarget = 1, now, o.LeaderLast
+		t.startRound(1, now, o.LeaderLast)
 	}
 	if o.Reached && !o.Installing && o.LastIndex >= t.roundTarget {
 		took := now.Sub(t.roundStart)
@@ -143,10 +154,36 @@ func (t *Tracker) rounds(now time.Time, o Observation, d Decision) Decision {
 			d.Round, d.Target, d.RoundTook = t.round, t.roundTarget, took
 			return t.stalled(d, ReasonTooSlow, "%d rounds, none within the election timeout %s (the last took %s)", t.round, t.p.ElectionTimeout, took)
 		}
-		t.round, t.roundStart, t.roundTarget = t.round+1, now, o.LeaderLast
+		t.startRound(t.round+1, now, o.LeaderLast)
+	} else if o.Reached && !o.Installing {
+		lag := d.Lag
+		switch {
+		case !t.windowSet:
+			t.windowLag, t.windowAt, t.windowSet = lag, now, true
+		case now.Sub(t.windowAt) >= 2*t.p.ElectionTimeout && lag >= t.windowLag:
+			took := now.Sub(t.roundStart)
+			t.lastTook = took
+			if t.round >= t.p.MaxRounds {
+				d.Round, d.Target, d.RoundTook = t.round, t.roundTarget, took
+				return t.stalled(d, ReasonTooSlow, "%d rounds, none within the election timeout %s (the last not converging: behind by %d, %d when its window opened %s before)",
+					t.round, t.p.ElectionTimeout, lag, t.windowLag, now.Sub(t.windowAt))
+			}
+			t.startRound(t.round+1, now, o.LeaderLast)
+			t.windowLag, t.windowAt, t.windowSet = lag, now, true
+		case now.Sub(t.windowAt) >= 2*t.p.ElectionTimeout:
+			// Converging: a new window from here.
+			t.windowLag, t.windowAt = lag, now
+		}
 	}
 	d.Action, d.Round, d.Target, d.RoundTook = Wait, t.round, t.roundTarget, t.lastTook
 	return d
+}
+
+// startRound starts round r at now with the leader's last index as its
+// target; its convergence window opens at its first usable observation.
+func (t *Tracker) startRound(r int, now time.Time, target uint64) {
+	t.round, t.roundStart, t.roundTarget = r, now, target
+	t.windowSet = false
 }
 
 func (t *Tracker) stalled(d Decision, r Reason, format string, args ...any) Decision {

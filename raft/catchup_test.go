@@ -234,7 +234,7 @@ func TestLossyLinkMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 	s, _ := scenarioRand(t) // logs the seed; -raft.seed replays it
 	faults := faultnet.New(s)
 	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} })
-	neverPromoted(t, c, nil, func(l, n int) { c.Faults.DropLink(addr(c.Nodes[l]), addr(c.Nodes[n]), 0.9) }, "")
+	neverPromoted(t, c, nil, func(l, n int) { c.Faults.DropLink(addr(c.Nodes[l]), addr(c.Nodes[n]), 0.9) }, catchup.ReasonTooSlow)
 }
 
 // neverPromoted adds member m3 (its config tweaked, impaired once started)
