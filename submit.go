@@ -238,7 +238,7 @@ func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int
 		return ErrNotSubmitted
 	}
 	for {
-		p, err := c.sub.enqueue(jobs, size)
+		p, err := c.sub.enqueue(submitReq{jobs: jobs, size: size})
 		if err != nil {
 			fail(classOf(), err)
 			return
