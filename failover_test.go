@@ -24,9 +24,8 @@ func TestFailoverSubmitsExactlyOnce(t *testing.T) {
 	if *longFlag {
 		rounds = 6
 	}
-	type result struct{ tag, outcome string }
 	var mu sync.Mutex
-	var results []result
+	var results []submitOutcome
 	var alive [3]bool
 	for i := range alive {
 		alive[i] = true
@@ -58,7 +57,7 @@ func TestFailoverSubmitsExactlyOnce(t *testing.T) {
 					out = "no_reply"
 				}
 				mu.Lock()
-				results = append(results, result{tag, out})
+				results = append(results, submitOutcome{tag, out})
 				mu.Unlock()
 			}
 		}()
@@ -104,6 +103,23 @@ func TestFailoverSubmitsExactlyOnce(t *testing.T) {
 			t.Fatalf("p%d holds different jobs than p0 after convergence", i)
 		}
 	}
+	tally := checkExactlyOnce(t, results, seen)
+	if tally[ctltest.OutcomeOK] == 0 {
+		t.Fatal("no submit succeeded")
+	}
+}
+
+// submitOutcome is one submit's tag (its payload) and the outcome its
+// client saw.
+type submitOutcome struct{ tag, outcome string }
+
+// checkExactlyOnce checks submit outcomes against the jobs a converged
+// member holds (seen: payload → count): an acknowledged submit exists
+// exactly once, one reported not submitted never, one of unknown outcome
+// at most once, and no job exists that no submit made. It returns the
+// outcomes' tally.
+func checkExactlyOnce(t *testing.T, results []submitOutcome, seen map[string]int) map[string]int {
+	t.Helper()
 	tally := map[string]int{}
 	for _, r := range results {
 		tally[r.outcome]++
@@ -128,7 +144,5 @@ func TestFailoverSubmitsExactlyOnce(t *testing.T) {
 		t.Errorf("unexpected job %s (%d times)", tag, n)
 	}
 	t.Logf("outcomes: %v", tally)
-	if tally[ctltest.OutcomeOK] == 0 {
-		t.Fatal("no submit succeeded")
-	}
+	return tally
 }

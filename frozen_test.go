@@ -30,9 +30,8 @@ func TestFrozenLeaderSubmitsResume(t *testing.T) {
 	l := p.WaitLeader(wait)
 	stalltest.Watch()
 
-	type result struct{ tag, outcome string }
 	var mu sync.Mutex
-	var results []result
+	var results []submitOutcome
 	submit := func(m int, tag string, d time.Duration) string {
 		rep, err := p.CallT(m, "/submit", ctltest.Request{Queue: "fz", Payload: tag}, d)
 		out := rep.Outcome
@@ -40,7 +39,7 @@ func TestFrozenLeaderSubmitsResume(t *testing.T) {
 			out = "no_reply"
 		}
 		mu.Lock()
-		results = append(results, result{tag, out})
+		results = append(results, submitOutcome{tag, out})
 		mu.Unlock()
 		return out
 	}
@@ -103,30 +102,7 @@ func TestFrozenLeaderSubmitsResume(t *testing.T) {
 	for _, j := range rep.Jobs {
 		seen[j.Payload]++
 	}
-	tally := map[string]int{}
-	for _, r := range results {
-		tally[r.outcome]++
-		n := seen[r.tag]
-		switch r.outcome {
-		case ctltest.OutcomeOK:
-			if n != 1 {
-				t.Errorf("acked submit %s exists %d times", r.tag, n)
-			}
-		case ctltest.OutcomeNotSubmitted:
-			if n != 0 {
-				t.Errorf("submit %s reported not submitted exists %d times", r.tag, n)
-			}
-		default:
-			if n > 1 {
-				t.Errorf("submit %s (%s) exists %d times", r.tag, r.outcome, n)
-			}
-		}
-		delete(seen, r.tag)
-	}
-	for tag, n := range seen {
-		t.Errorf("unexpected job %s (%d times)", tag, n)
-	}
-	t.Logf("outcomes: %v", tally)
+	checkExactlyOnce(t, results, seen)
 }
 
 // frozenProbe is one live member's probe: try is called until it succeeds.
