@@ -75,30 +75,9 @@ func TestLinearizableUnderLeaderKills(t *testing.T) {
 					m = (m + 1) % 3
 				}
 				mu.Unlock()
-				k := crng.Intn(jobs)
-				id, queue := fmt.Sprintf("lj-%d", k), fmt.Sprintf("lq-%d", k)
-				in := jobmodel.Input{Job: id}
-				req := ctltest.Request{ID: id, Queue: queue, Worker: fmt.Sprintf("c%d", c), TTL: time.Minute, MaxAttempts: 10000}
-				path := ""
-				switch r := crng.Intn(10); {
-				case r < 2:
-					in.Kind, path = jobmodel.Submit, "/submit"
-				case r < 4:
-					in.Kind, path = jobmodel.Claim, "/claim"
-				case r < 7 && len(tokens[id]) > 0:
-					in.Kind, path = jobmodel.Ack, "/ack"
-					if r < 6 {
-						in.Kind, path = jobmodel.Nak, "/nak"
-					}
-					ts := tokens[id]
-					in.Token = ts[len(ts)-1]
-					if crng.Intn(4) == 0 {
-						in.Token = ts[crng.Intn(len(ts))] // maybe stale
-					}
-					req.Token = in.Token
-				default:
-					in.Kind, path = jobmodel.Get, "/get"
-				}
+				in, k := jobmodel.NextInput(crng.Intn, jobs, "lj", tokens)
+				id, queue, path := in.Job, fmt.Sprintf("lq-%d", k), "/"+in.Kind.String()
+				req := ctltest.Request{ID: id, Queue: queue, Worker: fmt.Sprintf("c%d", c), TTL: time.Minute, MaxAttempts: 10000, Token: in.Token}
 				call := rec.Now()
 				rep, err := p.CallT(m, path, req, 3*time.Second)
 				if err == nil && rep.Outcome == ctltest.OutcomeAmbiguous {
@@ -117,12 +96,7 @@ func TestLinearizableUnderLeaderKills(t *testing.T) {
 					}
 					out.State = jobmodel.Absent
 					if rep.Job != nil {
-						out.State, out.Token = rep.Job.State, rep.Job.Token
-						if out.State == "scheduled" {
-							// naked with a 1ns delay: due at once, promoted
-							// lazily by the next claim
-							out.State = jobmodel.Pending
-						}
+						out.State, out.Token = jobmodel.GetState(rep.Job.State), rep.Job.Token
 					}
 				}
 				rec.Add(c, in, out, call)

@@ -129,30 +129,9 @@ func modelOutcome(o string) jobmodel.Outcome {
 func (w *workload) modelClient(c int, rng *rand.Rand) {
 	tokens := map[string][]uint64{}
 	for !w.stopped() {
-		k := rng.IntN(modelJobs)
-		id, queue := fmt.Sprintf("mj-%d", k), fmt.Sprintf("mq-%d", k)
-		in := jobmodel.Input{Job: id}
-		req := ctltest.Request{ID: id, Queue: queue, Worker: fmt.Sprintf("c%d", c), TTL: leaseTTL, MaxAttempts: 10000}
-		var kind string
-		switch r := rng.IntN(10); {
-		case r < 2:
-			in.Kind, kind = jobmodel.Submit, "submit"
-		case r < 4:
-			in.Kind, kind = jobmodel.Claim, "claim"
-		case r < 7 && len(tokens[id]) > 0:
-			in.Kind, kind = jobmodel.Ack, "ack"
-			if r < 6 {
-				in.Kind, kind = jobmodel.Nak, "nak"
-			}
-			ts := tokens[id]
-			in.Token = ts[len(ts)-1]
-			if rng.IntN(4) == 0 {
-				in.Token = ts[rng.IntN(len(ts))] // maybe stale
-			}
-			req.Token = in.Token
-		default:
-			in.Kind, kind = jobmodel.Get, "get"
-		}
+		in, k := jobmodel.NextInput(rng.IntN, modelJobs, "mj", tokens)
+		id, queue, kind := in.Job, fmt.Sprintf("mq-%d", k), in.Kind.String()
+		req := ctltest.Request{ID: id, Queue: queue, Worker: fmt.Sprintf("c%d", c), TTL: leaseTTL, MaxAttempts: 10000, Token: in.Token}
 		call := w.rec.Now()
 		rep, op := w.call(c, rng, kind, "/"+kind, req, Op{Job: id, Token: in.Token})
 		out := jobmodel.Output{Outcome: modelOutcome(op.Outcome)}
@@ -170,10 +149,7 @@ func (w *workload) modelClient(c int, rng *rand.Rand) {
 			}
 			out.State = jobmodel.Absent
 			if rep.Job != nil {
-				out.State, out.Token = rep.Job.State, rep.Job.Token
-				if out.State == "scheduled" {
-					out.State = jobmodel.Pending // naked with a 1ns delay: due at once
-				}
+				out.State, out.Token = jobmodel.GetState(rep.Job.State), rep.Job.Token
 			}
 		}
 		w.rec.Add(c, in, out, call)
