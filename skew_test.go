@@ -2,6 +2,7 @@ package jobraft_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,5 +98,34 @@ func TestClockSkewNeverExpiresLeaseEarly(t *testing.T) {
 			c.WaitLeader(wait)
 			c.CheckApplied(true)
 		})
+	}
+}
+
+// A claim served by a member whose clock is behind the leader's answers a
+// scheduled job the leader's clock says is due: whether it is due is the
+// leader's entry time's to decide, not the serving member's clock (chaos
+// seed 24: the member's own clock kept the claim off the log and it
+// answered empty).
+func TestClaimOnMemberWithClockBehindSeesDueJob(t *testing.T) {
+	offsets := make([]atomic.Int64, 3)
+	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
+		cfg.Clock = func() time.Time { return time.Now().Add(time.Duration(offsets[i].Load())) }
+	})
+	l := c.WaitLeader(wait)
+	f := c.Follower()
+	offsets[f].Store(int64(-2 * time.Second)) // within the claim's skew tolerance
+	ctx := ctltest.Ctx(t, wait)
+	runAt := time.Now().Add(300 * time.Millisecond) // on the leader's (true) clock
+	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{ID: "due", Queue: "skew", Kind: "k", RunAt: runAt})
+	if err != nil || j.Job.State != jobraft.StateScheduled {
+		t.Fatalf("submit: %+v %v, want scheduled", j, err)
+	}
+	ctltest.WaitFor(t, wait, "the follower to apply the submit and the job to be due by the leader's clock", func() bool {
+		_, err := c.Ctls[f].Get(ctx, "due", jobraft.Local)
+		return err == nil && time.Now().After(runAt)
+	})
+	ls, err := c.Ctls[f].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"skew"}, Worker: "w"})
+	if err != nil || len(ls) != 1 || ls[0].Job.ID != "due" {
+		t.Fatalf("claim on a member whose clock is 2 s behind: %d leases, %v; want the due job", len(ls), err)
 	}
 }
