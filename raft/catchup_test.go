@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -321,6 +324,7 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 		}
 	})
 	t.Logf("stalled: reason %s (%s)", stalled.Progress.Reason, stalled.Progress.Detail)
+	checkMetricHelp(t, sink)
 	if g, ok := sink.Data()[0].Gauges["test.jobraft.catchup.stalled;member=m3"]; !ok || g.Value != 1 {
 		t.Fatalf("gauge jobraft.catchup.stalled{member=m3}: %+v (present %t), want 1", g, ok)
 	}
@@ -462,5 +466,29 @@ func TestReplaceDeadMemberUnderItsOwnID(t *testing.T) {
 	c.WaitConvergedOf(wait, live...)
 	if got := c.KVs[n].Len(); got != 35 {
 		t.Fatalf("the replacement holds %d keys, want 35", got)
+	}
+}
+
+// checkMetricHelp: every jobraft key the sink saw (the catch-up monitor's
+// included) is described by its package's MetricHelp, which exporters use
+// as HELP (jobd's /metrics test fails on an undescribed key, but only when
+// its scrape happens to see the key).
+func checkMetricHelp(t *testing.T, sink *metrics.InmemSink) {
+	t.Helper()
+	help := raft.MetricHelp()
+	maps.Copy(help, wal.MetricHelp())
+	for _, iv := range sink.Data() {
+		keys := slices.Collect(maps.Keys(iv.Gauges))
+		keys = slices.AppendSeq(keys, maps.Keys(iv.Counters))
+		keys = slices.AppendSeq(keys, maps.Keys(iv.Samples))
+		for _, k := range keys {
+			k = strings.TrimPrefix(k, "test.")
+			if i := strings.IndexByte(k, ';'); i >= 0 {
+				k = k[:i]
+			}
+			if strings.HasPrefix(k, "jobraft.") && help[k] == "" {
+				t.Errorf("metric %s has no MetricHelp entry", k)
+			}
+		}
 	}
 }

@@ -34,6 +34,20 @@ var metricHelp = map[string]string{
 	"jobraft.raft.stale_append_refused":   "Append requests refused because they matched raft's stale last index rather than the log's.",
 	"jobraft.raft.stale_vote_refused":     "Vote requests refused because raft's last index was stale and the candidate's log is behind the member's.",
 	"jobraft.raft.stale_campaign_refused": "Elections this member did not start because it has diverged or raft's last index is stale.",
+
+	// The leader's catch-up monitor (catchup.go), per member (label member).
+	"jobraft.catchup.lag_entries": "Entries the member's log is behind the leader's last index, as its last " +
+		"progress report showed (on the leader).",
+	"jobraft.catchup.stalled": "1 while the leader's catch-up policy names the member stalled (not converging: " +
+		"see Status.Progress for the reason), else 0.",
+	"jobraft.catchup.member_diverged": "1 while the leader's catch-up policy names the member diverged (its log " +
+		"contradicts the leader's at or below its commit floor: re-seed it), else 0.",
+	"jobraft.catchup.entries_per_second": "Entries per second the member's log advances, as the leader measures it.",
+	"jobraft.catchup.bytes_per_second":   "Bytes per second the leader sends the member (appends and snapshot chunks).",
+	"jobraft.catchup.eta_seconds": "Seconds until the member holds the leader's log at the current rates " +
+		"(0: nothing remains; -1: unknown).",
+	"jobraft.catchup.stalled_total":  "Members the leader's catch-up policy named stalled, by reason (label reason).",
+	"jobraft.catchup.promoted_total": "Non-voters the leader's catch-up policy promoted to voters.",
 }
 
 // MetricHelp returns a description of every go-metrics key this package
