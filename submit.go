@@ -186,7 +186,10 @@ func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
 		return nj, 0, &classed{class: ErrInvalidRequest, cause: fmt.Errorf("%w: %s", fsm.ErrInvalidCommand, p)}
 	}
 	if req.Delay > 0 {
-		nj.RunAt = c.cfg.Clock().Add(req.Delay)
+		// Job times are the log's time (fsm's log clock), which may run
+		// ahead of a slow leader's clock: the delay counts from the log
+		// time a command stamped now would apply at.
+		nj.RunAt = c.rec.jobs.LogTime(c.cfg.Clock()).Add(req.Delay)
 	}
 	if nj.MaxAttempts == 0 {
 		nj.MaxAttempts = c.cfg.MaxAttempts

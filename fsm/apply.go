@@ -28,16 +28,17 @@ func (s *state) apply(e Entry, c Command, derr error) *result {
 		return r
 	}
 	s.index = e.Index
+	now := s.clock.advance(e.Term, toNanos(e.Time))
 	if derr != nil {
 		r.code, r.detail = codeOf(derr), derr.Error()
 		return r
 	}
-	s.applyOne(e, toNanos(e.Time), c, r)
+	s.applyOne(e, now, c, r)
 	return r
 }
 
 // applyOne validates and applies one decoded command at entry e (alone, or
-// as one command of a batch), filling r.
+// as one command of a batch) and log time now (clock.go), filling r.
 func (s *state) applyOne(e Entry, now int64, c Command, r *result) {
 	if rf := validate(c, false); rf != nil {
 		r.code, r.detail = rf.code, rf.detail
@@ -430,26 +431,44 @@ func (s *state) retry(now int64, c *RetryCmd, r *result) *refusal {
 	return nil
 }
 
-// expirable is the skew rule: a lease whose deadline passed may be expired
-// by an entry of the same term (same leader, same clock); a lease from an
-// earlier term only once the proposing leader has itself been in office for
-// the lease's whole TTL; never one from a later term.
-func expirable(l *lease, now int64, term uint64, leaderSince int64) bool {
+// expirable is the skew rule: a lease whose deadline passed (in log time
+// now) may be expired by an entry of the same term (same leader, same
+// clock); a lease from an earlier term only once the proposing leader has
+// itself been in office for the lease's whole TTL (inOffice, see expire);
+// never one from a later term.
+func expirable(l *lease, now int64, term uint64, inOffice int64) bool {
 	if l.deadline > now {
 		return false
 	}
 	if l.term == term {
 		return true
 	}
-	if l.term > term || now < leaderSince {
-		return false
+	return l.term < term && inOffice >= l.ttl
+}
+
+// inOffice is how long the leader proposing an expire has been in office,
+// by two measures of which it takes the smaller: log time since the term's
+// first entry (clock.go: it never runs faster than the leader's clock), and
+// the entry's stamp since the leader's LeaderSince (both its own clock, so
+// a clock stepped back only shortens it). Negative: not yet.
+func inOffice(now, office, stamp, leaderSince int64) int64 {
+	return min(subSat(now, office), subSat(stamp, leaderSince))
+}
+
+// subSat is a - b, saturated to the int64 range.
+func subSat(a, b int64) int64 {
+	if b == -1<<63 {
+		if a >= 0 {
+			return 1<<63 - 1
+		}
+		return a - b
 	}
-	return uint64(now)-uint64(leaderSince) >= uint64(l.ttl) // no overflow: now >= leaderSince
+	return addSat(a, -b)
 }
 
 func (s *state) expire(e Entry, now int64, c *ExpireCmd, r *result) {
 	s.promote(now)
-	since := toNanos(c.LeaderSince)
+	since := inOffice(now, s.clock.office, toNanos(e.Time), toNanos(c.LeaderSince))
 	var due []*job
 	s.queues.Scan(func(q *queue) bool {
 		q.running.Scan(func(it item) bool {

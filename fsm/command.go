@@ -124,12 +124,14 @@ type RetryCmd struct{ ID string }
 
 // ExpireCmd is proposed by the leader to expire leases whose deadline has
 // passed. LeaderSince is the proposing leader's own clock when it took
-// office; with the entry's term it keeps a new leader from expiring leases
-// granted under a previous leader's clock before a full TTL has elapsed on
-// its own clock (see docs/jobs.md). Term, when set, is the term the leader
-// proposed it in: an entry appended in another term (leadership lost and
-// regained between the proposer's check and the append) is refused, so a
-// LeaderSince is never paired with another term's entry.
+// office; a lease granted in an earlier term expires only once the leader
+// has been in office for its whole TTL both by its stamps since LeaderSince
+// and by log time since the term's first entry, so a new leader never
+// expires a lease before a full TTL elapsed on its own clock (see
+// docs/jobs.md). Term, when set, is the term the leader proposed it in: an
+// entry appended in another term (leadership lost and regained between the
+// proposer's check and the append) is refused, so a LeaderSince is never
+// paired with another term's entry.
 type ExpireCmd struct {
 	LeaderSince time.Time
 	Term        uint64

@@ -234,7 +234,7 @@ func (w *world) checkQueries(t *rapid.T) {
 	}
 	wantDue := false
 	for _, j := range w.ref.jobs {
-		wantDue = wantDue || (j.State == StateRunning && !j.Lease.Deadline.After(w.now))
+		wantDue = wantDue || (j.State == StateRunning && !j.Lease.Deadline.After(w.ref.clk.at(w.now)))
 	}
 	if got := w.real.LeaseDue(w.now); got != wantDue {
 		t.Fatalf("LeaseDue(%v) = %v, model %v", w.now, got, wantDue)

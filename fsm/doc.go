@@ -6,8 +6,10 @@
 //
 //  1. Apply is called once per committed command entry, in index order, never
 //     concurrently with Snapshot or Restore.
-//  2. Entry.Time is the proposing leader's clock; no other time source exists
-//     inside Apply.
+//  2. Entry.Time is the proposing leader's clock (its stamp); no other time
+//     source exists inside Apply. Jobs runs on a log clock derived from the
+//     stamps (clock.go): it never goes backwards, and within a term it
+//     never runs faster than the leader's clock.
 //  3. Snapshot is taken on the apply goroutine; Persist then runs on another
 //     goroutine while Apply continues.
 //  4. Restore is given a stream that a Snapshot of the same state machine
@@ -40,9 +42,13 @@
 //   - Determinism: Apply reads no clock, no randomness and no map order; two
 //     instances that applied the same entries hold the same state and report
 //     the same Digest after every entry.
-//   - Refusals change nothing but the applied index (an undecodable,
-//     malformed, oversize or invalid command, an unknown job, a stale token).
-//     Apply never panics on its input.
+//   - Refusals change nothing but the log position, the applied index and
+//     the log clock (an undecodable, malformed, oversize or invalid
+//     command, an unknown job, a stale token). Apply never panics on its
+//     input.
+//   - Time: every job time is a log time; once a job is due it stays due,
+//     whatever the next leader's clock says. LogTime translates a reading
+//     of the leader's clock; Claimable, LeaseDue and Sweepable take one.
 //   - Fencing: a lease token is the raft index of the claim entry, so it is
 //     unique; ack, nak, extend and term must carry the job's current token.
 //   - Idempotent finishes: an ack, nak or term whose token's lease already

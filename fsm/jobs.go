@@ -63,6 +63,17 @@ func (m *Jobs) Digest() Digest {
 	return Digest{Index: m.st.index, Sum: m.st.sum()}
 }
 
+// LogTime translates a reading of the current leader's clock into the log's
+// time, the time Apply uses (fsm.Entry.Time is only the leader's stamp; see
+// doc.go): the time an entry the leader stamps now would apply at. Job
+// times (RunAt, Lease.Deadline, Updated, ...) are log times. On a follower,
+// whose clock is not the leader's, the answer is off by the clocks' offset.
+func (m *Jobs) LogTime(now time.Time) time.Time {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return fromNanos(m.st.clock.at(toNanos(now)))
+}
+
 // Get returns the job with the given ID, payload included.
 func (m *Jobs) Get(id string) (Job, bool) {
 	m.mu.RLock()
@@ -145,12 +156,15 @@ func (m *Jobs) Queues() []QueueInfo {
 }
 
 // Claimable reports whether a claim of queues limited to kinds (none: any
-// kind), applied at time now, would lease a job: whether one of the
+// kind), stamped now by the current leader (translated into the log's time
+// as LogTime does), would lease a job: whether one of the
 // queues that is not paused holds a pending job, or a scheduled one due by
 // now, of one of the kinds. It reads this instance's state as it is: on a
 // member that is behind, an answer of the past. O(queues × kinds × log n).
 func (m *Jobs) Claimable(queues, kinds []string, now time.Time) bool {
-	t := toNanos(now)
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t := m.st.clock.at(toNanos(now))
 	due := func(tr *tree) bool {
 		if tr == nil {
 			return false
@@ -158,8 +172,6 @@ func (m *Jobs) Claimable(queues, kinds []string, now time.Time) bool {
 		it, ok := tr.Min()
 		return ok && it.a <= t
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
 	for _, name := range queues {
 		q, ok := m.st.queues.Get(&queue{name: name})
 		if !ok || q.paused {
@@ -181,11 +193,13 @@ func (m *Jobs) Claimable(queues, kinds []string, now time.Time) bool {
 }
 
 // LeaseDue reports whether some running job's lease deadline is at or
-// before now (an ExpireCmd may then have work). O(queues), no allocation.
+// before now, a reading of the leader's clock translated into the log's
+// time as LogTime does (an ExpireCmd may then have work). O(queues), no
+// allocation.
 func (m *Jobs) LeaseDue(now time.Time) bool {
-	t := toNanos(now)
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	t := m.st.clock.at(toNanos(now))
 	due := false
 	m.st.queues.Scan(func(q *queue) bool {
 		it, ok := q.running.Min()
@@ -198,11 +212,12 @@ func (m *Jobs) LeaseDue(now time.Time) bool {
 // Sweepable reports whether SweepCmd{maxAge, maxPerQueue} applied at time
 // now would remove a job: a terminal job finished at least maxAge before
 // now (maxAge > 0), or a queue with more than maxPerQueue terminal jobs
-// (maxPerQueue > 0). O(queues).
+// (maxPerQueue > 0). now is a reading of the leader's clock, translated into
+// the log's time as LogTime does. O(queues).
 func (m *Jobs) Sweepable(maxAge time.Duration, maxPerQueue uint32, now time.Time) bool {
-	cutoff := addSat(toNanos(now), -int64(maxAge))
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	cutoff := addSat(m.st.clock.at(toNanos(now)), -int64(maxAge))
 	found := false
 	m.st.queues.Scan(func(q *queue) bool {
 		it, ok := q.done.Min()

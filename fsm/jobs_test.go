@@ -55,13 +55,15 @@ func (h *harness) refused(c Command, want error) {
 }
 
 // stateSum is the digest without the applied index (a refusal advances it).
+// stateSum is the digest without the log position (applied index and log
+// clock), which every applied entry moves, refused or not.
 func (m *Jobs) stateSum() [32]byte {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	i := m.st.index
-	m.st.index = 0
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, c := m.st.index, m.st.clock
+	m.st.index, m.st.clock = 0, logClock{}
 	s := m.st.sum()
-	m.st.index = i
+	m.st.index, m.st.clock = i, c
 	return s
 }
 

@@ -15,6 +15,40 @@ type model struct {
 	jobs       map[string]*Job
 	keys       map[string]string
 	paused     map[string]bool
+	clk        modelClock
+}
+
+// modelClock is the reference log clock: within a term, log time is the
+// term's start plus how far the leader's highest stamp so far is past its
+// first; a term starts at the later of the log time and its first stamp.
+type modelClock struct {
+	term           uint64 // 0: no entry yet
+	last           int64  // log time of the last entry
+	office         int64  // log time at the term's first entry
+	first, highest int64  // the term's first and highest stamps
+}
+
+func (c *modelClock) entry(term uint64, stamp int64) int64 {
+	if c.term == 0 || term != c.term {
+		if c.term == 0 || stamp > c.last {
+			c.last = stamp
+		}
+		c.term, c.office, c.first, c.highest = term, c.last, stamp, stamp
+		return c.last
+	}
+	if stamp > c.highest {
+		c.highest = stamp
+	}
+	c.last = addSat(c.office, c.highest-c.first)
+	return c.last
+}
+
+// at: the log time an entry stamped now in the current term would get.
+func (c modelClock) at(now time.Time) time.Time {
+	if c.term == 0 {
+		return now
+	}
+	return fromNanos(c.entry(c.term, toNanos(now)))
 }
 
 func newModel() *model {
@@ -22,7 +56,7 @@ func newModel() *model {
 }
 
 func (m *model) clone() *model {
-	c := &model{index: m.index, seq: m.seq, jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}}
+	c := &model{index: m.index, seq: m.seq, clk: m.clk, jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}}
 	for id, j := range m.jobs {
 		cp := *j
 		c.jobs[id] = &cp
@@ -123,6 +157,7 @@ func (m *model) counts(q string) Counts {
 // claimable is Jobs.Claimable by brute force: a job of one of kinds (or
 // any kind) in a named queue that is not paused, pending or due.
 func (m *model) claimable(queues, kinds []string, now time.Time) bool {
+	now = m.clk.at(now)
 	for _, j := range m.jobs {
 		if !slices.Contains(queues, j.Queue) || m.paused[j.Queue] || (len(kinds) > 0 && !slices.Contains(kinds, j.Kind)) {
 			continue
@@ -165,6 +200,11 @@ func (m *model) apply(e Entry) Result {
 		r.Command = CommandType(e.Cmd[1])
 	}
 	m.index = e.Index
+	return m.applyAt(e, r, m.clk.entry(e.Term, toNanos(e.Time)))
+}
+
+// applyAt applies e's command at log time nowNs.
+func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 	c, err := DecodeCommand(e.Cmd)
 	if err != nil {
 		r.Code = codeOf(err)
@@ -178,12 +218,12 @@ func (m *model) apply(e Entry) Result {
 		// The reference: each command applied as if alone, at the same
 		// index.
 		for _, x := range b.Cmds {
-			r.Batch = append(r.Batch, m.apply(Entry{Index: e.Index, Term: e.Term, Time: e.Time, Cmd: appendCommand(nil, x)}))
+			sub := Entry{Index: e.Index, Term: e.Term, Time: e.Time, Cmd: appendCommand(nil, x)}
+			r.Batch = append(r.Batch, m.applyAt(sub, Result{Index: e.Index, Command: x.Type()}, nowNs))
 		}
 		return r
 	}
-	now := fromNanos(toNanos(e.Time))
-	nowNs := toNanos(now)
+	now := fromNanos(nowNs)
 	leased := func(id string, tok uint64) (*Job, Code) {
 		j, ok := m.jobs[id]
 		if !ok {
@@ -372,7 +412,13 @@ func (m *model) apply(e Entry) Result {
 			return r
 		}
 		m.promote(now)
-		since := toNanos(c.LeaderSince)
+		// In office for a TTL: by log time since the term's first entry,
+		// and by the leader's stamps since its LeaderSince.
+		office, stamp, since := m.clk.office, toNanos(e.Time), toNanos(c.LeaderSince)
+		served := func(ttl time.Duration) bool {
+			return nowNs >= office && uint64(nowNs)-uint64(office) >= uint64(ttl) &&
+				stamp >= since && uint64(stamp)-uint64(since) >= uint64(ttl)
+		}
 		var due []*Job
 		for _, j := range m.jobs {
 			if j.State != StateRunning || j.Lease.Deadline.After(now) {
@@ -380,7 +426,7 @@ func (m *model) apply(e Entry) Result {
 			}
 			l := j.Lease
 			ok := l.Term == e.Term ||
-				(l.Term < e.Term && nowNs >= since && uint64(nowNs)-uint64(since) >= uint64(l.TTL))
+				(l.Term < e.Term && served(l.TTL))
 			if ok {
 				due = append(due, j)
 			}

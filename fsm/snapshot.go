@@ -12,11 +12,13 @@ import (
 	"github.com/tidwall/btree"
 )
 
-// Snapshot stream format, version 2 (integers little endian unless noted):
+// Snapshot stream format, version 4 (integers little endian unless noted):
 //
 //	+----------------------+---------------+-------------+-----------+
 //	| magic "JRFSMSNP" (8) | version (u16) | index (u64) | seq (u64) |
 //	+----------------------+---------------+-------------+-----------+
+//	| log clock (32): now, term, stamp, office, u64 big endian each  |
+//	+----------------------------------------------------------------+
 //	| records, each: tag (1 byte) + body                             |
 //	|   'Q' paused queue:  name (str)          (in name order)       |
 //	|   'J' job:           length (uvarint) + job record (record.go) |
@@ -34,10 +36,16 @@ import (
 // lease ended, record.go): Restore still reads it, and its jobs have no
 // LastLease (a repeated ack of a job restored from it is refused stale).
 // Version 2 is the layout without record flag 8 (a lease's claim ID);
-// Restore reads it too. Older builds do not read version 3.
+// Restore reads it too. Version 3 is the layout without the log clock
+// (clock.go) and with the digest without it: Restore reads it with a zero
+// clock, which the first entry applied after it starts (so a member
+// restored from one may hold another log time than one that applied the
+// same entries, until the next term: no mixed-version clusters). Older
+// builds do not read version 4.
 const (
 	snapMagic   = "JRFSMSNP"
-	snapVersion = 3
+	snapVersion = 4
+	snapV3      = 3
 	snapV2      = 2
 	snapV1      = 1
 	// maxRecord bounds one job record: caps on payload and result plus the
@@ -51,6 +59,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Persist reads it while Apply keeps writing the live tree.
 type snapshot struct {
 	index, seq uint64
+	clock      logClock
 	sum        [32]byte
 	paused     []string
 	jobs       *btree.BTreeG[*job]
@@ -63,7 +72,7 @@ func (m *Jobs) Snapshot() (Snapshot, error) {
 	m.mu.Lock() // Copy marks the live tree's nodes shared: a write.
 	defer m.mu.Unlock()
 	st := m.st
-	return &snapshot{index: st.index, seq: st.seq, sum: st.sum(), paused: st.pausedNames(), jobs: st.jobs.Copy()}, nil
+	return &snapshot{index: st.index, seq: st.seq, clock: st.clock, sum: st.sum(), paused: st.pausedNames(), jobs: st.jobs.Copy()}, nil
 }
 
 // Release implements Snapshot.
@@ -81,6 +90,7 @@ func (sn *snapshot) Persist(w io.Writer) error {
 	b = binary.LittleEndian.AppendUint16(b, snapVersion)
 	b = binary.LittleEndian.AppendUint64(b, sn.index)
 	b = binary.LittleEndian.AppendUint64(b, sn.seq)
+	b = sn.clock.append(b)
 	for _, name := range sn.paused {
 		b = append(b, 'Q')
 		b = appendStr(b, name)
@@ -171,12 +181,22 @@ func readSnapshot(r io.Reader) (*state, error) {
 		return nil, corrupt("bad magic %q", hdr[:8])
 	}
 	version := binary.LittleEndian.Uint16(hdr[8:])
-	if version != snapVersion && version != snapV2 && version != snapV1 {
+	if version != snapVersion && version != snapV3 && version != snapV2 && version != snapV1 {
 		return nil, fmt.Errorf("%w: version %d", ErrSnapshotVersion, version)
 	}
 	st := newState()
 	st.index = binary.LittleEndian.Uint64(hdr[10:])
 	st.seq = binary.LittleEndian.Uint64(hdr[18:])
+	if version == snapVersion {
+		var b [clockSize]byte
+		if err := cr.read(b[:]); err != nil {
+			return nil, err
+		}
+		var ok bool
+		if st.clock, ok = decodeClock(b[:]); !ok {
+			return nil, corrupt("log clock: office %d after now %d", st.clock.office, st.clock.now)
+		}
+	}
 	var (
 		rec     []byte
 		count   uint64
@@ -239,7 +259,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 			if version == snapV1 && j.endBy != EndNone {
 				return nil, corrupt("job %q: version 1 record with a last lease end", j.id)
 			}
-			if version < snapVersion && j.lease != nil && j.lease.claim != "" {
+			if version < snapV3 && j.lease != nil && j.lease.claim != "" {
 				return nil, corrupt("job %q: version %d record with a claim id", j.id, version)
 			}
 			if j.key != "" {
@@ -283,7 +303,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		}
 		return nil, corrupt("data after the checksum")
 	}
-	if st.sum() != wantSum {
+	if st.digest(version == snapVersion) != wantSum {
 		return nil, corrupt("restored state digest differs from the snapshot's")
 	}
 	return st, nil

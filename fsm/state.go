@@ -163,6 +163,7 @@ type state struct {
 	keys   *btree.BTreeG[keyEnt]
 	queues *btree.BTreeG[*queue]
 	acc    [4]uint64 // sum of per-job hashes, lane-wise mod 2^64
+	clock  logClock  // the log's time (clock.go)
 
 	// Caches that only save memory (not state): interned kinds and
 	// backoff policies, bounded so hostile input cannot grow them forever.
@@ -398,14 +399,25 @@ func (s *state) remove(j *job) {
 }
 
 // sum is the digest of the whole state: SHA-256 over a domain tag, the
-// applied index, the submit sequence, the job-hash accumulator and the
-// names of paused queues in order. O(paused queues).
-func (s *state) sum() [32]byte {
+// applied index, the submit sequence, the log clock, the job-hash
+// accumulator and the names of paused queues in order. O(paused queues).
+func (s *state) sum() [32]byte { return s.digest(true) }
+
+// digest computes sum; without the clock it is the digest of snapshot
+// versions 1 to 3, which had none (readSnapshot checks those against it).
+func (s *state) digest(clock bool) [32]byte {
 	h := sha256.New()
 	var b []byte
-	b = append(b, "jobraft/fsm.Jobs digest v1\x00"...)
+	if clock {
+		b = append(b, "jobraft/fsm.Jobs digest v2\x00"...)
+	} else {
+		b = append(b, "jobraft/fsm.Jobs digest v1\x00"...)
+	}
 	b = binary.BigEndian.AppendUint64(b, s.index)
 	b = binary.BigEndian.AppendUint64(b, s.seq)
+	if clock {
+		b = s.clock.append(b)
+	}
 	for _, v := range s.acc {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
