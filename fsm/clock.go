@@ -13,8 +13,11 @@ import "encoding/binary"
 // then stop being due, and a claim made after the delay passed would find
 // nothing. The log clock instead:
 //
-//   - at the first entry of a term, starts at max(the log time so far, the
-//     stamp): a leader never moves time backwards, a fast one moves it on;
+//   - at the first entry of a term, starts at the later of the stamp and one
+//     nanosecond past the log time so far: a leader never moves time
+//     backwards (nor holds it: what was due at the last entry of the old
+//     term, even one nanosecond after it, is due at the first of the new),
+//     a fast one moves it on;
 //   - within a term, advances by exactly as much as the leader's stamps rise
 //     above the highest stamp seen in the term: it runs at the leader's rate,
 //     a step back of its clock pauses it until the clock has caught up, and
@@ -22,7 +25,10 @@ import "encoding/binary"
 //
 // So within one term, log time elapsed never exceeds the leader's own clock
 // elapsed; that is what lease expiry relies on (see ExpireCmd). Log time may
-// run ahead of a slow leader's clock by a constant for the whole term.
+// run ahead of a slow leader's clock by a constant for the whole term. Two
+// entries of one term get the same log time only when the second's stamp
+// is not past every earlier stamp of the term: proposals racing each other,
+// or the leader's clock stepped back.
 type logClock struct {
 	now    int64  // log time of the last entry, unix ns
 	term   uint64 // term of the last entry (0: none yet)
@@ -35,7 +41,7 @@ type logClock struct {
 func (c *logClock) advance(term uint64, stamp int64) int64 {
 	if term != c.term || c.term == 0 {
 		c.term, c.stamp = term, stamp
-		c.now = max(c.now, stamp)
+		c.now = max(addSat(c.now, 1), stamp)
 		c.office = c.now
 		return c.now
 	}

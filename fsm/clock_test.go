@@ -19,18 +19,22 @@ func TestJobDueUnderOldLeaderStaysDueUnderSlowNewLeader(t *testing.T) {
 
 	h.term++
 	h.now = h.now.Add(-2 * time.Second) // the new leader's clock
-	h.ok(PauseCmd{Queue: "other"})      // its first entry: log time holds
-	h.now = h.now.Add(time.Millisecond)
-	if !h.m.Claimable([]string{"q"}, nil, h.now) {
-		t.Fatal("Claimable: the nak'd job is not due by the slow leader's clock translated to log time")
-	}
+	// The claim is the new term's first entry: log time moves on by 1 ns.
 	got := h.claim1("q", time.Minute)
 	if got.ID != "a" {
 		t.Fatalf("claimed %q", got.ID)
 	}
-	// Log time ran on at the new leader's rate from where the log was.
-	if want := baseTime.Add(time.Millisecond + time.Millisecond); !got.Updated.Equal(want) {
+	if want := baseTime.Add(time.Millisecond + 1); !got.Updated.Equal(want) {
 		t.Fatalf("claim applied at log time %v, want %v", got.Updated, want)
+	}
+	// Then it runs at the new leader's rate from where the log was.
+	h.ok(NakCmd{ID: "a", Token: got.Lease.Token, Delay: time.Nanosecond})
+	h.now = h.now.Add(time.Millisecond)
+	if !h.m.Claimable([]string{"q"}, nil, h.now) {
+		t.Fatal("Claimable: the nak'd job is not due by the slow leader's clock translated to log time")
+	}
+	if got = h.claim1("q", time.Minute); !got.Updated.Equal(baseTime.Add(2*time.Millisecond + 1)) {
+		t.Fatalf("second claim at log time %v, want %v", got.Updated, baseTime.Add(2*time.Millisecond+1))
 	}
 }
 
@@ -49,8 +53,8 @@ func TestLogClockWithinATerm(t *testing.T) {
 		{1, 1600, 1600}, // counts from 1500 once, not from 1400
 		{1, 600, 1600},  // stepped back 1 s: holds
 		{1, 1700, 1700}, // past the highest again: runs on
-		{2, 200, 1700},  // a slow leader: starts where the log is
-		{2, 300, 1800},  // and runs at its rate
+		{2, 200, 1701},  // a slow leader: starts just past where the log is
+		{2, 300, 1801},  // and runs at its rate
 		{3, 5000, 5000}, // a fast one moves time on
 		{3, 5001, 5001},
 	}
@@ -130,8 +134,8 @@ func TestLogClockInSnapshotAndDigest(t *testing.T) {
 	h2 := &harness{t: t, m: r, index: h.index, term: h.term, now: h.now}
 	h.now, h2.now = h.now.Add(time.Second), h2.now.Add(time.Second)
 	a, b := h.claim1("q", time.Minute), h2.claim1("q", time.Minute)
-	if !a.Updated.Equal(b.Updated) || !a.Updated.Equal(baseTime.Add(time.Second)) {
-		t.Fatalf("claim at log time %v original, %v restored, want %v", a.Updated, b.Updated, baseTime.Add(time.Second))
+	if want := baseTime.Add(time.Second + 1); !a.Updated.Equal(b.Updated) || !a.Updated.Equal(want) {
+		t.Fatalf("claim at log time %v original, %v restored, want %v", a.Updated, b.Updated, want)
 	}
 	// Two states equal but for the clock have different digests.
 	x, y := New(), New()

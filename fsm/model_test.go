@@ -20,7 +20,8 @@ type model struct {
 
 // modelClock is the reference log clock: within a term, log time is the
 // term's start plus how far the leader's highest stamp so far is past its
-// first; a term starts at the later of the log time and its first stamp.
+// first; a term starts at its first stamp, or just after the log time if
+// that is later.
 type modelClock struct {
 	term           uint64 // 0: no entry yet
 	last           int64  // log time of the last entry
@@ -32,6 +33,8 @@ func (c *modelClock) entry(term uint64, stamp int64) int64 {
 	if c.term == 0 || term != c.term {
 		if c.term == 0 || stamp > c.last {
 			c.last = stamp
+		} else {
+			c.last = addSat(c.last, 1)
 		}
 		c.term, c.office, c.first, c.highest = term, c.last, stamp, stamp
 		return c.last
