@@ -60,6 +60,7 @@ func newRecorder(maxEntries, maxBytes int) *recorder {
 
 func (r *recorder) Apply(e fsm.Entry) []byte {
 	out := r.jobs.Apply(e)
+	e.Time = r.jobs.AppliedTime() // events carry the log time, as job records do
 	if len(out) >= 3 && fsm.CommandType(out[1]) == fsm.CmdSubmit && fsm.Code(out[2]) == fsm.CodeOK {
 		// Jobs may have become claimable; no fence ends on a submit.
 		r.append(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, true)

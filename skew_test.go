@@ -129,3 +129,71 @@ func TestClaimOnMemberWithClockBehindSeesDueJob(t *testing.T) {
 		t.Fatalf("claim on a member whose clock is 2 s behind: %d leases, %v; want the due job", len(ls), err)
 	}
 }
+
+// A job nak'd under one leader stays due under a next leader whose clock is
+// behind: the state machine's time is the log's (fsm/clock.go), which never
+// goes backwards (the chaos regression narrative-paused-and-skewed-leader:
+// with the leader's stamps alone, the claim below leased nothing until the
+// new leader's clock passed the old one's). Watch events carry the same
+// log times the job records show.
+func TestNakedJobStaysDueUnderSlowerNewLeader(t *testing.T) {
+	offsets := []time.Duration{0, -3 * time.Second, 0}
+	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
+		off := offsets[i]
+		cfg.Clock = func() time.Time { return time.Now().Add(off) }
+	})
+	lead := func(i int) {
+		ctltest.WaitFor(t, wait, fmt.Sprintf("m%d to lead", i), func() bool {
+			l := c.WaitLeader(wait)
+			if l == i {
+				return true
+			}
+			_ = c.Ctls[l].Node().TransferLeadership(ctltest.Ctx(t, 2*time.Second), fmt.Sprintf("m%d", i))
+			return false
+		})
+	}
+	lead(0)
+	ctx := ctltest.Ctx(t, wait)
+	if _, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{ID: "n", Queue: "slow", Kind: "k", MaxAttempts: 5}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := c.Ctls[0].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"slow"}, Worker: "w"})
+	if err != nil || len(ls) != 1 {
+		t.Fatal(len(ls), err)
+	}
+	if err := ls[0].Nak(ctx, time.Nanosecond, "again"); err != nil {
+		t.Fatal(err)
+	}
+	lead(1) // its clock is 3 s behind the stamps of the nak
+	ls, err = c.Ctls[1].Claim(ctx, jobraft.ClaimRequest{Queues: []string{"slow"}, Worker: "w"})
+	if err != nil || len(ls) != 1 || ls[0].Job.ID != "n" {
+		t.Fatalf("claim under the slower leader: %d leases, %v; want the nak'd job, due since the nak", len(ls), err)
+	}
+	if err := ls[0].Ack(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Ctls[1].Get(ctx, "n", jobraft.Linearizable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := c.Ctls[1].Watch(ctx, 1, jobraft.WatchFilter{JobID: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for ev := range evs {
+		if ev.Kind == jobraft.EventError {
+			t.Fatalf("watch: %v", ev.Err)
+		}
+		if ev.Time.Before(last) {
+			t.Fatalf("event %s at %v, before the previous event's %v", ev.Kind, ev.Time, last)
+		}
+		last = ev.Time
+		if ev.Kind == jobraft.EventAcked {
+			break
+		}
+	}
+	if !last.Equal(j.Updated) {
+		t.Fatalf("the ack's event at %v, the job record's update at %v: want the same log time", last, j.Updated)
+	}
+}

@@ -32,7 +32,9 @@ const (
 
 // Event is one committed change, as every member applies it. Index is the
 // raft index of the entry that made it (one entry may make several events,
-// which share the index); Time is the leader's clock stamped in that entry.
+// which share the index); Time is that entry's log time (the
+// state machine's time, fsm.Jobs.LogTime: the leader's clock, never going
+// backwards), the time job records show for the change.
 type Event struct {
 	Index   uint64
 	Time    time.Time

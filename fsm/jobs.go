@@ -63,6 +63,14 @@ func (m *Jobs) Digest() Digest {
 	return Digest{Index: m.st.index, Sum: m.st.sum()}
 }
 
+// AppliedTime returns the log time of the last applied entry (zero before
+// the first): the time job records changed by it show.
+func (m *Jobs) AppliedTime() time.Time {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return fromNanos(m.st.clock.now)
+}
+
 // LogTime translates a reading of the current leader's clock into the log's
 // time, the time Apply uses (fsm.Entry.Time is only the leader's stamp; see
 // doc.go): the time an entry the leader stamps now would apply at. Job
