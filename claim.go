@@ -63,12 +63,16 @@ type Lease struct {
 	Job   Job
 	Token uint64
 	c     *Controller
-	// deadline is unix nanoseconds on the leader's clock.
+	// deadline is unix nanoseconds in the log's time.
 	deadline atomic.Int64
 }
 
-// Deadline returns the lease's deadline on the leader's clock, as of the
-// claim or the last successful Extend.
+// Deadline returns the lease's deadline in the log's time (the leader's
+// clock, never going backwards: see docs/jobs.md "The log's time"), as of
+// the claim or the last successful Extend. It can be ahead of this
+// process's clock by the clocks' offset: count a lease's time left from when
+// it was granted or extended (as Run does, extending every TTL/3), not from
+// Deadline.
 func (l *Lease) Deadline() time.Time { return time.Unix(0, l.deadline.Load()) }
 
 // LeaseOf returns a lease handle for job under token, e.g. for a worker that
@@ -301,7 +305,7 @@ func (l *Lease) Term(ctx context.Context, reason string) error {
 	return err
 }
 
-// Extend pushes the lease's deadline to the leader's clock + the lease TTL
+// Extend pushes the lease's deadline to the log's time + the lease TTL
 // and updates Deadline. ErrStaleLease: the lease is lost; stop working on
 // the job (also when an earlier attempt's outcome was unknown: whether it
 // applied no longer matters). Retrying an extend is harmless, so unknown
