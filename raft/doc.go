@@ -30,6 +30,8 @@
 //     install (hashicorp/raft #697 shape) recovers: see stale.go. While it
 //     is stale, appends at that index and unsafe votes are refused and the
 //     member does not campaign.
+//   - A member whose log failed closed (wal.ErrFailed; Status.LogFailed)
+//     does not campaign: it could win and never append (docs/node.md).
 //   - A snapshot older than what the member committed never restores
 //     (Figure 13 step 6, seam_install.go): the state machine, the applied
 //     index and the committed log never go back.

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
 
 	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/faultfs"
@@ -81,5 +85,87 @@ func TestLogFailedIsInStatusAndClearsOnRestart(t *testing.T) {
 	c.WaitConverged(wait)
 	if got := c.Nodes[f].Status().LogFailed; got != "" {
 		t.Fatalf("after the restart Status.LogFailed = %q", got)
+	}
+}
+
+// A leader whose log fails closed (its fsyncs fail) steps down, and must
+// then stay out of elections: its log is as up to date as the others' (or
+// more: after a restart the written but never synced entry is there), so it
+// wins elections and fails at its first append, again and again, while the
+// healthy members' timers restart at every vote they grant it (chaos seed
+// 198 in the 1000-seed soak: a member with a full disk kept winning, and a
+// connected healthy quorum had no leader for 1.3 s). Here the failed member
+// times out first (the others' timeouts are ten times longer) and one
+// healthy member is stopped, so it would win every election it starts: it
+// must never lead. The healthy member leads once its own timeout passes,
+// and with the stopped one back leadership stays.
+func TestMemberWithFailedLogNeverCampaigns(t *testing.T) {
+	const et = 300 * time.Millisecond // nodetest's timeouts; m1 and m2 get 10×
+	var ffs [3]*faultfs.FS
+	c := nodetest.StartWAL(t, 3, nil, func(cfg *raft.Config) {
+		if cfg.ID != "m0" {
+			cfg.HeartbeatTimeout, cfg.ElectionTimeout = 10*et, 10*et
+		}
+	}, func(i int) []wal.Option {
+		ffs[i] = faultfs.New(wal.OSFS{})
+		return []wal.Option{wal.WithFS(ffs[i])}
+	})
+	const bad, healthy, down = 0, 1, 2
+	nodetest.WaitFor(t, wait, "m0 (the shortest timeout) to lead", func() bool { return c.Leader() == bad })
+	for i := 0; i < 3; i++ {
+		if _, err := c.Propose(bad, fmt.Sprintf("set k%d v", i), wait); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.WaitConverged(wait)
+	obs := make(chan hraft.Observation, 64)
+	c.Nodes[bad].Raft().RegisterObserver(hraft.NewObserver(obs, false, func(o *hraft.Observation) bool {
+		st, ok := o.Data.(hraft.RaftState)
+		return ok && st == hraft.Leader
+	}))
+	c.StopMember(down)
+	ffs[bad].FailSyncs(syscall.EIO)
+	if _, err := c.Propose(bad, "set lost v", wait); err == nil {
+		t.Fatal("a propose on the leader whose fsync fails was acknowledged")
+	}
+	nodetest.WaitFor(t, wait, "the leader's log to fail closed and it to step down", func() bool {
+		return c.Nodes[bad].Status().LogFailed != "" && c.Nodes[bad].Raft().State() != hraft.Leader
+	})
+	drain := func() {
+		for {
+			select {
+			case <-obs:
+			default:
+				return
+			}
+		}
+	}
+	drain() // its own leadership before the step-down
+	w := stalltest.Start()
+	bound := 2*10*et + 6*et // the healthy member's timeout, then an election
+	nodetest.WaitFor(t, wait, "the healthy member to lead", func() bool {
+		select {
+		case <-obs:
+			t.Fatal("the member with a failed log leads again")
+		default:
+		}
+		if w.Exceeded(bound) {
+			t.Fatalf("no healthy leader: %s", w.Report(bound))
+		}
+		return c.Leader() == healthy
+	})
+	c.StartMember(down)
+	if _, err := c.Propose(healthy, "set after v", wait); err != nil {
+		t.Fatalf("propose on the healthy leader: %v", err)
+	}
+	for stop := time.Now().Add(10 * et); time.Now().Before(stop); {
+		select {
+		case <-obs:
+			t.Fatal("the member with a failed log leads again")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if l := c.Leader(); l != healthy {
+		t.Fatalf("leadership moved from m%d to m%d while nothing changed", healthy, l)
 	}
 }

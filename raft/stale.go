@@ -209,9 +209,13 @@ func (n *Node) realLast(r *hraft.Raft) (index, term uint64) {
 }
 
 // noCampaign is the campaign gate's predicate (gates.go): no vote requests
-// while the member is diverged or raft's last index is stale.
+// while the member is diverged, its log has failed closed, or raft's last
+// index is stale. A member whose log failed (wal.ErrFailed: a write or sync
+// error) cannot append even its first entry as leader, yet its log is as up
+// to date as anyone's, so it would win elections, fail and step down again
+// and again, each vote it won restarting the healthy members' timers.
 func (n *Node) noCampaign() bool {
-	if n.div.is() {
+	if n.div.is() || n.log.Failure() != "" {
 		return true
 	}
 	r := n.raftNow()
