@@ -92,7 +92,9 @@ func TestWireFormatGoldens(t *testing.T) {
 // machine; no member runs workers on queue "wire".
 func wireCluster(t *testing.T) (*daemon, *http.Client) {
 	t.Helper()
-	slow := func(o *options) { o.Workers, o.Heartbeat, o.Election, o.ClusterID = false, time.Second, time.Second, "wire" }
+	slow := func(o *options) {
+		o.Workers, o.Heartbeat, o.Election, o.ClusterID = false, time.Second, time.Second, "wire"
+	}
 	d, c := startTest(t, slow)
 	for _, id := range []string{"t2", "t3"} {
 		j, err := startJoinerIn(t, id, "wire", t.TempDir(), slow)
