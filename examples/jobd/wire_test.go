@@ -29,7 +29,7 @@ const wireDir = "testdata/wire"
 // every reply must equal its golden byte for byte, but for the volatile
 // values normalise replaces. -update rewrites the goldens.
 func TestWireFormatGoldens(t *testing.T) {
-	d, c := wireCluster(t)
+	d, d3, c := wireCluster(t)
 	g := &goldens{t: t}
 	do := func(name, method, path string, body any, code int) reply {
 		t.Helper()
@@ -82,15 +82,17 @@ func TestWireFormatGoldens(t *testing.T) {
 	do("status", "GET", "/v1/cluster/status", nil, http.StatusOK)
 	do("status_self", "GET", "/v1/cluster/status?members=0", nil, http.StatusOK)
 	do("members", "GET", "/v1/cluster/members", nil, http.StatusOK)
+	do("member_add_voter", "POST", "/v1/cluster/members", map[string]any{"id": "t3", "address": d3.ctl.Node().Addr()}, http.StatusOK)
+	do("member_remove", "DELETE", "/v1/cluster/members/t3", nil, http.StatusOK)
 	g.check("watch", watchFrames(t, d, c, "resumed"))
 	g.done()
 }
 
 // wireCluster starts t1 (bootstrapped alone, so it leads), adds t2 and t3
 // through the API and waits until both are caught-up voters and every
-// member reports ready. Timeouts of 1 s keep t1 leading on a loaded
+// member reports ready. It returns t1, t3 and an API client. Timeouts of 1 s keep t1 leading on a loaded
 // machine; no member runs workers on queue "wire".
-func wireCluster(t *testing.T) (*daemon, *http.Client) {
+func wireCluster(t *testing.T) (leader, t3 *daemon, c *http.Client) {
 	t.Helper()
 	slow := func(o *options) {
 		o.Workers, o.Heartbeat, o.Election, o.ClusterID = false, time.Second, time.Second, "wire"
@@ -101,6 +103,7 @@ func wireCluster(t *testing.T) (*daemon, *http.Client) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t3 = j
 		if r := jsonCall(t, c, d, "POST", "/v1/cluster/members", map[string]any{"id": id, "address": j.ctl.Node().Addr()}); r.code != http.StatusAccepted {
 			t.Fatalf("add %s: %d %s", id, r.code, r.raw)
 		}
@@ -122,7 +125,7 @@ func wireCluster(t *testing.T) (*daemon, *http.Client) {
 		}
 		return !slices.ContainsFunc(st.Members, func(m struct{ Status *struct{ Ready bool } }) bool { return m.Status == nil || !m.Status.Ready })
 	})
-	return d, c
+	return d, t3, c
 }
 
 // waitUntil polls cond until it holds or within passes.
