@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -15,7 +15,7 @@ import (
 // wire format:
 //
 //   - a string that is an RFC 3339 time becomes wireTime;
-//   - a string under one of volatileStrings becomes "<key>";
+//   - a string under one of volatileStrings becomes "@key";
 //   - a number becomes 1 (indexes, terms, tokens, counters, rates) unless
 //     it stands under one of keptNumbers (what the scenario fixes).
 //
@@ -116,7 +116,7 @@ func volatile(path []string, tok json.Token) (string, bool) {
 			return wireTime, true
 		}
 		if volatileStrings[key] && v != "" {
-			return fmt.Sprintf("%q", "<"+key+">"), true
+			return strconv.Quote("@" + key), true
 		}
 	case json.Number:
 		for _, k := range path {
