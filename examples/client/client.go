@@ -177,10 +177,7 @@ func (cl *Client) attempt(ctx context.Context, endpoint string, c *call) (err er
 
 func replyError(endpoint, op string, status int, b []byte) *Error {
 	e := &Error{Endpoint: endpoint, Op: op, Status: status}
-	var ej struct {
-		Error  string `json:"error"`
-		Reason string `json:"reason"`
-	}
+	var ej ErrorReply
 	if json.Unmarshal(b, &ej) == nil && ej.Error != "" {
 		e.Code, e.Reason = ej.Error, ej.Reason
 	} else {
