@@ -27,6 +27,15 @@
 // Errors match exactly one of ErrNotFound, ErrRefused, ErrUnauthorized,
 // ErrOutcomeUnknown and ErrUnavailable (errors.Is), or none for a jobd
 // bug (HTTP 500) or a local error; *Error has the details.
+//
+// # Wire format
+//
+// The request and reply types (wire.go) are the one definition of jobd's
+// JSON: jobd serves and decodes these same types, so the two cannot drift.
+// Golden replies recorded from a live cluster (examples/jobd/testdata/wire)
+// pin the bytes: jobd's TestWireFormatGoldens checks what it serves against
+// them, and TestGoldensRoundTrip here decodes each into its type and
+// encodes it back unchanged.
 package client
 
 import (
