@@ -65,7 +65,7 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []SubmitRequest) ([]Submi
 			batch[k] = reqs[i]
 		}
 		var reply BatchReply
-		err := c.do(ctx, &call{method: "POST", path: "/v1/jobs/batch", in: map[string]any{"jobs": batch}, out: &reply, mutates: true})
+		err := c.do(ctx, &call{method: "POST", path: "/v1/jobs/batch", in: BatchRequest{Jobs: batch}, out: &reply, mutates: true})
 		var again []int
 		switch {
 		case err == nil && len(reply.Results) == len(todo):

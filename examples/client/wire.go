@@ -111,6 +111,11 @@ type Submitted struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// BatchRequest is POST /v1/jobs/batch's body: 1 to 1000 jobs.
+type BatchRequest struct {
+	Jobs []SubmitRequest `json:"jobs"`
+}
+
 // BatchReply is POST /v1/jobs/batch's reply: one result a job, in order.
 type BatchReply struct {
 	Results []Submitted `json:"results"`

@@ -89,7 +89,7 @@ const maxBatch = 1000
 // when all succeeded, else 207 with per-job errors. A malformed request
 // (any job failing the HTTP-level checks) is refused whole with 400.
 func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
+	var in struct { // client.BatchRequest, each job decoded as submitJSON
 		Jobs []submitJSON `json:"jobs"`
 	}
 	if err := decode(r, &in, false); err != nil {
