@@ -255,9 +255,9 @@ type ClusterStatus struct {
 	Self    Status   `json:"self"`
 }
 
-// MemberInfo is one member in GET /v1/cluster/members: its suffrage, role
-// and catch-up state as the leader's catch-up policy sees it (raft.
-// MemberProgress; those fields are empty when no leader answered).
+// MemberInfo is one member in GET /v1/cluster/members: its suffrage, and
+// its role and catch-up state as the leader's catch-up policy sees it
+// (raft.MemberProgress; empty when no leader answered).
 type MemberInfo struct {
 	ID                     string  `json:"id"`
 	Address                string  `json:"address"`

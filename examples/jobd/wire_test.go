@@ -79,13 +79,65 @@ func TestWireFormatGoldens(t *testing.T) {
 	do("resume", "POST", "/v1/queues/wire/resume", nil, http.StatusOK)
 	do("stats", "GET", "/v1/stats", nil, http.StatusOK)
 	do("error", "GET", "/v1/jobs/wire-9", nil, http.StatusNotFound)
-	do("status", "GET", "/v1/cluster/status", nil, http.StatusOK)
-	do("status_self", "GET", "/v1/cluster/status?members=0", nil, http.StatusOK)
-	do("members", "GET", "/v1/cluster/members", nil, http.StatusOK)
+	// The cluster's views are recorded once every member has caught up
+	// with the writes above (polled: a reply taken mid-catch-up has other
+	// keys, e.g. a member's round).
+	settled := func(name, path string) {
+		t.Helper()
+		var r reply
+		waitUntil(t, 30*time.Second, name+": every member caught up and ready", func() bool {
+			r = jsonCall(t, c, d, "GET", path, nil)
+			return r.code == http.StatusOK && caughtUp(r.raw)
+		})
+		g.check(name, []byte(r.raw))
+	}
+	settled("status", "/v1/cluster/status")
+	settled("status_self", "/v1/cluster/status?members=0")
+	settled("members", "/v1/cluster/members")
 	do("member_add_voter", "POST", "/v1/cluster/members", map[string]any{"id": "t3", "address": d3.ctl.Node().Addr()}, http.StatusOK)
 	do("member_remove", "DELETE", "/v1/cluster/members/t3", nil, http.StatusOK)
 	g.check("watch", watchFrames(t, d, c, "resumed"))
 	g.done()
+	if r := jsonCall(t, c, d, "GET", "/v1/cluster/status?members=0", nil); !strings.Contains(r.raw, `"role":"Leader"`) {
+		t.Fatalf("t1 no longer leads (a leader change during the scenario changes the replies): %s", r.raw)
+	}
+}
+
+// caughtUp reports whether a status or members reply shows every member
+// ready (status) and a caught-up voter (members; the leader's progress in a
+// status).
+func caughtUp(raw string) bool {
+	type progress struct{ Suffrage, State string }
+	type status struct {
+		Ready    bool
+		Progress []progress
+	}
+	var v struct {
+		Self    *status
+		Members []struct {
+			progress
+			Status *status
+		}
+	}
+	if json.Unmarshal([]byte(raw), &v) != nil {
+		return false
+	}
+	current := func(p progress) bool { return p.State == "leader" || p.State == "caught_up" }
+	ready := func(st *status) bool {
+		return st != nil && st.Ready && !slices.ContainsFunc(st.Progress, func(p progress) bool { return !current(p) })
+	}
+	if v.Self != nil && !ready(v.Self) {
+		return false
+	}
+	for _, m := range v.Members {
+		switch {
+		case v.Self != nil && !ready(m.Status):
+			return false
+		case v.Self == nil && (m.Suffrage != "voter" || !current(m.progress)):
+			return false
+		}
+	}
+	return true
 }
 
 // wireCluster starts t1 (bootstrapped alone, so it leads), adds t2 and t3
