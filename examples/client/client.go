@@ -27,6 +27,15 @@
 // Errors match exactly one of ErrNotFound, ErrRefused, ErrUnauthorized,
 // ErrOutcomeUnknown and ErrUnavailable (errors.Is), or none for a jobd
 // bug (HTTP 500) or a local error; *Error has the details.
+//
+// # Wire format
+//
+// The request and reply types (wire.go) are the one definition of jobd's
+// JSON: jobd serves and decodes these same types, so the two cannot drift.
+// Golden replies recorded from a live cluster (examples/jobd/testdata/wire)
+// pin the bytes: jobd's TestWireFormatGoldens checks what it serves against
+// them, and TestGoldensRoundTrip here decodes each into its type and
+// encodes it back unchanged.
 package client
 
 import (
@@ -177,10 +186,7 @@ func (cl *Client) attempt(ctx context.Context, endpoint string, c *call) (err er
 
 func replyError(endpoint, op string, status int, b []byte) *Error {
 	e := &Error{Endpoint: endpoint, Op: op, Status: status}
-	var ej struct {
-		Error  string `json:"error"`
-		Reason string `json:"reason"`
-	}
+	var ej ErrorReply
 	if json.Unmarshal(b, &ej) == nil && ej.Error != "" {
 		e.Code, e.Reason = ej.Error, ej.Reason
 	} else {

@@ -15,61 +15,11 @@ import (
 	"github.com/jobraft/jobraft/walcompare"
 )
 
-// QueueStats is one queue's job counts by state.
-type QueueStats struct {
-	Name   string         `json:"name"`
-	Paused bool           `json:"paused"`
-	Counts map[string]int `json:"counts"`
-}
-
-// Stats is GET /v1/stats (linearizable).
-type Stats struct {
-	Member       string       `json:"member"`
-	Role         string       `json:"role"`
-	Term         uint64       `json:"term"`
-	Leader       string       `json:"leader"`
-	AppliedIndex uint64       `json:"applied_index"`
-	Jobs         int          `json:"jobs"`
-	Queues       []QueueStats `json:"queues"`
-}
-
 // Stats returns job counts per queue and state.
 func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	var s Stats
 	err := c.do(ctx, &call{method: "GET", path: "/v1/stats", out: &s})
 	return s, err
-}
-
-// Status is one member's raft status.
-type Status struct {
-	ID           string `json:"id"`
-	Role         string `json:"role"`
-	Term         uint64 `json:"term"`
-	LeaderID     string `json:"leader_id"`
-	LastIndex    uint64 `json:"last_index"`
-	CommitIndex  uint64 `json:"commit_index"`
-	AppliedIndex uint64 `json:"applied_index"`
-	Digest       string `json:"digest"`
-	DigestIndex  uint64 `json:"digest_index"`
-	Ready        bool   `json:"ready"`
-}
-
-// Member is one member of the configuration, with its status as the
-// answering member got it (Error when it could not).
-type Member struct {
-	ID      string  `json:"id"`
-	Address string  `json:"address"`
-	Voter   bool    `json:"voter"`
-	Status  *Status `json:"status,omitempty"`
-	Error   string  `json:"error,omitempty"`
-	Lag     uint64  `json:"lag"`
-}
-
-// ClusterStatus is GET /v1/cluster/status: the answering member and every
-// member.
-type ClusterStatus struct {
-	Self    Status   `json:"self"`
-	Members []Member `json:"members"`
 }
 
 // Status returns the status of the member at endpoint ("" for any):

@@ -9,70 +9,6 @@ import (
 	"time"
 )
 
-// Job is a job as jobd returns it. Payload and Result are the bytes (base64
-// on the wire).
-type Job struct {
-	ID             string     `json:"id"`
-	Queue          string     `json:"queue"`
-	Kind           string     `json:"kind"`
-	Payload        []byte     `json:"payload,omitempty"`
-	Priority       int32      `json:"priority"`
-	RunAt          *time.Time `json:"run_at,omitempty"`
-	MaxAttempts    uint32     `json:"max_attempts"`
-	IdempotencyKey string     `json:"idempotency_key,omitempty"`
-	Attempts       uint32     `json:"attempts"`
-	State          string     `json:"state"` // pending, scheduled, running, succeeded, dead, canceled
-	Lease          *Lease     `json:"lease,omitempty"`
-	LastError      string     `json:"last_error,omitempty"`
-	Result         []byte     `json:"result,omitempty"`
-	Created        time.Time  `json:"created"`
-	Updated        time.Time  `json:"updated"`
-	Finished       *time.Time `json:"finished,omitempty"`
-}
-
-// Lease is a running job's lease.
-type Lease struct {
-	Token    uint64    `json:"token"`
-	Worker   string    `json:"worker"`
-	Deadline time.Time `json:"deadline"`
-}
-
-// Duration is a duration on the wire ("1.5s").
-type Duration time.Duration
-
-// MarshalJSON implements json.Marshaler.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return []byte(strconv.Quote(time.Duration(d).String())), nil
-}
-
-// SubmitRequest is one job to submit. An empty ID is filled with NewID
-// before the first attempt, so that retries are exactly-once.
-type SubmitRequest struct {
-	ID             string     `json:"id"`
-	Queue          string     `json:"queue"`
-	Kind           string     `json:"kind"`
-	Payload        []byte     `json:"payload,omitempty"`
-	Priority       int32      `json:"priority,omitempty"`
-	Delay          Duration   `json:"delay,omitempty"`
-	RunAt          *time.Time `json:"run_at,omitempty"`
-	MaxAttempts    uint32     `json:"max_attempts,omitempty"`
-	IdempotencyKey string     `json:"idempotency_key,omitempty"`
-}
-
-// Submitted is a submit's outcome.
-type Submitted struct {
-	Job Job `json:"job"`
-	// Duplicate: the job existed before this call's last attempt (submitted
-	// before, or by an earlier attempt of this call whose outcome was
-	// unknown: see Retried).
-	Duplicate bool `json:"duplicate"`
-	// Retried: the call resubmitted after an unknown outcome.
-	Retried bool `json:"-"`
-	// Per-job error in a batch ("" if none), as jobd names it.
-	Error  string `json:"error,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
-
 // Submit submits one job, resubmitting it with the same ID after an
 // unknown outcome until the outcome is known or ctx ends (then
 // ErrOutcomeUnknown: the job exists at most once; submit again with the
@@ -128,10 +64,8 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []SubmitRequest) ([]Submi
 		for k, i := range todo {
 			batch[k] = reqs[i]
 		}
-		var reply struct {
-			Results []Submitted `json:"results"`
-		}
-		err := c.do(ctx, &call{method: "POST", path: "/v1/jobs/batch", in: map[string]any{"jobs": batch}, out: &reply, mutates: true})
+		var reply BatchReply
+		err := c.do(ctx, &call{method: "POST", path: "/v1/jobs/batch", in: BatchRequest{Jobs: batch}, out: &reply, mutates: true})
 		var again []int
 		switch {
 		case err == nil && len(reply.Results) == len(todo):
@@ -190,12 +124,6 @@ type ListRequest struct {
 	Consistency Consistency
 }
 
-// JobPage is one page of a listing; Next is "" on the last page.
-type JobPage struct {
-	Jobs []Job  `json:"jobs"`
-	Next string `json:"next"`
-}
-
 // List returns one page of a queue's jobs.
 func (c *Client) List(ctx context.Context, r ListRequest) (JobPage, error) {
 	q := url.Values{"queue": {r.Queue}}
@@ -238,7 +166,7 @@ func (c *Client) ListAll(ctx context.Context, queue, state string) ([]Job, error
 func (c *Client) Cancel(ctx context.Context, id, reason string) (Job, error) {
 	var j Job
 	path := "/v1/jobs/" + url.PathEscape(id) + "/cancel"
-	err := c.resend(ctx, &call{method: "POST", path: path, in: map[string]string{"reason": reason}, out: &j, mutates: true},
+	err := c.resend(ctx, &call{method: "POST", path: path, in: CancelRequest{Reason: reason}, out: &j, mutates: true},
 		func() (bool, error) {
 			got, err := c.Get(ctx, id, Linearizable)
 			if err == nil && got.State == "canceled" {

@@ -5,31 +5,6 @@ import (
 	"net/url"
 )
 
-// MemberInfo is one member in GET /v1/cluster/members: its suffrage, role
-// and catch-up state as the leader's catch-up policy sees it.
-type MemberInfo struct {
-	ID                     string  `json:"id"`
-	Address                string  `json:"address"`
-	Suffrage               string  `json:"suffrage"` // voter, nonvoter
-	Role                   string  `json:"role"`
-	State                  string  `json:"state"` // leader, caught_up, catching_up, stalled, diverged
-	Reason                 string  `json:"reason"`
-	Detail                 string  `json:"detail"`
-	LastIndex              uint64  `json:"last_index"`
-	Lag                    uint64  `json:"lag"`
-	EntriesPerSecond       float64 `json:"entries_per_second"`
-	BytesPerSecond         float64 `json:"bytes_per_second"`
-	SnapshotBytesRemaining uint64  `json:"snapshot_bytes_remaining"`
-	ETASeconds             float64 `json:"eta_seconds"`
-}
-
-// Membership is GET /v1/cluster/members.
-type Membership struct {
-	ClusterID string       `json:"cluster_id"`
-	Leader    string       `json:"leader"`
-	Members   []MemberInfo `json:"members"`
-}
-
 // Find returns the member with id, if listed.
 func (ms Membership) Find(id string) (MemberInfo, bool) {
 	for _, m := range ms.Members {
@@ -53,7 +28,7 @@ func (c *Client) Membership(ctx context.Context) (Membership, error) {
 // Membership, then add again (adding a listed member changes nothing).
 func (c *Client) AddMember(ctx context.Context, id, addr string) error {
 	return c.do(ctx, &call{method: "POST", path: "/v1/cluster/members",
-		in: map[string]string{"id": id, "address": addr}, mutates: true})
+		in: MemberRequest{ID: id, Address: addr}, mutates: true})
 }
 
 // RemoveMember removes member id (the leader included). It is not resent

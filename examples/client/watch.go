@@ -14,22 +14,6 @@ import (
 	"time"
 )
 
-// Event is one committed job event from GET /v1/watch.
-type Event struct {
-	Index   uint64    `json:"index"`
-	Time    time.Time `json:"time"`
-	Kind    string    `json:"kind"` // submitted, claimed, acked, naked, ...
-	JobID   string    `json:"job,omitempty"`
-	Queue   string    `json:"queue,omitempty"`
-	JobKind string    `json:"job_kind,omitempty"`
-	State   string    `json:"state,omitempty"`
-	Attempt uint32    `json:"attempt,omitempty"`
-	Token   uint64    `json:"token,omitempty"`
-	Worker  string    `json:"worker,omitempty"`
-	Removed uint64    `json:"removed,omitempty"`
-	Error   string    `json:"error,omitempty"`
-}
-
 // WatchRequest filters a watch. From is the first raft index to deliver
 // (0: from the oldest retained event).
 type WatchRequest struct {

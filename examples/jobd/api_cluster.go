@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,31 +12,16 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/examples/client"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/walcompare"
 )
-
-// statusJSON is raft.Status with the digest in hex.
-type statusJSON struct {
-	raft.Status
-	Digest      string `json:"digest"`
-	DigestIndex uint64 `json:"digest_index"`
-	// Ready: a leader is known, the member has not diverged (the embedded
-	// Status's "diverged"), its log has not failed ("log_failed") and the state machine applied everything up to
-	// the commit index (as /readyz). For other members, as they report it:
-	// not diverged and applied >= commit.
-	Ready bool `json:"ready"`
-}
-
-func statusOf(st raft.Status, ready bool) statusJSON {
-	return statusJSON{Status: st, Digest: hex.EncodeToString(st.Digest.Sum[:]), DigestIndex: st.Digest.Index, Ready: ready}
-}
 
 // selfStatus is this member's status with readiness: a leader is known and
 // the state machine applied up to the commit index. Entries raft never hands
 // to the state machine (the no-op a new leader commits) count as applied
 // once everything before them is (raft.Node.WaitApplied).
-func selfStatus(ctx context.Context, node *raft.Node) statusJSON {
+func selfStatus(ctx context.Context, node *raft.Node) client.Status {
 	st := node.Status()
 	ready := false
 	if st.LeaderID != "" && st.Diverged == nil && st.LogFailed == "" {
@@ -48,25 +32,13 @@ func selfStatus(ctx context.Context, node *raft.Node) statusJSON {
 	return statusOf(st, ready)
 }
 
-// memberStatus is one member as seen from the member answering.
-type memberStatus struct {
-	ID      string      `json:"id"`
-	Address string      `json:"address"`
-	Voter   bool        `json:"voter"`
-	Status  *statusJSON `json:"status,omitempty"`
-	Error   string      `json:"error,omitempty"`
-	// Lag is how many entries the member's log is behind the answering
-	// member's last index (meaningful when the answering member leads).
-	Lag uint64 `json:"lag"`
-}
-
 // memberStatuses asks every member in the configuration for its status
 // (the status RPC), concurrently.
-func memberStatuses(ctx context.Context, node *raft.Node, self statusJSON) []memberStatus {
-	out := make([]memberStatus, len(self.Members))
+func memberStatuses(ctx context.Context, node *raft.Node, self client.Status) []client.Member {
+	out := make([]client.Member, len(self.Members))
 	var wg sync.WaitGroup
 	for i, m := range self.Members {
-		out[i] = memberStatus{ID: m.ID, Address: m.Address, Voter: m.Voter}
+		out[i] = client.Member{ID: m.ID, Address: m.Address, Voter: m.Voter}
 		if m.ID == self.ID {
 			out[i].Status = &self
 			continue
@@ -95,11 +67,11 @@ func memberStatuses(ctx context.Context, node *raft.Node, self statusJSON) []mem
 func (s *server) clusterStatus(w http.ResponseWriter, r *http.Request) error {
 	node := s.ctl.Node()
 	self := selfStatus(r.Context(), node)
-	out := map[string]any{"self": self}
+	out := client.ClusterStatus{Self: self}
 	if r.URL.Query().Get("members") != "0" {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		out["members"] = memberStatuses(ctx, node, self)
+		out.Members = memberStatuses(ctx, node, self)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -254,32 +226,8 @@ func joinKinds(ks []jobraft.EventKind) string {
 	return strings.Join(s, ", ")
 }
 
-// eventJSON is one watch event on the wire.
-type eventJSON struct {
-	Index   uint64    `json:"index"`
-	Time    time.Time `json:"time"`
-	Kind    string    `json:"kind"`
-	JobID   string    `json:"job,omitempty"`
-	Queue   string    `json:"queue,omitempty"`
-	JobKind string    `json:"job_kind,omitempty"`
-	State   string    `json:"state,omitempty"`
-	Attempt uint32    `json:"attempt,omitempty"`
-	Token   uint64    `json:"token,omitempty"`
-	Worker  string    `json:"worker,omitempty"`
-	Removed uint64    `json:"removed,omitempty"`
-	Error   string    `json:"error,omitempty"`
-}
-
 func writeEvent(w http.ResponseWriter, ev jobraft.Event) error {
-	e := eventJSON{Index: ev.Index, Time: ev.Time, Kind: string(ev.Kind), JobID: ev.JobID, Queue: ev.Queue,
-		JobKind: ev.JobKind, Attempt: ev.Attempt, Token: ev.Token, Worker: ev.Worker, Removed: ev.Removed}
-	if ev.State.Valid() {
-		e.State = ev.State.String()
-	}
-	if ev.Err != nil {
-		e.Error = ev.Err.Error()
-	}
-	b, err := json.Marshal(e)
+	b, err := json.Marshal(eventOf(ev))
 	if err != nil {
 		return err
 	}

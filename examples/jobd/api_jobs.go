@@ -7,68 +7,16 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/examples/client"
 	"github.com/jobraft/jobraft/fsm"
 )
 
-// jobJSON is a job on the wire. Payload and Result are base64 (JSON []byte).
-type jobJSON struct {
-	ID             string     `json:"id"`
-	Queue          string     `json:"queue"`
-	Kind           string     `json:"kind"`
-	Payload        []byte     `json:"payload,omitempty"`
-	Priority       int32      `json:"priority"`
-	RunAt          *time.Time `json:"run_at,omitempty"`
-	MaxAttempts    uint32     `json:"max_attempts"`
-	IdempotencyKey string     `json:"idempotency_key,omitempty"`
-	Attempts       uint32     `json:"attempts"`
-	State          string     `json:"state"`
-	Lease          *leaseInfo `json:"lease,omitempty"`
-	LastError      string     `json:"last_error,omitempty"`
-	Result         []byte     `json:"result,omitempty"`
-	Created        time.Time  `json:"created"`
-	Updated        time.Time  `json:"updated"`
-	Finished       *time.Time `json:"finished,omitempty"`
-}
-
-type leaseInfo struct {
-	Token    uint64    `json:"token"`
-	Worker   string    `json:"worker"`
-	Deadline time.Time `json:"deadline"`
-}
-
-func toJSON(j jobraft.Job) jobJSON {
-	out := jobJSON{
-		ID: j.ID, Queue: j.Queue, Kind: j.Kind, Payload: j.Payload, Priority: j.Priority, MaxAttempts: j.MaxAttempts,
-		IdempotencyKey: j.IdempotencyKey, Attempts: j.Attempts, State: j.State.String(), LastError: j.LastError,
-		Result: j.Result, Created: j.Created, Updated: j.Updated,
-	}
-	if !j.RunAt.IsZero() {
-		t := j.RunAt
-		out.RunAt = &t
-	}
-	if !j.Finished.IsZero() {
-		t := j.Finished
-		out.Finished = &t
-	}
-	if j.Lease != nil {
-		out.Lease = &leaseInfo{Token: j.Lease.Token, Worker: j.Lease.Worker, Deadline: j.Lease.Deadline}
-	}
-	return out
-}
-
-// submitJSON is one job to submit. Give the payload as base64 (payload) or
-// text (payload_text), not both.
+// submitJSON is one job to submit: the client's request, whose payload
+// jobd also accepts as text (payload_text; give payload, base64, or
+// payload_text, not both).
 type submitJSON struct {
-	ID             string     `json:"id"`
-	Queue          string     `json:"queue"`
-	Kind           string     `json:"kind"`
-	Payload        []byte     `json:"payload"`
-	PayloadText    *string    `json:"payload_text"`
-	Priority       int32      `json:"priority"`
-	Delay          duration   `json:"delay"`
-	RunAt          *time.Time `json:"run_at"`
-	MaxAttempts    uint32     `json:"max_attempts"`
-	IdempotencyKey string     `json:"idempotency_key"`
+	client.SubmitRequest
+	PayloadText *string `json:"payload_text"`
 }
 
 func (j *submitJSON) request(now time.Time) (jobraft.SubmitRequest, error) {
@@ -103,13 +51,6 @@ func (j *submitJSON) request(now time.Time) (jobraft.SubmitRequest, error) {
 	return req, nil
 }
 
-type submitReply struct {
-	Job       jobJSON `json:"job"`
-	Duplicate bool    `json:"duplicate"`
-	Error     string  `json:"error,omitempty"`
-	Reason    string  `json:"reason,omitempty"`
-}
-
 // POST /v1/jobs: 201 created, 200 duplicate (the existing job).
 func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
 	var in submitJSON
@@ -130,7 +71,7 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
 	if res[0].Duplicate {
 		code = http.StatusOK
 	}
-	writeJSON(w, code, submitReply{Job: toJSON(res[0].Job), Duplicate: res[0].Duplicate})
+	writeJSON(w, code, client.Submitted{Job: jobOf(res[0].Job), Duplicate: res[0].Duplicate})
 	return nil
 }
 
@@ -148,7 +89,7 @@ const maxBatch = 1000
 // when all succeeded, else 207 with per-job errors. A malformed request
 // (any job failing the HTTP-level checks) is refused whole with 400.
 func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
+	var in struct { // client.BatchRequest, each job decoded as submitJSON
 		Jobs []submitJSON `json:"jobs"`
 	}
 	if err := decode(r, &in, false); err != nil {
@@ -168,9 +109,9 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 	start := time.Now()
 	res, err := s.ctl.SubmitBatch(r.Context(), reqs)
 	s.observeSubmit(start, err)
-	out := make([]submitReply, len(res))
+	out := make([]client.Submitted, len(res))
 	for i, x := range res {
-		out[i] = submitReply{Job: toJSON(x.Job), Duplicate: x.Duplicate}
+		out[i] = client.Submitted{Job: jobOf(x.Job), Duplicate: x.Duplicate}
 		if x.Err != nil {
 			_, out[i].Error, out[i].Reason = classify(x.Err, adviceSubmit)
 			out[i].Reason = nameLeaders(out[i].Reason, s.ctl.Node().Status().Members)
@@ -180,7 +121,7 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		code = http.StatusMultiStatus
 	}
-	writeJSON(w, code, map[string]any{"results": out})
+	writeJSON(w, code, client.BatchReply{Results: out})
 	return nil
 }
 
@@ -208,7 +149,7 @@ func (s *server) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toJSON(j))
+	writeJSON(w, http.StatusOK, jobOf(j))
 	return nil
 }
 
@@ -238,11 +179,11 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	jobs := make([]jobJSON, len(page.Jobs))
+	jobs := make([]client.Job, len(page.Jobs))
 	for i, j := range page.Jobs {
-		jobs[i] = toJSON(j)
+		jobs[i] = jobOf(j)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next": page.Next})
+	writeJSON(w, http.StatusOK, client.JobPage{Jobs: jobs, Next: page.Next})
 	return nil
 }
 
@@ -261,19 +202,7 @@ func (s *server) stats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	queues := make([]map[string]any, len(st.Queues))
-	for i, q := range st.Queues {
-		counts := map[string]int{}
-		for state := jobraft.StatePending; state.Valid(); state++ {
-			counts[state.String()] = q.Counts.Of(state)
-		}
-		queues[i] = map[string]any{"name": q.Name, "paused": q.Paused, "counts": counts}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"member": st.Member, "role": st.Role, "term": st.Term, "leader": st.Leader, "applied_index": st.AppliedIndex,
-		"jobs": st.Jobs, "queues": queues, "submit_entries": st.SubmitEntries, "submitted_jobs": st.SubmittedJobs,
-		"watch_oldest": st.WatchOldest,
-	})
+	writeJSON(w, http.StatusOK, statsOf(st))
 	return nil
 }
 
@@ -283,9 +212,7 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Reason string `json:"reason"`
-	}
+	var in client.CancelRequest
 	if err := decode(r, &in, true); err != nil {
 		return err
 	}
@@ -293,7 +220,7 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toJSON(j))
+	writeJSON(w, http.StatusOK, jobOf(j))
 	return nil
 }
 
@@ -310,28 +237,13 @@ func (s *server) retry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toJSON(j))
+	writeJSON(w, http.StatusOK, jobOf(j))
 	return nil
-}
-
-// claimJSON asks for jobs; wait long-polls (at most 60s).
-type claimJSON struct {
-	Queues   []string `json:"queues"`
-	Worker   string   `json:"worker"`
-	Max      int      `json:"max"`
-	LeaseTTL duration `json:"lease_ttl"`
-	Wait     duration `json:"wait"`
-}
-
-type claimedJSON struct {
-	Job      jobJSON   `json:"job"`
-	Token    uint64    `json:"token"`
-	Deadline time.Time `json:"deadline"`
 }
 
 // POST /v1/claim
 func (s *server) claim(w http.ResponseWriter, r *http.Request) error {
-	var in claimJSON
+	var in client.ClaimRequest // wait long-polls, at most 60s
 	if err := decode(r, &in, false); err != nil {
 		return err
 	}
@@ -352,22 +264,20 @@ func (s *server) claim(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]claimedJSON, len(leases))
+	out := make([]client.Claimed, len(leases))
 	for i, l := range leases {
-		out[i] = claimedJSON{Job: toJSON(l.Job), Token: l.Token, Deadline: l.Deadline()}
+		out[i] = claimedOf(l)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"leases": out})
+	writeJSON(w, http.StatusOK, client.ClaimReply{Leases: out})
 	return nil
 }
 
-// leaseReq is the body of ack, nak, extend and term.
+// leaseReq is the body of ack, nak, extend and term: the client's
+// request, whose result jobd also accepts as text (result_text; give
+// result, base64, or result_text, not both).
 type leaseReq struct {
-	Token      uint64   `json:"token"`
-	Result     []byte   `json:"result"`
-	ResultText *string  `json:"result_text"`
-	Delay      duration `json:"delay"`
-	Error      string   `json:"error"`
-	Reason     string   `json:"reason"`
+	client.SettleRequest
+	ResultText *string `json:"result_text"`
 }
 
 // lease rebuilds the lease of a job from its ID and token, once the body
@@ -455,6 +365,6 @@ func (s *server) leaseReply(w http.ResponseWriter, l *jobraft.Lease, err error) 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": l.Job.ID, "token": l.Token, "deadline": l.Deadline()})
+	writeJSON(w, http.StatusOK, settledOf(l))
 	return nil
 }

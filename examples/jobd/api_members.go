@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobraft/jobraft/examples/client"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -21,36 +22,6 @@ import (
 //
 // -join makes it wait to be added instead of bootstrapping a cluster of
 // its own; then POST /v1/cluster/members {"id": "n4", "address": "<its raft address>"} on any member.
-
-// memberJSON is one member in GET /v1/cluster/members.
-type memberJSON struct {
-	ID       string `json:"id"`
-	Address  string `json:"address"`
-	Suffrage string `json:"suffrage"` // voter, nonvoter
-	// From the leader's catch-up monitor (raft.MemberProgress); empty
-	// when no leader answered.
-	Role                   string  `json:"role,omitempty"`
-	State                  string  `json:"state,omitempty"`
-	Reason                 string  `json:"reason,omitempty"`
-	Detail                 string  `json:"detail,omitempty"`
-	LastIndex              uint64  `json:"last_index"`
-	Lag                    uint64  `json:"lag"`
-	Round                  int     `json:"round,omitempty"`
-	EntriesPerSecond       float64 `json:"entries_per_second"`
-	BytesPerSecond         float64 `json:"bytes_per_second"`
-	SnapshotBytesRemaining uint64  `json:"snapshot_bytes_remaining,omitempty"`
-	// ETASeconds estimates when it holds the leader's log (-1: unknown).
-	ETASeconds float64 `json:"eta_seconds"`
-	// Add is the add this member's API started for it, if any.
-	Add *addJSON `json:"add,omitempty"`
-}
-
-// addJSON is an add started through this member's API.
-type addJSON struct {
-	State   string    `json:"state"` // pending, promoted, failed
-	Error   string    `json:"error,omitempty"`
-	Started time.Time `json:"started"`
-}
 
 // memberAdds are the adds started through this member's API: each runs
 // raft.Node.AddMember in the background (it follows leader changes) until
@@ -116,8 +87,9 @@ func (m *memberAdd) finished() bool {
 	}
 }
 
-func (m *memberAdd) json() *addJSON {
-	out := &addJSON{State: "pending", Started: m.started}
+// wire is the add on the wire.
+func (m *memberAdd) wire() *client.MemberAdd {
+	out := &client.MemberAdd{State: "pending", Started: m.started}
 	if m.finished() {
 		out.State = "promoted"
 		if m.err != nil {
@@ -166,26 +138,19 @@ func (s *server) listMembers(w http.ResponseWriter, r *http.Request) error {
 	for _, p := range prog {
 		byID[p.ID] = p
 	}
-	out := []memberJSON{}
+	out := []client.MemberInfo{}
 	for _, m := range st.Members {
-		j := memberJSON{ID: m.ID, Address: m.Address, Suffrage: "nonvoter", ETASeconds: -1}
-		if m.Voter {
-			j.Suffrage = "voter"
+		var p *raft.MemberProgress
+		if mp, ok := byID[m.ID]; ok {
+			p = &mp
 		}
-		if p, ok := byID[m.ID]; ok {
-			j.Role, j.State, j.Reason, j.Detail = p.Role, p.State, p.Reason, p.Detail
-			j.LastIndex, j.Lag, j.Round = p.LastIndex, p.Lag, p.Round
-			j.EntriesPerSecond, j.BytesPerSecond, j.SnapshotBytesRemaining = p.EntriesPerSecond, p.BytesPerSecond, p.SnapshotBytesRemaining
-			if p.ETA >= 0 {
-				j.ETASeconds = p.ETA.Seconds()
-			}
-		}
+		var add *client.MemberAdd
 		if a := s.adds.get(m.ID); a != nil {
-			j.Add = a.json()
+			add = a.wire()
 		}
-		out = append(out, j)
+		out = append(out, memberInfoOf(m, p, add))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"cluster_id": s.clusterID, "leader": st.LeaderID, "members": out})
+	writeJSON(w, http.StatusOK, client.Membership{ClusterID: s.clusterID, Leader: st.LeaderID, Members: out})
 	return nil
 }
 
@@ -199,10 +164,7 @@ const addTimeout = 10 * time.Second
 // shows its progress. A voter already at that address: 200. The ID at
 // another address: 409 (remove it first).
 func (s *server) addMember(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		ID      string `json:"id"`
-		Address string `json:"address"`
-	}
+	var in client.MemberRequest
 	if err := decode(r, &in, false); err != nil {
 		return err
 	}
@@ -212,7 +174,7 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if voter {
-		writeJSON(w, http.StatusOK, map[string]any{"id": in.ID, "address": in.Address, "suffrage": "voter"})
+		writeJSON(w, http.StatusOK, client.MemberAdded{Address: in.Address, ID: in.ID, Suffrage: suffrage(true)})
 		return nil
 	}
 	a := s.adds.start(in.ID, in.Address, func(ctx context.Context) error { return node.AddMember(ctx, in.ID, in.Address) })
@@ -223,9 +185,8 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request) error {
 	for {
 		for _, m := range node.Status().Members {
 			if m.ID == in.ID {
-				writeJSON(w, http.StatusAccepted, map[string]any{"id": in.ID, "address": in.Address,
-					"suffrage": map[bool]string{true: "voter", false: "nonvoter"}[m.Voter],
-					"message":  "joins as a non-voter, promoted by the leader's catch-up policy: GET /v1/cluster/members shows its progress"})
+				writeJSON(w, http.StatusAccepted, client.MemberAdded{Address: in.Address, ID: in.ID, Suffrage: suffrage(m.Voter),
+					Message: "joins as a non-voter, promoted by the leader's catch-up policy: GET /v1/cluster/members shows its progress"})
 				return nil
 			}
 		}
@@ -266,7 +227,7 @@ func (s *server) removeMember(w http.ResponseWriter, r *http.Request) error {
 	if err := node.RemoveMember(ctx, id); err != nil {
 		return memberError(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"removed": id})
+	writeJSON(w, http.StatusOK, client.MemberRemoved{Removed: id})
 	return nil
 }
 

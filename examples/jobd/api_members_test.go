@@ -27,7 +27,7 @@ func startJoiner(t *testing.T, id, clusterID string) (*daemon, string) {
 	return d, dir
 }
 
-func startJoinerIn(t *testing.T, id, clusterID, dir string) (*daemon, error) {
+func startJoinerIn(t *testing.T, id, clusterID, dir string, tweaks ...func(*options)) (*daemon, error) {
 	t.Helper()
 	o := defaults()
 	o.ID, o.DataDir, o.Token = id, dir, testToken
@@ -36,6 +36,9 @@ func startJoinerIn(t *testing.T, id, clusterID, dir string) (*daemon, error) {
 	o.Queues, o.Workers = "work=2", true
 	o.ShutdownGrace = 5 * time.Second
 	o.Join, o.ClusterID = true, clusterID
+	for _, tweak := range tweaks {
+		tweak(&o)
+	}
 	if err := o.validate(); err != nil {
 		t.Fatal(err)
 	}

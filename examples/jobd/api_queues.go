@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/jobraft/jobraft/examples/client"
 	"github.com/jobraft/jobraft/fsm"
 )
 
@@ -38,6 +39,6 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	if err := op(r.Context(), q); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queue": q, "paused": paused})
+	writeJSON(w, http.StatusOK, client.QueueState{Paused: paused, Queue: q})
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/examples/client"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -14,7 +15,7 @@ import (
 // otherwise.
 func TestConsoleCatchUpColumnFollowsTheLeadersPolicy(t *testing.T) {
 	up := memberRow{ID: "n4", Up: true, Voter: false}
-	st := &statusJSON{}
+	st := &client.Status{}
 	cases := []struct {
 		name string
 		row  memberRow

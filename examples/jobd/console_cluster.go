@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobraft/jobraft/examples/client"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/walcompare"
 )
@@ -34,7 +35,7 @@ type memberRow struct {
 // log being streamed with rate and ETA) where the leader reported one, else
 // what the member's own raft status says (up, diverged, entries behind the
 // leader, applied behind commit).
-func catchUpOf(m memberRow, st *statusJSON, p *raft.MemberProgress) string {
+func catchUpOf(m memberRow, st *client.Status, p *raft.MemberProgress) string {
 	switch {
 	case !m.Up:
 		return "down: " + m.Error

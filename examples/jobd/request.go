@@ -104,6 +104,13 @@ func decode(r *http.Request, v any, allowEmpty bool) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) && ute.Field != "" {
+			// Named by its JSON key: the Go types a request decodes into
+			// (embedding the client's) are no part of the API.
+			key := ute.Field[strings.LastIndexByte(ute.Field, '.')+1:]
+			return bad("malformed JSON: field %q at byte %d: a JSON %s where %s is wanted", key, ute.Offset, ute.Value, ute.Type)
+		}
 		return bad("malformed JSON: %v", err)
 	}
 	if dec.More() {

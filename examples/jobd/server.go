@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/examples/client"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -183,13 +183,8 @@ func (w *statusWriter) Flush() {
 // Unwrap gives http.ResponseController the connection's writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-type errorJSON struct {
-	Error  string `json:"error"`
-	Reason string `json:"reason"`
-}
-
 func writeError(w http.ResponseWriter, code int, kind, reason string) {
-	writeJSON(w, code, errorJSON{Error: kind, Reason: reason})
+	writeJSON(w, code, client.ErrorReply{Error: kind, Reason: reason})
 }
 
 // writeTimeout bounds writing one reply (or one watch event): a client
@@ -203,38 +198,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc := json.NewEncoder(w)
 	_ = enc.Encode(v)
 }
-
-// duration is a JSON duration: "1.5s" or a number of seconds. A negative
-// number of seconds stays negative however small (routes refuse negative
-// durations); one beyond time.Duration's range is refused.
-type duration time.Duration
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return err
-		}
-		*d = duration(v)
-		return nil
-	}
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return errors.New("a duration is a string like \"1.5s\" or a number of seconds")
-	}
-	ns := math.Round(f * float64(time.Second))
-	switch {
-	case math.Abs(ns) >= math.MaxInt64:
-		return fmt.Errorf("duration of %g seconds is out of range", f)
-	case f < 0 && ns == 0:
-		ns = -1
-	}
-	*d = duration(ns)
-	return nil
-}
-
-func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
 func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "member": s.member})

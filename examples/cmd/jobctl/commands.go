@@ -263,7 +263,7 @@ func pauseResume(pause bool) func(ctx context.Context, e *env, args []string) er
 			return err
 		}
 		if e.g.json {
-			return printJSON(e, map[string]any{"queue": q, "paused": pause})
+			return printJSON(e, client.QueueState{Paused: pause, Queue: q})
 		}
 		fmt.Fprintf(e.out, "queue %s %s\n", q, what)
 		return nil

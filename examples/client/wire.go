@@ -1,0 +1,321 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/jobraft/jobraft/raft"
+)
+
+// This file is the one definition of jobd's JSON wire format: jobd
+// (examples/jobd) serves and accepts these types, the client sends and
+// decodes them. A field here is a field on the wire; its order is the order
+// jobd writes (the golden replies in examples/jobd/testdata/wire pin both,
+// TestWireFormatGoldens in jobd and TestGoldensRoundTrip here).
+
+// Job is a job as jobd returns it. Payload and Result are the bytes (base64
+// on the wire).
+type Job struct {
+	ID             string     `json:"id"`
+	Queue          string     `json:"queue"`
+	Kind           string     `json:"kind"`
+	Payload        []byte     `json:"payload,omitempty"`
+	Priority       int32      `json:"priority"`
+	RunAt          *time.Time `json:"run_at,omitempty"`
+	MaxAttempts    uint32     `json:"max_attempts"`
+	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+	Attempts       uint32     `json:"attempts"`
+	State          string     `json:"state"` // pending, scheduled, running, succeeded, dead, canceled
+	Lease          *Lease     `json:"lease,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+	Result         []byte     `json:"result,omitempty"`
+	Created        time.Time  `json:"created"`
+	Updated        time.Time  `json:"updated"`
+	Finished       *time.Time `json:"finished,omitempty"`
+}
+
+// Lease is a running job's lease.
+type Lease struct {
+	Token    uint64    `json:"token"`
+	Worker   string    `json:"worker"`
+	Deadline time.Time `json:"deadline"`
+}
+
+// Duration is a duration on the wire: written "1.5s"; read from such a
+// string or from a number of seconds. A negative number of seconds stays
+// negative however small (jobd refuses negative durations); one beyond
+// time.Duration's range is refused.
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return errors.New("a duration is a string like \"1.5s\" or a number of seconds")
+	}
+	ns := math.Round(f * float64(time.Second))
+	switch {
+	case math.Abs(ns) >= math.MaxInt64:
+		return fmt.Errorf("duration of %g seconds is out of range", f)
+	case f < 0 && ns == 0:
+		ns = -1
+	}
+	*d = Duration(ns)
+	return nil
+}
+
+// SubmitRequest is one job to submit (POST /v1/jobs, or one of the jobs
+// of POST /v1/jobs/batch). An empty ID is filled with NewID before the
+// first attempt, so that retries are exactly-once.
+type SubmitRequest struct {
+	ID             string     `json:"id"`
+	Queue          string     `json:"queue"`
+	Kind           string     `json:"kind"`
+	Payload        []byte     `json:"payload,omitempty"`
+	Priority       int32      `json:"priority,omitempty"`
+	Delay          Duration   `json:"delay,omitempty"`
+	RunAt          *time.Time `json:"run_at,omitempty"`
+	MaxAttempts    uint32     `json:"max_attempts,omitempty"`
+	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+}
+
+// Submitted is a submit's outcome (POST /v1/jobs; one result of a batch).
+type Submitted struct {
+	Job Job `json:"job"`
+	// Duplicate: the job existed before this call's last attempt (submitted
+	// before, or by an earlier attempt of this call whose outcome was
+	// unknown: see Retried).
+	Duplicate bool `json:"duplicate"`
+	// Retried: the call resubmitted after an unknown outcome.
+	Retried bool `json:"-"`
+	// Per-job error in a batch ("" if none), as jobd names it.
+	Error  string `json:"error,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// BatchRequest is POST /v1/jobs/batch's body: 1 to 1000 jobs.
+type BatchRequest struct {
+	Jobs []SubmitRequest `json:"jobs"`
+}
+
+// BatchReply is POST /v1/jobs/batch's reply: one result a job, in order.
+type BatchReply struct {
+	Results []Submitted `json:"results"`
+}
+
+// JobPage is one page of a listing (GET /v1/jobs); Next is "" on the last
+// page.
+type JobPage struct {
+	Jobs []Job  `json:"jobs"`
+	Next string `json:"next"`
+}
+
+// CancelRequest is POST /v1/jobs/{id}/cancel's body.
+type CancelRequest struct {
+	Reason string `json:"reason"`
+}
+
+// ClaimRequest asks for up to Max jobs of Queues for Worker (POST
+// /v1/claim); Wait long-polls (at most 60s) when none is claimable.
+type ClaimRequest struct {
+	Queues   []string `json:"queues"`
+	Worker   string   `json:"worker"`
+	Max      int      `json:"max,omitempty"`
+	LeaseTTL Duration `json:"lease_ttl,omitempty"`
+	Wait     Duration `json:"wait,omitempty"`
+}
+
+// Claimed is one leased job: settle it with Ack, Nak, Extend or Term
+// giving its Token.
+type Claimed struct {
+	Job      Job       `json:"job"`
+	Token    uint64    `json:"token"`
+	Deadline time.Time `json:"deadline"`
+}
+
+// ClaimReply is POST /v1/claim's reply.
+type ClaimReply struct {
+	Leases []Claimed `json:"leases"`
+}
+
+// SettleRequest is the body of POST /v1/jobs/{id}/ack, nak, extend and
+// term: the lease's token, and what the operation takes (ack: Result; nak:
+// Delay, Error; term: Reason).
+type SettleRequest struct {
+	Token  uint64   `json:"token"`
+	Result []byte   `json:"result,omitempty"`
+	Delay  Duration `json:"delay,omitempty"`
+	Error  string   `json:"error,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// Settled is the reply of ack, nak, extend and term: the job, the token
+// and the lease's deadline (after extend, the new one).
+type Settled struct {
+	Deadline time.Time `json:"deadline"`
+	ID       string    `json:"id"`
+	Token    uint64    `json:"token"`
+}
+
+// QueueState is the reply of POST /v1/queues/{queue}/pause and /resume.
+type QueueState struct {
+	Paused bool   `json:"paused"`
+	Queue  string `json:"queue"`
+}
+
+// QueueStats is one queue's job counts by state.
+type QueueStats struct {
+	Counts map[string]int `json:"counts"`
+	Name   string         `json:"name"`
+	Paused bool           `json:"paused"`
+}
+
+// Stats is GET /v1/stats (linearizable).
+type Stats struct {
+	AppliedIndex uint64       `json:"applied_index"`
+	Jobs         int          `json:"jobs"`
+	Leader       string       `json:"leader"`
+	Member       string       `json:"member"`
+	Queues       []QueueStats `json:"queues"`
+	Role         string       `json:"role"`
+	// SubmitEntries and SubmittedJobs count the answering member's submit
+	// entries and the jobs they carried since it started.
+	SubmitEntries uint64 `json:"submit_entries"`
+	SubmittedJobs uint64 `json:"submitted_jobs"`
+	Term          uint64 `json:"term"`
+	// WatchOldest is the oldest index a watch can start from on the
+	// answering member.
+	WatchOldest uint64 `json:"watch_oldest"`
+}
+
+// Event is one committed job event from GET /v1/watch.
+type Event struct {
+	Index   uint64    `json:"index"`
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"` // submitted, claimed, acked, naked, ...
+	JobID   string    `json:"job,omitempty"`
+	Queue   string    `json:"queue,omitempty"`
+	JobKind string    `json:"job_kind,omitempty"`
+	State   string    `json:"state,omitempty"`
+	Attempt uint32    `json:"attempt,omitempty"`
+	Token   uint64    `json:"token,omitempty"`
+	Worker  string    `json:"worker,omitempty"`
+	Removed uint64    `json:"removed,omitempty"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// Status is one member's raft status (raft.Status) with its state digest
+// in hex and its readiness.
+type Status struct {
+	raft.Status
+	// Digest is the state digest's sum in hex (on the wire it replaces
+	// raft.Status's digest object; DigestIndex is its index).
+	Digest      string `json:"digest"`
+	DigestIndex uint64 `json:"digest_index"`
+	// Ready: a leader is known, the member has not diverged and its log has
+	// not failed, and it applied everything up to the commit index.
+	Ready bool `json:"ready"`
+}
+
+// Member is one member of the configuration, with its status as the
+// answering member got it (Error when it could not).
+type Member struct {
+	ID      string  `json:"id"`
+	Address string  `json:"address"`
+	Voter   bool    `json:"voter"`
+	Status  *Status `json:"status,omitempty"`
+	Error   string  `json:"error,omitempty"`
+	// Lag is how many entries the member's log is behind the answering
+	// member's last index (meaningful when the answering member leads).
+	Lag uint64 `json:"lag"`
+}
+
+// ClusterStatus is GET /v1/cluster/status: the answering member and
+// (unless asked for itself only) every member.
+type ClusterStatus struct {
+	Members []Member `json:"members,omitzero"`
+	Self    Status   `json:"self"`
+}
+
+// MemberInfo is one member in GET /v1/cluster/members: its suffrage, and
+// its role and catch-up state as the leader's catch-up policy sees it
+// (raft.MemberProgress; empty when no leader answered).
+type MemberInfo struct {
+	ID                     string  `json:"id"`
+	Address                string  `json:"address"`
+	Suffrage               string  `json:"suffrage"` // voter, nonvoter
+	Role                   string  `json:"role,omitempty"`
+	State                  string  `json:"state,omitempty"` // leader, caught_up, catching_up, stalled, diverged
+	Reason                 string  `json:"reason,omitempty"`
+	Detail                 string  `json:"detail,omitempty"`
+	LastIndex              uint64  `json:"last_index"`
+	Lag                    uint64  `json:"lag"`
+	Round                  int     `json:"round,omitempty"`
+	EntriesPerSecond       float64 `json:"entries_per_second"`
+	BytesPerSecond         float64 `json:"bytes_per_second"`
+	SnapshotBytesRemaining uint64  `json:"snapshot_bytes_remaining,omitempty"`
+	// ETASeconds estimates when it holds the leader's log (-1: unknown).
+	ETASeconds float64 `json:"eta_seconds"`
+	// Add is the add the answering member's API started for it, if any.
+	Add *MemberAdd `json:"add,omitempty"`
+}
+
+// MemberAdd is an add started through a member's API (POST
+// /v1/cluster/members).
+type MemberAdd struct {
+	State   string    `json:"state"` // pending, promoted, failed
+	Error   string    `json:"error,omitempty"`
+	Started time.Time `json:"started"`
+}
+
+// Membership is GET /v1/cluster/members.
+type Membership struct {
+	ClusterID string       `json:"cluster_id"`
+	Leader    string       `json:"leader"`
+	Members   []MemberInfo `json:"members"`
+}
+
+// MemberRequest is POST /v1/cluster/members's body: the member to add.
+type MemberRequest struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+}
+
+// ErrorReply is the body of every error reply: jobd's error kind and its
+// reason (Error.Code and Error.Reason).
+type ErrorReply struct {
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
+}
+
+// MemberAdded is POST /v1/cluster/members's reply: the member and its
+// suffrage; Message says how it goes on (202: it joined as a non-voter).
+type MemberAdded struct {
+	Address  string `json:"address"`
+	ID       string `json:"id"`
+	Message  string `json:"message,omitempty"`
+	Suffrage string `json:"suffrage"`
+}
+
+// MemberRemoved is DELETE /v1/cluster/members/{id}'s reply.
+type MemberRemoved struct {
+	Removed string `json:"removed"`
+}
