@@ -15,7 +15,8 @@ import (
 )
 
 // WatchRequest filters a watch. From is the first raft index to deliver
-// (0: from the oldest retained event).
+// (0: only events committed from now on; an index below the oldest the
+// member retains, Stats.WatchOldest, is refused as compacted).
 type WatchRequest struct {
 	From   uint64
 	Queues []string

@@ -52,7 +52,7 @@ var commands = map[string]*command{
 		run: list},
 	"watch": {args: "", help: "stream committed job events (resumes on another member if one fails)", long: true,
 		flags: func(fs *flag.FlagSet) {
-			fs.Uint64Var(&fFrom, "from", 0, "first raft index (default: the oldest retained)")
+			fs.Uint64Var(&fFrom, "from", 0, "first raft index (default: events from now on; history from the oldest retained: see stats watch_oldest)")
 			fs.StringVar(&fQueue, "queue", "", "only these queues (comma-separated)")
 			fs.StringVar(&fKind, "kind", "", "only these event kinds (comma-separated: submitted, claimed, acked, ...)")
 			fs.StringVar(&fJob, "job", "", "only this job")
