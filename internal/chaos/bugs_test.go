@@ -35,6 +35,7 @@ var injected = []struct {
 }{
 	{"fencing", []string{"fencing", "linearizable"}},
 	{"dedupe", []string{"acked-set", "linearizable"}},
+	{"clamp", []string{"applied", "digest"}},
 }
 
 // TestInjectedBugs (go test -tags chaosbugs; make chaos-bugs) arms each

@@ -127,13 +127,22 @@ func (r *runner) resolve(k int, a Action) (Action, bool) {
 			a.Members[i] = l
 			continue
 		}
-		if m != Leader {
+		if m != Leader && m != Follower {
 			continue
 		}
 		l := r.obs.leader()
 		if l < 0 {
 			r.note(-1, "skip %s: no leader known", a)
 			return a, false
+		}
+		if m == Follower {
+			f := r.follower(l)
+			if f < 0 {
+				r.note(-1, "skip %s: no running follower", a)
+				return a, false
+			}
+			a.Members[i] = f
+			continue
 		}
 		for slices.Contains(a.Members, l) { // a pair naming the leader twice: the next member
 			l = (l + 1) % r.s.Members
@@ -344,4 +353,17 @@ func (r *runner) isolated() int {
 		}
 	}
 	return best
+}
+
+// follower returns the lowest-numbered running, unpaused member other than
+// leader, or -1.
+func (r *runner) follower(leader int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.down {
+		if i != leader && !r.down[i] && !r.paused[i] {
+			return i
+		}
+	}
+	return -1
 }

@@ -95,6 +95,10 @@ func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
 			s.FailSyncs = s.FailSyncs || a.Members[0] == i
 		case DiskFull:
 			s.DiskFull = s.DiskFull || a.Members[0] == i
+		case Slow:
+			if a.Members[0] == i {
+				s.SyncDelay = max(s.SyncDelay, a.Delay)
+			}
 		}
 	}
 	return s, f.gen

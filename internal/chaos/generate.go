@@ -133,6 +133,13 @@ func Generate(seed uint64, o GenOptions) Schedule {
 			if a.For < 4*step {
 				continue
 			}
+			if rng.IntN(2) == 0 {
+				// ... while a follower's disk is slow: when it wins, its
+				// no-op is stored late and its first appends to the
+				// deposed leader meet the commit clamp (see Slow).
+				s.Actions = append(s.Actions, Action{At: a.At, For: a.For, Kind: Slow, Members: []int{Follower},
+					Delay: time.Duration(4+2*rng.IntN(4)) * time.Millisecond})
+			}
 			end := a.End()
 			if rng.IntN(2) == 0 && end+6*step <= o.Span {
 				next := Action{At: end, For: min(time.Duration(6+rng.IntN(6))*step, o.Span-end), Kind: Mute, Members: []int{Leader}}

@@ -50,6 +50,13 @@ const (
 	// Skew restarts a member with its clock Skew off; at the end of the
 	// span it restarts it with a true clock.
 	Skew Kind = "skew"
+	// Slow makes a member's log fsyncs take Delay longer (a slow disk).
+	// With a deposed leader (Mute) it aims at the commit clamp: a new
+	// leader whose own no-op is slow to store still reads its old last
+	// index when its replication to the deposed leader, whose answers are
+	// lost, backs off; after the back-off it sends that old index as
+	// verified with a commit index already past it.
+	Slow Kind = "slow"
 	// Transfer asks the leader to hand leadership over (instant).
 	Transfer Kind = "transfer"
 )
@@ -65,6 +72,10 @@ const Leader = -1
 // deposed leader while it is cut off" is a partition of Leader, then a
 // kill of Isolated.
 const Isolated = -2
+
+// Follower, in Action.Members, names the lowest-numbered running member
+// that is not the leader when the action starts (text "follower").
+const Follower = -3
 
 // Action is one timed fault of a schedule.
 type Action struct {
@@ -104,11 +115,11 @@ func (s Schedule) Validate() error {
 			return fmt.Errorf("%w: action %d (%s) outside [0, %s]", ErrSchedule, i, a.Kind, s.Span)
 		}
 		for _, m := range a.Members {
-			if (m < 0 && m != Leader && m != Isolated) || m >= s.Members {
+			if (m < 0 && m != Leader && m != Isolated && m != Follower) || m >= s.Members {
 				return fmt.Errorf("%w: action %d (%s) names member %d", ErrSchedule, i, a.Kind, m)
 			}
 		}
-		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0}
+		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0, Slow: 1}
 		if n, ok := want[a.Kind]; ok && len(a.Members) != n {
 			return fmt.Errorf("%w: action %d (%s) takes %d members, has %d", ErrSchedule, i, a.Kind, n, len(a.Members))
 		}
@@ -150,6 +161,10 @@ func (a Action) String() string {
 				w = append(w, "isolated")
 				continue
 			}
+			if m == Follower {
+				w = append(w, "follower")
+				continue
+			}
 			w = append(w, fmt.Sprintf("m%d", m))
 		}
 	}
@@ -168,6 +183,9 @@ func (a Action) String() string {
 	case Skew:
 		ms(a.Members)
 		w = append(w, "by="+a.Skew.String())
+	case Slow:
+		ms(a.Members)
+		w = append(w, "delay="+a.Delay.String())
 	default:
 		ms(a.Members)
 	}
@@ -244,6 +262,8 @@ func parseAction(w []string) (Action, error) {
 			a.Members = append(a.Members, Leader)
 		case f == "isolated":
 			a.Members = append(a.Members, Isolated)
+		case f == "follower":
+			a.Members = append(a.Members, Follower)
 		case f == "|" || f == "rest":
 		case f == "log" || f == "snap":
 			a.Target = f
@@ -265,7 +285,7 @@ func parseAction(w []string) (Action, error) {
 		}
 	}
 	switch a.Kind {
-	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Transfer:
+	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Slow, Transfer:
 	default:
 		return a, fmt.Errorf("unknown kind %q", a.Kind)
 	}

@@ -33,6 +33,9 @@ type FaultSpec struct {
 	// makes its log writes fail with ENOSPC.
 	FailSyncs bool `json:"fail_syncs,omitempty"`
 	DiskFull  bool `json:"disk_full,omitempty"`
+	// SyncDelay makes this member's log fsyncs take that much longer (a
+	// slow disk).
+	SyncDelay time.Duration `json:"sync_delay,omitempty"`
 }
 
 // FlapSpec is one flapping link.
@@ -84,6 +87,7 @@ func (f *memberFaults) apply(s FaultSpec) {
 	}
 	f.disk.FailSyncs(syncErr)
 	f.disk.FailWrites(writeErr)
+	f.disk.SlowSyncs(s.SyncDelay)
 }
 
 // handler serves POST /faults (a FaultSpec) and passes the rest to next.
