@@ -23,8 +23,8 @@ type faultState struct {
 }
 
 func newFaultState(r *runner) *faultState {
-	f := &faultState{r: r, active: map[int]Action{}, gen: 1, pushed: make([]uint64, r.s.Members), stop: make(chan struct{})}
-	for i := 0; i < r.s.Members; i++ {
+	f := &faultState{r: r, active: map[int]Action{}, gen: 1, pushed: make([]uint64, r.s.Slots()), stop: make(chan struct{})}
+	for i := 0; i < r.s.Slots(); i++ {
 		f.wg.Add(1)
 		go func() { defer f.wg.Done(); f.pusher(i) }()
 	}
@@ -69,8 +69,8 @@ func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
 			for _, m := range a.Members {
 				in[m] = true
 			}
-			for x := 0; x < f.r.s.Members; x++ {
-				for y := 0; y < f.r.s.Members; y++ {
+			for x := 0; x < f.r.s.Slots(); x++ {
+				for y := 0; y < f.r.s.Slots(); y++ {
 					if in[x] != in[y] {
 						cut(x, y)
 					}
@@ -82,7 +82,7 @@ func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
 		case OneWay:
 			cut(a.Members[0], a.Members[1])
 		case Mute:
-			for x := 0; x < f.r.s.Members; x++ {
+			for x := 0; x < f.r.s.Slots(); x++ {
 				if x != a.Members[0] {
 					cut(a.Members[0], x)
 				}

@@ -23,7 +23,11 @@ var weights = []struct {
 }{
 	{Kill, 4}, {Pause, 2}, {Partition, 2}, {Mute, 4}, {Bridge, 1}, {OneWay, 1}, {Flap, 1}, {Net, 1},
 	{Fsync, 1}, {DiskFull, 1}, {BitFlip, 1}, {Skew, 1}, {Transfer, 2},
+	{Add, 1}, {Remove, 1}, {Replace, 1},
 }
+
+// maxSpare bounds the spares a generated schedule adds.
+const maxSpare = 2
 
 // step is the generator's time grain.
 const step = 50 * time.Millisecond
@@ -51,6 +55,8 @@ func Generate(seed uint64, o GenOptions) Schedule {
 	s := Schedule{Seed: seed, Members: n, Span: o.Span}
 	busy := make([][]Action, n) // member faults per member
 	flipped := map[int]bool{}
+	gone := map[int]bool{} // removed (or replaced) initial members
+	voters := n            // the configuration's size once every change completed
 	total := 0
 	for _, w := range weights {
 		total += w.w
@@ -72,7 +78,13 @@ func Generate(seed uint64, o GenOptions) Schedule {
 			span = o.Span - at
 		}
 		a := Action{At: at, For: span, Kind: k}
-		pick := func() int { return rng.IntN(n) }
+		pick := func() int {
+			m := rng.IntN(n)
+			for k := 0; k < n && gone[m]; k++ {
+				m = (m + 1) % n
+			}
+			return m
+		}
 		pair := func() []int {
 			x := pick()
 			y := (x + 1 + rng.IntN(n-1)) % n
@@ -91,7 +103,7 @@ func Generate(seed uint64, o GenOptions) Schedule {
 				continue
 			}
 			if k == BitFlip {
-				if len(flipped) >= (n-1)/2 {
+				if len(flipped) >= (n-1)/2 || voters < n {
 					continue
 				}
 				flipped[m] = true
@@ -134,11 +146,17 @@ func Generate(seed uint64, o GenOptions) Schedule {
 				continue
 			}
 			if rng.IntN(2) == 0 {
-				// ... while a follower's disk is slow: when it wins, its
-				// no-op is stored late and its first appends to the
-				// deposed leader meet the commit clamp (see Slow).
-				s.Actions = append(s.Actions, Action{At: a.At, For: a.For, Kind: Slow, Members: []int{Follower},
-					Delay: time.Duration(4+2*rng.IntN(4)) * time.Millisecond})
+				// ... aimed at the commit clamp: the first follower's disk
+				// is slow and the second lags (the leader's link to it cut
+				// from shortly before), so the first one wins (with three
+				// members), stores its no-op late, and its first appends
+				// to the deposed leader, whose answers are lost, back off
+				// between reading its last index and its commit index
+				// (see Slow).
+				from := max(0, a.At-3*step)
+				s.Actions = append(s.Actions,
+					Action{At: from, For: a.End() - from, Kind: OneWay, Members: []int{Leader, Follower2}},
+					Action{At: a.At, For: a.For, Kind: Slow, Members: []int{Follower}, Delay: time.Duration(4+2*rng.IntN(4)) * time.Millisecond})
 			}
 			end := a.End()
 			if rng.IntN(2) == 0 && end+6*step <= o.Span {
@@ -161,6 +179,33 @@ func Generate(seed uint64, o GenOptions) Schedule {
 			a.Delay = time.Duration(rng.IntN(4)) * 5 * time.Millisecond
 		case Transfer:
 			a.For = 0
+		case Add, Remove, Replace:
+			// Membership changes run in the background from At (the
+			// catch-up of an added member overlaps the faults after it).
+			// A removal keeps at least three voters, or two when no bit
+			// flip can take one down; a flipped member is never removed.
+			a.For = 0
+			if k != Remove && s.Spare >= maxSpare {
+				continue
+			}
+			if k == Remove && (voters-1 < 2 || voters-1 < 3 && len(flipped) > 0) {
+				continue
+			}
+			if k != Add {
+				victim := Leader
+				if rng.IntN(2) == 0 {
+					if victim = pick(); gone[victim] || flipped[victim] {
+						continue
+					}
+					gone[victim] = true
+				}
+				a.Members = []int{victim}
+			}
+			if k != Remove {
+				a.Members = append(a.Members, n+s.Spare)
+				s.Spare++
+			}
+			voters += map[Kind]int{Add: 1, Remove: -1}[k]
 		}
 		s.Actions = append(s.Actions, a)
 	}
