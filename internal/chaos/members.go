@@ -184,7 +184,7 @@ func (r *runner) retry(what, path string, req ctltest.Request, skip int) bool {
 // memberFor picks the k-th try's target: the leader when one is known,
 // else a running, unpaused voter other than skip.
 func (r *runner) memberFor(k, skip int) int {
-	if l := r.obs.leader(); l >= 0 && l != skip && k%2 == 0 {
+	if l := r.obs.leader(); l >= 0 && l != skip && r.members.inConfig(l) && k%2 == 0 {
 		return l
 	}
 	var cands []int
