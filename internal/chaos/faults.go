@@ -62,7 +62,7 @@ func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
 	var s ctltest.FaultSpec
 	addr := func(m int) string { return f.r.p.Cfgs[m].RaftAddr }
 	cut := func(a, b int) { s.Cut = append(s.Cut, [2]string{addr(a), addr(b)}) }
-	for _, a := range f.active {
+	for k, a := range f.active {
 		switch a.Kind {
 		case Partition:
 			in := map[int]bool{}
@@ -95,9 +95,9 @@ func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
 			s.FailSyncs = s.FailSyncs || a.Members[0] == i
 		case DiskFull:
 			s.DiskFull = s.DiskFull || a.Members[0] == i
-		case Slow:
-			if a.Members[0] == i {
-				s.SyncDelay = max(s.SyncDelay, a.Delay)
+		case Stall:
+			if a.Members[0] == i && k+1 > s.StallID {
+				s.Stall, s.StallID = a.Delay, k+1
 			}
 		}
 	}

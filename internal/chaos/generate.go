@@ -145,18 +145,20 @@ func Generate(seed uint64, o GenOptions) Schedule {
 			if a.For < 4*step {
 				continue
 			}
-			if rng.IntN(2) == 0 {
-				// ... aimed at the commit clamp: the first follower's disk
-				// is slow and the second lags (the leader's link to it cut
-				// from shortly before), so the first one wins (with three
-				// members), stores its no-op late, and its first appends
-				// to the deposed leader, whose answers are lost, back off
-				// between reading its last index and its commit index
-				// (see Slow).
+			if rng.IntN(2) == 0 && a.At+24*step <= o.Span {
+				// ... aimed at the commit clamp: the second follower lags
+				// (the leader's link to it cut from shortly before), so
+				// the first one wins (with three members); its disk stalls
+				// once it is cut off from the deposed leader, so its no-op
+				// is stored late while its appends to the deposed leader,
+				// whose answers are lost, back off (see Stall). The mute
+				// outlasts the election and the back-offs.
 				from := max(0, a.At-3*step)
+				a.For = 24 * step
+				stall := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}[rng.IntN(2)]
 				s.Actions = append(s.Actions,
 					Action{At: from, For: a.End() - from, Kind: OneWay, Members: []int{Leader, Follower2}},
-					Action{At: a.At, For: a.For, Kind: Slow, Members: []int{Follower}, Delay: time.Duration(4+2*rng.IntN(4)) * time.Millisecond})
+					Action{At: a.At + 2*step, For: a.For - 2*step, Kind: Stall, Members: []int{Follower}, Delay: stall})
 			}
 			end := a.End()
 			if rng.IntN(2) == 0 && end+6*step <= o.Span {

@@ -50,13 +50,14 @@ const (
 	// Skew restarts a member with its clock Skew off; at the end of the
 	// span it restarts it with a true clock.
 	Skew Kind = "skew"
-	// Slow makes a member's log fsyncs take Delay longer (a slow disk).
-	// With a deposed leader (Mute) it aims at the commit clamp: a new
-	// leader whose own no-op is slow to store still reads its old last
-	// index when its replication to the deposed leader, whose answers are
-	// lost, backs off; after the back-off it sends that old index as
-	// verified with a commit index already past it.
-	Slow Kind = "slow"
+	// Stall makes a member's next log fsync after the action starts take
+	// Delay longer, once (a disk that stalls). With a deposed leader
+	// (Mute) it aims at the commit clamp: a new leader whose no-op is
+	// stalled keeps reading its old last index while its appends to the
+	// deposed leader, whose answers are lost, back off longer and longer;
+	// the append sent after the back-off that spans the stall carries that
+	// old index as verified and a commit index already past it.
+	Stall Kind = "stall"
 	// Transfer asks the leader to hand leadership over (instant).
 	Transfer Kind = "transfer"
 	// Add adds a spare (a member process started empty, not in the
@@ -152,7 +153,7 @@ func (s Schedule) Validate() error {
 				return fmt.Errorf("%w: action %d (%s) names member %d", ErrSchedule, i, a.Kind, m)
 			}
 		}
-		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0, Slow: 1, Add: 1, Remove: 1, Replace: 2}
+		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0, Stall: 1, Add: 1, Remove: 1, Replace: 2}
 		if n, ok := want[a.Kind]; ok && len(a.Members) != n {
 			return fmt.Errorf("%w: action %d (%s) takes %d members, has %d", ErrSchedule, i, a.Kind, n, len(a.Members))
 		}
@@ -227,7 +228,7 @@ func (a Action) String() string {
 	case Skew:
 		ms(a.Members)
 		w = append(w, "by="+a.Skew.String())
-	case Slow:
+	case Stall:
 		ms(a.Members)
 		w = append(w, "delay="+a.Delay.String())
 	default:
@@ -363,7 +364,7 @@ func parseAction(w []string) (Action, error) {
 		}
 	}
 	switch a.Kind {
-	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Slow, Transfer, Add, Remove, Replace:
+	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Stall, Transfer, Add, Remove, Replace:
 	default:
 		return a, fmt.Errorf("unknown kind %q", a.Kind)
 	}

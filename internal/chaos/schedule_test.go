@@ -113,7 +113,7 @@ at 100ms add m3
 at 200ms for 300ms kill m3
 at 500ms remove leader
 at 700ms replace m1 m4
-at 800ms for 400ms slow follower delay=6ms
+at 800ms for 400ms stall follower delay=250ms
 at 800ms for 400ms oneway leader follower2
 `
 	s, err := Parse(text)

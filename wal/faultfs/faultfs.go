@@ -27,7 +27,7 @@ type FS struct {
 	shortWrite bool
 	space      int64 // bytes left before ENOSPC; < 0 means unlimited
 	syncs      int
-	syncDelay  time.Duration
+	stall      time.Duration // the next Sync's extra latency, once
 }
 
 // New returns an FS over inner with no faults armed.
@@ -39,9 +39,9 @@ func (f *FS) FailWrites(err error) { f.mu.Lock(); f.writeErr = err; f.mu.Unlock(
 // FailSyncs makes every following Sync fail with err (nil disarms).
 func (f *FS) FailSyncs(err error) { f.mu.Lock(); f.syncErr = err; f.mu.Unlock() }
 
-// SlowSyncs makes every following Sync take d longer (a slow disk; 0
-// disarms).
-func (f *FS) SlowSyncs(d time.Duration) { f.mu.Lock(); f.syncDelay = d; f.mu.Unlock() }
+// StallNextSync makes the next Sync take d longer, once (a disk that
+// stalls; 0 disarms).
+func (f *FS) StallNextSync(d time.Duration) { f.mu.Lock(); f.stall = d; f.mu.Unlock() }
 
 // ShortWrites makes every following write write half its bytes and fail
 // with io.ErrShortWrite.
@@ -143,7 +143,10 @@ func (ff *faultFile) faulty(p []byte, write func([]byte) (int, error)) (int, err
 func (ff *faultFile) Sync() error {
 	f := ff.fs
 	f.mu.Lock()
-	err, delay := f.syncErr, f.syncDelay
+	err, delay := f.syncErr, f.stall
+	if err == nil {
+		f.stall = 0
+	}
 	f.mu.Unlock()
 	if err != nil {
 		return &os.PathError{Op: "fdatasync", Path: ff.Name(), Err: err}
