@@ -145,7 +145,7 @@ func Generate(seed uint64, o GenOptions) Schedule {
 			if a.For < 4*step {
 				continue
 			}
-			if rng.IntN(2) == 0 && a.At+24*step <= o.Span {
+			if rng.IntN(3) != 0 && o.Span >= 28*step {
 				// ... aimed at the commit clamp: the second follower lags
 				// (the leader's link to it cut from shortly before), so
 				// the first one wins (with three members); its disk stalls
@@ -153,7 +153,8 @@ func Generate(seed uint64, o GenOptions) Schedule {
 				// is stored late while its appends to the deposed leader,
 				// whose answers are lost, back off (see Stall). The mute
 				// outlasts the election and the back-offs.
-				from := max(0, a.At-3*step)
+				a.At = min(max(a.At, 4*step), o.Span-24*step) // a leader is known; it fits
+				from := a.At - 3*step
 				a.For = 24 * step
 				stall := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}[rng.IntN(2)]
 				s.Actions = append(s.Actions,

@@ -65,6 +65,29 @@ func TestGenerateConstraints(t *testing.T) {
 		if flips > (s.Members-1)/2 {
 			t.Fatalf("seed %d: %d bit flips in %d members", seed, flips, s.Members)
 		}
+		// Membership: at most maxSpare spares, each added once; removals
+		// (in any order of their times) keep three voters, or two when no
+		// bit flip is scheduled; no flipped member is removed.
+		voters, removed := s.Members, 0 // voters once every change completed
+		for _, a := range s.Actions {
+			switch a.Kind {
+			case Add:
+				voters++
+			case Remove:
+				voters--
+				removed++
+			}
+			if (a.Kind == Remove || a.Kind == Replace) && a.Members[0] >= 0 && a.Members[0] < len(per) {
+				for _, b := range per[a.Members[0]] {
+					if b.Kind == BitFlip {
+						t.Fatalf("seed %d: a flipped member removed:\n%s", seed, s)
+					}
+				}
+			}
+		}
+		if s.Spare > maxSpare || voters < 2 || flips > 0 && voters < 3 {
+			t.Fatalf("seed %d: %d spares, %d removals, %d flips in %d members:\n%s", seed, s.Spare, removed, flips, s.Members, s)
+		}
 	}
 	for _, w := range weights {
 		if kinds[w.kind] == 0 {
