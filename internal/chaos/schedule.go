@@ -77,9 +77,6 @@ const (
 // instant reports whether the kind has no span (it happens at At).
 func (k Kind) instant() bool { return k == Transfer || k == Add || k == Remove || k == Replace }
 
-// membership reports whether the kind changes the configuration.
-func (k Kind) membership() bool { return k == Add || k == Remove || k == Replace }
-
 // Leader, in Action.Members, names the member leading when the action
 // starts (resolved then from the latest status round; text "leader").
 // An action whose leader cannot be resolved, or whose member is already
