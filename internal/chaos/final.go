@@ -86,7 +86,10 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 		if rep.Role == "Leader" {
 			if v := r.checkVoters(rep); v != nil {
 				out = append(out, *v)
+			} else {
+				out = append(out, Verdict{Checker: "membership", OK: true, Detail: fmt.Sprintf("voters %v", rep.Voters)})
 			}
+			break
 		}
 	}
 
