@@ -56,7 +56,18 @@ func Generate(seed uint64, o GenOptions) Schedule {
 	busy := make([][]Action, n) // member faults per member
 	flipped := map[int]bool{}
 	gone := map[int]bool{} // removed (or replaced) initial members
-	voters := n            // the configuration's size once every change completed
+	removes, replaces := 0, 0
+	// live reports whether, with removes removals and replaces
+	// replacements (each removes before it adds) in any order of their
+	// times, and adds not counted, the smallest configuration keeps two
+	// voters and a majority of them when flips members stay down.
+	live := func(removes, replaces, flips int) bool {
+		v := n - removes
+		if replaces > 0 {
+			v--
+		}
+		return v >= 2 && v-flips > v/2
+	}
 	total := 0
 	for _, w := range weights {
 		total += w.w
@@ -103,7 +114,7 @@ func Generate(seed uint64, o GenOptions) Schedule {
 				continue
 			}
 			if k == BitFlip {
-				if len(flipped) >= (n-1)/2 || voters < n {
+				if len(flipped) >= (n-1)/2 || !live(removes, replaces, len(flipped)+1) {
 					continue
 				}
 				flipped[m] = true
@@ -185,13 +196,14 @@ func Generate(seed uint64, o GenOptions) Schedule {
 		case Add, Remove, Replace:
 			// Membership changes run in the background from At (the
 			// catch-up of an added member overlaps the faults after it).
-			// A removal keeps at least three voters, or two when no bit
-			// flip can take one down; a flipped member is never removed.
+			// Removals and replacements keep a live majority of at least
+			// two voters whatever the order of their times (see live); a
+			// flipped member is never removed.
 			a.For = 0
 			if k != Remove && s.Spare >= maxSpare {
 				continue
 			}
-			if k == Remove && (voters-1 < 2 || voters-1 < 3 && len(flipped) > 0) {
+			if k == Remove && !live(removes+1, replaces, len(flipped)) || k == Replace && !live(removes, replaces+1, len(flipped)) {
 				continue
 			}
 			if k != Add {
@@ -208,7 +220,8 @@ func Generate(seed uint64, o GenOptions) Schedule {
 				a.Members = append(a.Members, n+s.Spare)
 				s.Spare++
 			}
-			voters += map[Kind]int{Add: 1, Remove: -1}[k]
+			removes += map[Kind]int{Remove: 1}[k]
+			replaces += map[Kind]int{Replace: 1}[k]
 		}
 		s.Actions = append(s.Actions, a)
 	}

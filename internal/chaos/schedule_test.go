@@ -66,16 +66,16 @@ func TestGenerateConstraints(t *testing.T) {
 			t.Fatalf("seed %d: %d bit flips in %d members", seed, flips, s.Members)
 		}
 		// Membership: at most maxSpare spares, each added once; removals
-		// (in any order of their times) keep three voters, or two when no
-		// bit flip is scheduled; no flipped member is removed.
-		voters, removed := s.Members, 0 // voters once every change completed
+		// and replacements (in any order of their times, adds not
+		// counted) keep two voters and a live majority of them when every
+		// flipped member stays down; no flipped member is removed.
+		removed, replaced := 0, 0
 		for _, a := range s.Actions {
 			switch a.Kind {
-			case Add:
-				voters++
 			case Remove:
-				voters--
 				removed++
+			case Replace:
+				replaced = 1
 			}
 			if (a.Kind == Remove || a.Kind == Replace) && a.Members[0] >= 0 && a.Members[0] < len(per) {
 				for _, b := range per[a.Members[0]] {
@@ -85,8 +85,8 @@ func TestGenerateConstraints(t *testing.T) {
 				}
 			}
 		}
-		if s.Spare > maxSpare || voters < 2 || flips > 0 && voters < 3 {
-			t.Fatalf("seed %d: %d spares, %d removals, %d flips in %d members:\n%s", seed, s.Spare, removed, flips, s.Members, s)
+		if v := s.Members - removed - replaced; s.Spare > maxSpare || v < 2 || v-flips <= v/2 {
+			t.Fatalf("seed %d: %d spares, %d removals, %d replacing, %d flips in %d members:\n%s", seed, s.Spare, removed, replaced, flips, s.Members, s)
 		}
 	}
 	for _, w := range weights {
