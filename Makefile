@@ -102,11 +102,10 @@ soak:
 CHAOS_SEEDS ?= 1000
 
 ## chaos-bugs: proves the chaos checkers against deliberately injected bugs
-## (internal/bugs, built only with -tags chaosbugs): fencing and exactly-once
-## dedupe must be caught within 50 seeds; prints the seed and the checkers
-## that caught each. The commit-clamp and guard-floor bugs are caught by
-## their deterministic wire tests, not reliably by random schedules
-## (docs/chaos.md says why).
+## (internal/bugs, built only with -tags chaosbugs): fencing, exactly-once
+## dedupe, the commit clamp, and the guard floor armed with the clamp must
+## each be caught within 50 seeds; prints the seed and the checkers that
+## caught each (docs/chaos.md: why floor alone is unreachable).
 chaos-bugs:
 	@mkdir -p .soak; status=0; \
 	$(GO) test -tags chaosbugs -count=1 -timeout 60m -run 'TestInjectedBugs' ./internal/chaos/ -v > .soak/chaos-bugs.log 2>&1 || status=$$?; \

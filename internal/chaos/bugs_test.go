@@ -13,28 +13,29 @@ import (
 	"github.com/jobraft/jobraft/internal/bugs"
 )
 
-// injected lists the bugs a chaos run reliably catches within 50 seeds,
-// with the checkers that may name each. Not here (docs/chaos.md, "Proving
-// the checkers"):
-//   - clamp: hashicorp/raft builds the harmful append (PrevLogEntry N, no
-//     entries, LeaderCommitIndex > N, to a deposed leader still holding an
-//     uncommitted N+1) only when a new leader's first replication reads
-//     its last index before its no-op is stored and its commit index after
-//     the no-op committed: a scheduling race inside one goroutine that no
-//     fault schedule can aim at. The deposed-leader composite (mute leader)
-//     makes the shape around it common; seeds 1..50 still caught none.
-//     raft.TestCraftedCommitAheadOfVerifiedAppendIsClamped catches it every
-//     time.
-//   - floor: nothing asks the guard to cut at or below the commit floor
-//     unless another bug does (armed with clamp, JOBRAFT_CHAOS_BUG=clamp,floor,
-//     seeds 1..50 caught nothing either);
-//     wal.TestHistoricTruncationAtOrBelowFloorRefused fails with it armed.
+// injected lists the bugs a chaos run catches within 50 seeds, with the
+// checkers that may name each (docs/chaos.md, "Proving the checkers"):
+//   - clamp is reached by the aimed deposed-leader composite (mute, a
+//     lagging second follower, a stalled disk on the winner): the new
+//     leader's appends to the deposed leader back off between reading its
+//     last index and its commit index, and one carries a commit index past
+//     what it verifies.
+//   - floor alone is unreachable: the guard's G4 refusal fires only when
+//     raft asks to cut at or below its own commit index, which
+//     hashicorp/raft does only after a commit index went wrong. Armed
+//     with clamp ("clamp,floor") the truncation the guard would refuse
+//     goes through: the member keeps a state machine that applied an
+//     entry the log no longer holds (digest, acked-set) instead of being
+//     stuck (convergence). wal.TestHistoricTruncationAtOrBelowFloorRefused
+//     fails with floor armed alone.
 var injected = []struct {
 	bug      string
 	checkers []string
 }{
 	{"fencing", []string{"fencing", "linearizable"}},
 	{"dedupe", []string{"acked-set", "linearizable"}},
+	{"clamp", []string{"applied", "digest"}},
+	{"clamp,floor", []string{"applied", "digest", "acked-set"}},
 }
 
 // TestInjectedBugs (go test -tags chaosbugs; make chaos-bugs) arms each

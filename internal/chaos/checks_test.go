@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,46 @@ func TestTable(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// The liveness quorum is the configuration's: after a removal two of the
+// remaining voters make one, and while a change is under way nothing is
+// known.
+func TestConfigurationTimeline(t *testing.T) {
+	s, err := Parse(`chaos v1 seed=1 members=3 spare=1 span=5s
+at 1s for 2s kill m0
+at 1s for 2s kill m1
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMembers(s)
+	m.pending++
+	m.mark(500*ms, nil) // replace m1 m3 begins
+	m.mark(600*ms, func() { m.voter[1], m.removed[1] = false, true })
+	m.mark(700*ms, func() { m.voter[3] = true; m.pending-- })
+	for _, c := range []struct {
+		at     time.Duration
+		voters []int
+		known  bool
+	}{
+		{0, []int{0, 1, 2}, true}, {550 * ms, []int{0, 1, 2}, false}, {650 * ms, []int{0, 2}, false}, {800 * ms, []int{0, 2, 3}, true},
+	} {
+		vs, known := m.configAt(c.at)
+		if !reflect.DeepEqual(vs, c.voters) || known != c.known {
+			t.Errorf("at %s: voters %v known %v, want %v %v", c.at, vs, known, c.voters, c.known)
+		}
+	}
+	// m0 and m1 are down from 1s to 3s: the initial members have no quorum,
+	// the configuration {0, 2, 3} after a replace of m1 has one.
+	if q, _ := s.connectedQuorum([]int{0, 1, 2}, 2*time.Second, nil, nil); q {
+		t.Error("a quorum of {0,1,2} with m0 and m1 down")
+	}
+	if q, _ := s.connectedQuorum([]int{0, 2, 3}, 2*time.Second, nil, nil); !q {
+		t.Error("no quorum of {0,2,3} with only m0 down")
+	}
+	if q, led := s.connectedQuorum([]int{2, 3}, 2*time.Second, nil, func(x int) bool { return x == 3 }); !q || !led {
+		t.Errorf("{2,3} with both up: quorum %v led %v, want both", q, led)
 	}
 }

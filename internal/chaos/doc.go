@@ -6,11 +6,12 @@
 // A schedule (Schedule) is data: a list of timed actions from every fault
 // family (kill -9 and restart, SIGSTOP/SIGCONT, partitions symmetric,
 // non-transitive and one-way, flapping links, drop/duplicate/delay,
-// fsync errors, a full disk, bit flips in a minority's log or snapshot,
-// clock skew, leadership transfer), printed and parsed by String/Parse,
-// generated from a seed by Generate (math/rand/v2, PCG). Membership
-// changes (add, remove, replace) are not generated yet: Kind is an open
-// set, they land with the catch-up work.
+// fsync errors, a full disk, a stalled disk, bit flips in a minority's log
+// or snapshot, clock skew, leadership transfer, and membership changes:
+// add, remove and replace over spare member processes), printed and
+// parsed by String/Parse, generated from a seed by Generate
+// (math/rand/v2, PCG). The member set is dynamic: the checkers use the
+// configuration the harness changed (members.go).
 //
 // A run (Run) has two phases: the fault phase of the schedule's Span,
 // with the workload running, then the final phase: every fault undone,
@@ -29,7 +30,8 @@
 //	digest         equal state digests at equal applied index, continuously
 //	fencing        no ack, nak or extend accepted on a lease already superseded
 //	liveness       a leader within the bound whenever a quorum is up and connected
-//	convergence    every running member converges in the final phase
+//	convergence    every live voter converges in the final phase
+//	membership     every change completes; the leader's voters are the expected ones
 //
 // Safety verdicts are strict. Liveness bounds are widened by the
 // scheduling stalls the harness measured (internal/stalltest), never a

@@ -54,7 +54,7 @@ func (r *runner) execute() {
 	var edges []edge
 	for k, a := range r.s.Actions {
 		edges = append(edges, edge{a.At, k, true})
-		if a.Kind != Transfer {
+		if !a.Kind.instant() {
 			edges = append(edges, edge{a.End(), k, false})
 		}
 	}
@@ -92,7 +92,7 @@ func (r *runner) waitUntil(at time.Duration) {
 
 // watchExits marks members whose process exited without being killed.
 func (r *runner) watchExits() {
-	for i := 0; i < r.s.Members; i++ {
+	for i := 0; i < r.s.Slots(); i++ {
 		if r.running(i) && r.p.Exited(i) {
 			r.setDown(i, true)
 			r.mu.Lock()
@@ -104,6 +104,10 @@ func (r *runner) watchExits() {
 }
 
 func (r *runner) restart(i int, why string) {
+	if r.members.isRemoved(i) {
+		r.note(i, "not started (%s): removed from the configuration", why)
+		return
+	}
 	r.p.Kill(i)
 	r.p.Start(i)
 	r.faults.restarted(i)
@@ -127,7 +131,7 @@ func (r *runner) resolve(k int, a Action) (Action, bool) {
 			a.Members[i] = l
 			continue
 		}
-		if m != Leader {
+		if m != Leader && m != Follower && m != Follower2 {
 			continue
 		}
 		l := r.obs.leader()
@@ -135,10 +139,26 @@ func (r *runner) resolve(k int, a Action) (Action, bool) {
 			r.note(-1, "skip %s: no leader known", a)
 			return a, false
 		}
+		if m == Follower || m == Follower2 {
+			f := r.follower(l, m == Follower2)
+			if f < 0 {
+				r.note(-1, "skip %s: no running follower", a)
+				return a, false
+			}
+			a.Members[i] = f
+			continue
+		}
 		for slices.Contains(a.Members, l) { // a pair naming the leader twice: the next member
-			l = (l + 1) % r.s.Members
+			l = (l + 1) % r.s.Slots()
 		}
 		a.Members[i] = l
+	}
+	switch a.Kind {
+	case Remove, Replace:
+		if m := a.Members[0]; !r.members.inConfig(m) {
+			r.note(m, "skip %s: m%d is not a voter", a, m)
+			return a, false
+		}
 	}
 	switch a.Kind {
 	case Kill, Pause, Fsync, DiskFull, Skew, BitFlip:
@@ -194,6 +214,8 @@ func (r *runner) begin(k int, a Action) {
 		r.restart(m, "clock skewed "+a.Skew.String())
 	case Transfer:
 		go r.transfer()
+	case Add, Remove, Replace:
+		r.change(a)
 	default:
 		r.faults.set(k, a, true)
 	}
@@ -264,7 +286,10 @@ func (r *runner) healAll() {
 	r.faults.gen++
 	r.faults.mu.Unlock()
 	r.watchExits()
-	for i := 0; i < r.s.Members; i++ {
+	for i := 0; i < r.s.Slots(); i++ {
+		if r.members.isRemoved(i) {
+			continue
+		}
 		if r.isPaused(i) {
 			r.p.Resume(i)
 			r.mu.Lock()
@@ -344,4 +369,21 @@ func (r *runner) isolated() int {
 		}
 	}
 	return best
+}
+
+// follower returns the lowest-numbered running, unpaused voter other
+// than leader (second: the next one), or -1.
+func (r *runner) follower(leader int, second bool) int {
+	voters := r.members.votersSnapshot()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, i := range voters {
+		if i != leader && !r.down[i] && !r.paused[i] {
+			if !second {
+				return i
+			}
+			second = false
+		}
+	}
+	return -1
 }

@@ -23,8 +23,8 @@ type faultState struct {
 }
 
 func newFaultState(r *runner) *faultState {
-	f := &faultState{r: r, active: map[int]Action{}, gen: 1, pushed: make([]uint64, r.s.Members), stop: make(chan struct{})}
-	for i := 0; i < r.s.Members; i++ {
+	f := &faultState{r: r, active: map[int]Action{}, gen: 1, pushed: make([]uint64, r.s.Slots()), stop: make(chan struct{})}
+	for i := 0; i < r.s.Slots(); i++ {
 		f.wg.Add(1)
 		go func() { defer f.wg.Done(); f.pusher(i) }()
 	}
@@ -62,15 +62,15 @@ func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
 	var s ctltest.FaultSpec
 	addr := func(m int) string { return f.r.p.Cfgs[m].RaftAddr }
 	cut := func(a, b int) { s.Cut = append(s.Cut, [2]string{addr(a), addr(b)}) }
-	for _, a := range f.active {
+	for k, a := range f.active {
 		switch a.Kind {
 		case Partition:
 			in := map[int]bool{}
 			for _, m := range a.Members {
 				in[m] = true
 			}
-			for x := 0; x < f.r.s.Members; x++ {
-				for y := 0; y < f.r.s.Members; y++ {
+			for x := 0; x < f.r.s.Slots(); x++ {
+				for y := 0; y < f.r.s.Slots(); y++ {
 					if in[x] != in[y] {
 						cut(x, y)
 					}
@@ -82,7 +82,7 @@ func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
 		case OneWay:
 			cut(a.Members[0], a.Members[1])
 		case Mute:
-			for x := 0; x < f.r.s.Members; x++ {
+			for x := 0; x < f.r.s.Slots(); x++ {
 				if x != a.Members[0] {
 					cut(a.Members[0], x)
 				}
@@ -95,6 +95,10 @@ func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
 			s.FailSyncs = s.FailSyncs || a.Members[0] == i
 		case DiskFull:
 			s.DiskFull = s.DiskFull || a.Members[0] == i
+		case Stall:
+			if a.Members[0] == i && k+1 > s.StallID {
+				s.Stall, s.StallID = a.Delay, k+1
+			}
 		}
 	}
 	return s, f.gen

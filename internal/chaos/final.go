@@ -11,13 +11,15 @@ import (
 	"github.com/jobraft/jobraft/walcompare"
 )
 
-// live returns the members expected up in the final phase: all but those
-// left down after a bit flip.
+// live returns the members expected up in the final phase: the voters
+// (removed members and spares never added are out), but those left down
+// after a bit flip.
 func (r *runner) live() []int {
+	voters := r.members.votersSnapshot()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []int
-	for i := 0; i < r.s.Members; i++ {
+	for _, i := range voters {
 		if !r.refused[i] {
 			out = append(out, i)
 		}
@@ -31,13 +33,16 @@ func (r *runner) live() []int {
 func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 	var out []Verdict
 	w := stalltest.Start()
+	if !r.waitMembership(func() bool { return w.Exceeded(r.o.Converge) }) {
+		return append(out, Verdict{Checker: "membership", At: r.since(), Detail: fmt.Sprintf("%d membership changes not completed %s after the heal", r.members.busy(), w.Report(r.o.Converge))})
+	}
 	var last []ctltest.Reply
 	for {
 		r.watchExits()
 		r.mu.Lock()
 		var died []int
 		for i := range r.down {
-			if r.down[i] && !r.refused[i] {
+			if r.down[i] && !r.refused[i] && !r.members.isRemoved(i) {
 				if r.flipped[i] {
 					r.refused[i] = true // it refused to start after its bit flip: a minority left down
 				} else {
@@ -77,6 +82,16 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 	}
 	out = append(out, Verdict{Checker: "convergence", OK: true, Detail: fmt.Sprintf("at applied index %d, %s after the heal", last[0].Applied, (r.since() - healAt).Round(time.Millisecond))})
 	r.converged = last[0].Applied
+	for _, rep := range last {
+		if rep.Role == "Leader" {
+			if v := r.checkVoters(rep); v != nil {
+				out = append(out, *v)
+			} else {
+				out = append(out, Verdict{Checker: "membership", OK: true, Detail: fmt.Sprintf("voters %v", rep.Voters)})
+			}
+			break
+		}
+	}
 
 	vs, err := r.p.AppliedViolations(true)
 	switch {
@@ -115,7 +130,7 @@ func modelQueues() []string {
 // logs on disk: no committed divergence, no payload lost. Members left
 // down after a bit flip are left out (their damage is the fault).
 func (r *runner) walCompare() Verdict {
-	for i := 0; i < r.s.Members; i++ {
+	for i := 0; i < r.s.Slots(); i++ {
 		r.p.Kill(i)
 	}
 	var ms []walcompare.Member

@@ -23,7 +23,11 @@ var weights = []struct {
 }{
 	{Kill, 4}, {Pause, 2}, {Partition, 2}, {Mute, 4}, {Bridge, 1}, {OneWay, 1}, {Flap, 1}, {Net, 1},
 	{Fsync, 1}, {DiskFull, 1}, {BitFlip, 1}, {Skew, 1}, {Transfer, 2},
+	{Add, 1}, {Remove, 1}, {Replace, 1},
 }
+
+// maxSpare bounds the spares a generated schedule adds.
+const maxSpare = 2
 
 // step is the generator's time grain.
 const step = 50 * time.Millisecond
@@ -51,6 +55,19 @@ func Generate(seed uint64, o GenOptions) Schedule {
 	s := Schedule{Seed: seed, Members: n, Span: o.Span}
 	busy := make([][]Action, n) // member faults per member
 	flipped := map[int]bool{}
+	gone := map[int]bool{} // removed (or replaced) initial members
+	removes, replaces := 0, 0
+	// live reports whether, with removes removals and replaces
+	// replacements (each removes before it adds) in any order of their
+	// times, and adds not counted, the smallest configuration keeps two
+	// voters and a majority of them when flips members stay down.
+	live := func(removes, replaces, flips int) bool {
+		v := n - removes
+		if replaces > 0 {
+			v--
+		}
+		return v >= 2 && v-flips > v/2
+	}
 	total := 0
 	for _, w := range weights {
 		total += w.w
@@ -72,7 +89,13 @@ func Generate(seed uint64, o GenOptions) Schedule {
 			span = o.Span - at
 		}
 		a := Action{At: at, For: span, Kind: k}
-		pick := func() int { return rng.IntN(n) }
+		pick := func() int {
+			m := rng.IntN(n)
+			for k := 0; k < n && gone[m]; k++ {
+				m = (m + 1) % n
+			}
+			return m
+		}
 		pair := func() []int {
 			x := pick()
 			y := (x + 1 + rng.IntN(n-1)) % n
@@ -91,7 +114,7 @@ func Generate(seed uint64, o GenOptions) Schedule {
 				continue
 			}
 			if k == BitFlip {
-				if len(flipped) >= (n-1)/2 {
+				if len(flipped) >= (n-1)/2 || !live(removes, replaces, len(flipped)+1) {
 					continue
 				}
 				flipped[m] = true
@@ -133,6 +156,22 @@ func Generate(seed uint64, o GenOptions) Schedule {
 			if a.For < 4*step {
 				continue
 			}
+			if rng.IntN(3) != 0 && o.Span >= 28*step {
+				// ... aimed at the commit clamp: the second follower lags
+				// (the leader's link to it cut from shortly before), so
+				// the first one wins (with three members); its disk stalls
+				// once it is cut off from the deposed leader, so its no-op
+				// is stored late while its appends to the deposed leader,
+				// whose answers are lost, back off (see Stall). The mute
+				// outlasts the election and the back-offs.
+				a.At = min(max(a.At, 4*step), o.Span-24*step) // a leader is known; it fits
+				from := a.At - 3*step
+				a.For = 24 * step
+				stall := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}[rng.IntN(2)]
+				s.Actions = append(s.Actions,
+					Action{At: from, For: a.End() - from, Kind: OneWay, Members: []int{Leader, Follower2}},
+					Action{At: a.At + 2*step, For: a.For - 2*step, Kind: Stall, Members: []int{Follower}, Delay: stall})
+			}
 			end := a.End()
 			if rng.IntN(2) == 0 && end+6*step <= o.Span {
 				next := Action{At: end, For: min(time.Duration(6+rng.IntN(6))*step, o.Span-end), Kind: Mute, Members: []int{Leader}}
@@ -154,6 +193,35 @@ func Generate(seed uint64, o GenOptions) Schedule {
 			a.Delay = time.Duration(rng.IntN(4)) * 5 * time.Millisecond
 		case Transfer:
 			a.For = 0
+		case Add, Remove, Replace:
+			// Membership changes run in the background from At (the
+			// catch-up of an added member overlaps the faults after it).
+			// Removals and replacements keep a live majority of at least
+			// two voters whatever the order of their times (see live); a
+			// flipped member is never removed.
+			a.For = 0
+			if k != Remove && s.Spare >= maxSpare {
+				continue
+			}
+			if k == Remove && !live(removes+1, replaces, len(flipped)) || k == Replace && !live(removes, replaces+1, len(flipped)) {
+				continue
+			}
+			if k != Add {
+				victim := Leader
+				if rng.IntN(2) == 0 {
+					if victim = pick(); gone[victim] || flipped[victim] {
+						continue
+					}
+					gone[victim] = true
+				}
+				a.Members = []int{victim}
+			}
+			if k != Remove {
+				a.Members = append(a.Members, n+s.Spare)
+				s.Spare++
+			}
+			removes += map[Kind]int{Remove: 1}[k]
+			replaces += map[Kind]int{Replace: 1}[k]
 		}
 		s.Actions = append(s.Actions, a)
 	}

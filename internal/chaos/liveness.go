@@ -84,12 +84,13 @@ func (s Schedule) linkHealthy(x, y int, t time.Duration) bool {
 	return true
 }
 
-// liveness: whenever a quorum of members is up (answering), free of
-// member faults and pairwise connected, one of them leads within the
-// bound, widened by the stall measured over the leaderless stretch.
+// liveness: whenever a quorum of the configuration's voters is up
+// (answering), free of member faults and pairwise connected, one of them
+// leads within the bound, widened by the stall measured over the
+// leaderless stretch. While a membership change is under way the voter
+// set is not known and nothing is judged.
 func (r *runner) liveness() Verdict {
-	n := r.s.Members
-	q := n/2 + 1
+	n := r.s.Slots()
 	samples := r.obs.all()
 	bound := r.livenessBound()
 	eff := r.effective()
@@ -99,36 +100,21 @@ func (r *runner) liveness() Verdict {
 	for k := 0; k+n <= len(samples); k += n {
 		round := samples[k : k+n]
 		t := round[0].At
+		voters, known := r.members.configAt(t)
 		healthy := make([]bool, n)
 		for _, s := range round {
 			healthy[s.Member] = s.OK && !eff.memberImpaired(s.Member, t)
 		}
 		quorum, led := false, false
-		for set := 1; set < 1<<n; set++ {
-			size, ok, leader := 0, true, false
-			for x := 0; x < n && ok; x++ {
-				if set&(1<<x) == 0 {
-					continue
-				}
-				size++
-				ok = healthy[x]
-				leader = leader || round[x].Role == "Leader"
-				for y := x + 1; y < n && ok; y++ {
-					if set&(1<<y) != 0 {
-						ok = eff.linkHealthy(x, y, t)
-					}
-				}
-			}
-			if ok && size >= q {
-				quorum = true
-				led = led || leader
-			}
+		if known {
+			quorum, led = eff.connectedQuorum(voters, t, func(x int) bool { return healthy[x] }, func(x int) bool { return round[x].Role == "Leader" })
 		}
 		// A moment since the previous round without a connected quorum in
-		// the schedule (a fault the sparse rounds did not see) ends the
-		// stretch there.
+		// the schedule (a fault the sparse rounds did not see), or with a
+		// change under way, ends the stretch there.
 		for tau := t; tau > prev; tau -= 10 * time.Millisecond {
-			if !eff.quorumConnected(tau) {
+			vs, ok := r.members.configAt(tau)
+			if q, _ := eff.connectedQuorum(vs, tau, nil, nil); !ok || !q {
 				first = -1
 				break
 			}
@@ -149,33 +135,50 @@ func (r *runner) liveness() Verdict {
 		stall := stalltest.Between(r.start.Add(first), r.start.Add(t))
 		if gap > bound+stall.Total {
 			return Verdict{Checker: "liveness", At: first,
-				Detail: fmt.Sprintf("a connected quorum without a leader for at least %s from %s (bound %s, %s)", gap.Round(time.Millisecond), first.Round(time.Millisecond), bound, stall)}
+				Detail: fmt.Sprintf("a connected quorum of %v without a leader for at least %s from %s (bound %s, %s)", voters, gap.Round(time.Millisecond), first.Round(time.Millisecond), bound, stall)}
 		}
 	}
 	return Verdict{Checker: "liveness", OK: true, Detail: fmt.Sprintf("longest leaderless stretch of a connected quorum %s (bound %s)", worst.Round(time.Millisecond), bound)}
 }
 
-// quorumConnected reports whether the schedule leaves, at offset t, a
-// majority of members free of member faults and pairwise connected.
-func (s Schedule) quorumConnected(t time.Duration) bool {
-	n := s.Members
+// connectedQuorum reports whether, at offset t, a majority of voters is
+// free of member faults in the schedule, healthy (nil: no further
+// condition) and pairwise connected, and whether one such majority holds
+// a member that leads (nil: none does).
+func (s Schedule) connectedQuorum(voters []int, t time.Duration, healthy, leads func(int) bool) (quorum, led bool) {
+	n := len(voters)
 	for set := 1; set < 1<<n; set++ {
-		size, ok := 0, true
-		for x := 0; x < n && ok; x++ {
-			if set&(1<<x) == 0 {
+		size, ok, leader := 0, true, false
+		for xi := 0; xi < n && ok; xi++ {
+			if set&(1<<xi) == 0 {
 				continue
 			}
+			x := voters[xi]
 			size++
-			ok = !s.memberImpaired(x, t)
-			for y := x + 1; y < n && ok; y++ {
-				if set&(1<<y) != 0 {
-					ok = s.linkHealthy(x, y, t)
+			ok = !s.memberImpaired(x, t) && (healthy == nil || healthy(x))
+			leader = leader || (leads != nil && leads(x))
+			for yi := xi + 1; yi < n && ok; yi++ {
+				if set&(1<<yi) != 0 {
+					ok = s.linkHealthy(x, voters[yi], t)
 				}
 			}
 		}
 		if ok && size > n/2 {
-			return true
+			quorum = true
+			led = led || leader
 		}
 	}
-	return false
+	return quorum, led
+}
+
+// quorumConnected reports whether the schedule leaves, at offset t, a
+// majority of its initial members free of member faults and pairwise
+// connected.
+func (s Schedule) quorumConnected(t time.Duration) bool {
+	var voters []int
+	for i := 0; i < s.Members; i++ {
+		voters = append(voters, i)
+	}
+	q, _ := s.connectedQuorum(voters, t, nil, nil)
+	return q
 }

@@ -57,7 +57,7 @@ func (o *observer) run(stop <-chan struct{}) {
 
 // round polls every running member once, concurrently.
 func (o *observer) round() {
-	n := o.r.s.Members
+	n := o.r.s.Slots()
 	var wg sync.WaitGroup
 	out := make([]Sample, n)
 	at := o.r.since() // every sample of a round carries the round's start
@@ -117,7 +117,7 @@ func (o *observer) all() []Sample {
 func (o *observer) leader() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	n := o.r.s.Members
+	n := o.r.s.Slots()
 	if len(o.samples) < n {
 		return -1
 	}

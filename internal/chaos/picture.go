@@ -30,7 +30,7 @@ func (r *runner) picture(res Result) []byte {
 		left, width    = 90.0, 1100.0
 		laneH, laneGap = 70.0, 12.0
 	)
-	n := r.s.Members
+	n := r.s.Slots()
 	x := func(t time.Duration) float64 { return left + width*float64(t)/float64(max(end, 1)) }
 	laneY := func(m int) float64 { return 30 + float64(m)*(laneH+laneGap) }
 	opsY := laneY(n) + 4
@@ -51,7 +51,8 @@ func (r *runner) picture(res Result) []byte {
 	// fault bands
 	for _, a := range r.effective().Actions {
 		color := map[Kind]string{Kill: "#f88", Pause: "#fc8", Partition: "#88f", Bridge: "#aaf", OneWay: "#ccf", Mute: "#ddf", Flap: "#c8f",
-			Net: "#8cc", Fsync: "#cc8", DiskFull: "#aa6", BitFlip: "#f4f", Skew: "#8f8", Transfer: "#555"}[a.Kind]
+			Net: "#8cc", Fsync: "#cc8", DiskFull: "#aa6", BitFlip: "#f4f", Skew: "#8f8", Transfer: "#555",
+			Stall: "#cb8", Add: "#3a3", Remove: "#a33", Replace: "#a3a"}[a.Kind]
 		lanes := a.Members
 		if a.Kind == Net || a.Kind == Transfer || len(lanes) == 0 {
 			lanes = nil

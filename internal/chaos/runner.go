@@ -90,6 +90,9 @@ type runner struct {
 	obs    *observer
 	wl     *workload
 	faults *faultState
+	// members: the configuration as the harness changed it (Add, Remove,
+	// Replace).
+	members *members
 
 	mu         sync.Mutex
 	down       []bool // killed (or refused to start)
@@ -126,19 +129,25 @@ func (r *runner) running(i int) bool {
 	return !r.down[i]
 }
 
-// pickMember picks a running member for a client call.
+// pickMember picks a running voter for a client call (any voter when
+// none runs).
 func (r *runner) pickMember(rng *rand.Rand) int {
+	voters := r.members.votersSnapshot()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := len(r.down)
-	m := rng.IntN(n)
-	for k := 0; k < n && r.down[m]; k++ {
-		m = (m + 1) % n
+	n := len(voters)
+	if n == 0 {
+		return 0
 	}
-	return m
+	k := rng.IntN(n)
+	for j := 0; j < n && r.down[voters[k]]; j++ {
+		k = (k + 1) % n
+	}
+	return voters[k]
 }
 
-// Run runs schedule s on a fresh cluster of s.Members processes and
+// Run runs schedule s on a fresh cluster of s.Members processes (and
+// s.Spare spares, started empty outside the configuration) and
 // returns every checker's verdict. A harness failure (a process that will
 // not start) fails t; a checker's violation is a verdict, not a test
 // failure: the caller decides.
@@ -154,11 +163,13 @@ func Run(t testing.TB, s Schedule, o Options) Result {
 		o.Converge = 30 * time.Second
 	}
 	wall := time.Now()
+	n := s.Slots()
 	r := &runner{t: t, s: s, o: o,
-		down: make([]bool, s.Members), paused: make([]bool, s.Members),
-		flipped: make([]bool, s.Members), refused: make([]bool, s.Members),
-		memberBusy: make([]bool, s.Members), resolved: map[int]Action{}}
-	r.p = ctltest.StartProcs(t, s.Members, func(_ int, mc *ctltest.MemberConfig) {
+		down: make([]bool, n), paused: make([]bool, n),
+		flipped: make([]bool, n), refused: make([]bool, n),
+		memberBusy: make([]bool, n), resolved: map[int]Action{}, members: newMembers(s)}
+	r.p = ctltest.StartProcs(t, n, func(i int, mc *ctltest.MemberConfig) {
+		mc.Join = i >= s.Members // a spare: empty, outside the configuration until added
 		mc.Faults = true
 		mc.ElectionTimeout = o.ElectionTimeout
 		mc.LeaseTTL = leaseTTL
@@ -185,6 +196,7 @@ func Run(t testing.TB, s Schedule, o Options) Result {
 
 	var verdicts []Verdict
 	verdicts = append(verdicts, r.finalPhase(healAt)...)
+	r.stopMembership()
 	close(stopApplied)
 	<-appliedDone
 	close(stopObs)

@@ -50,9 +50,32 @@ const (
 	// Skew restarts a member with its clock Skew off; at the end of the
 	// span it restarts it with a true clock.
 	Skew Kind = "skew"
+	// Stall makes a member's next log fsync after the action starts take
+	// Delay longer, once (a disk that stalls). With a deposed leader
+	// (Mute) it aims at the commit clamp: a new leader whose no-op is
+	// stalled keeps reading its old last index while its appends to the
+	// deposed leader, whose answers are lost, back off longer and longer;
+	// the append sent after the back-off that spans the stall carries that
+	// old index as verified and a commit index already past it.
+	Stall Kind = "stall"
 	// Transfer asks the leader to hand leadership over (instant).
 	Transfer Kind = "transfer"
+	// Add adds a spare (a member process started empty, not in the
+	// configuration): it joins as a non-voter and the leader's catch-up
+	// policy promotes it (raft.Node.AddMember). Instant: the change runs
+	// in the background, retried until it completes.
+	Add Kind = "add"
+	// Remove removes a member from the configuration (the leader
+	// included: it steps down), then stops its process for good.
+	// Instant, like Add.
+	Remove Kind = "remove"
+	// Replace removes Members[0] and adds the spare Members[1] in its
+	// place: a fresh member, an empty data dir, a new ID. Instant.
+	Replace Kind = "replace"
 )
+
+// instant reports whether the kind has no span (it happens at At).
+func (k Kind) instant() bool { return k == Transfer || k == Add || k == Remove || k == Replace }
 
 // Leader, in Action.Members, names the member leading when the action
 // starts (resolved then from the latest status round; text "leader").
@@ -65,6 +88,14 @@ const Leader = -1
 // deposed leader while it is cut off" is a partition of Leader, then a
 // kill of Isolated.
 const Isolated = -2
+
+// Follower, in Action.Members, names the lowest-numbered running voter
+// that is not the leader when the action starts (text "follower");
+// Follower2 the next one (text "follower2").
+const (
+	Follower  = -3
+	Follower2 = -4
+)
 
 // Action is one timed fault of a schedule.
 type Action struct {
@@ -88,35 +119,53 @@ func (a Action) End() time.Duration { return a.At + a.For }
 type Schedule struct {
 	Seed    uint64
 	Members int
+	// Spare members: processes m<Members>..m<Members+Spare-1> that run
+	// from the start, empty and outside the configuration, until an Add
+	// or Replace adds them.
+	Spare int
 	// Span is the fault phase: every action ends by it; the final phase
 	// (healed network, every member running) follows.
 	Span    time.Duration
 	Actions []Action
 }
 
+// Slots is the number of member processes: the members and the spares.
+func (s Schedule) Slots() int { return s.Members + s.Spare }
+
 // Validate reports a schedule the runner cannot execute.
 func (s Schedule) Validate() error {
-	if s.Members < 1 || s.Members > 9 {
-		return fmt.Errorf("%w: %d members", ErrSchedule, s.Members)
+	if s.Members < 1 || s.Members > 9 || s.Spare < 0 || s.Slots() > 9 {
+		return fmt.Errorf("%w: %d members, %d spare", ErrSchedule, s.Members, s.Spare)
 	}
+	added := map[int]bool{}
 	for i, a := range s.Actions {
+		if a.Kind.instant() && a.For != 0 {
+			return fmt.Errorf("%w: action %d (%s) is instant", ErrSchedule, i, a.Kind)
+		}
 		if a.At < 0 || a.For < 0 || a.End() > s.Span {
 			return fmt.Errorf("%w: action %d (%s) outside [0, %s]", ErrSchedule, i, a.Kind, s.Span)
 		}
 		for _, m := range a.Members {
-			if (m < 0 && m != Leader && m != Isolated) || m >= s.Members {
+			if (m < 0 && m != Leader && m != Isolated && m != Follower && m != Follower2) || m >= s.Slots() {
 				return fmt.Errorf("%w: action %d (%s) names member %d", ErrSchedule, i, a.Kind, m)
 			}
 		}
-		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0}
+		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0, Stall: 1, Add: 1, Remove: 1, Replace: 2}
 		if n, ok := want[a.Kind]; ok && len(a.Members) != n {
 			return fmt.Errorf("%w: action %d (%s) takes %d members, has %d", ErrSchedule, i, a.Kind, n, len(a.Members))
 		}
-		if a.Kind == Partition && (len(a.Members) == 0 || len(a.Members) >= s.Members) {
+		if a.Kind == Partition && (len(a.Members) == 0 || len(a.Members) >= s.Slots()) {
 			return fmt.Errorf("%w: action %d: a partition side of %d members", ErrSchedule, i, len(a.Members))
 		}
 		if a.Kind == Flap && a.Period <= 0 {
 			return fmt.Errorf("%w: action %d: flap period %s", ErrSchedule, i, a.Period)
+		}
+		if a.Kind == Add || a.Kind == Replace {
+			sp := a.Members[len(a.Members)-1]
+			if sp < s.Members || added[sp] {
+				return fmt.Errorf("%w: action %d (%s) must add a spare not added before", ErrSchedule, i, a.Kind)
+			}
+			added[sp] = true
 		}
 	}
 	return nil
@@ -125,7 +174,11 @@ func (s Schedule) Validate() error {
 // String is the schedule's text form (Parse reads it back).
 func (s Schedule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "chaos v1 seed=%d members=%d span=%s\n", s.Seed, s.Members, s.Span)
+	spare := ""
+	if s.Spare > 0 {
+		spare = fmt.Sprintf(" spare=%d", s.Spare)
+	}
+	fmt.Fprintf(&b, "chaos v1 seed=%d members=%d%s span=%s\n", s.Seed, s.Members, spare, s.Span)
 	for _, a := range s.Actions {
 		b.WriteString(a.String())
 		b.WriteByte('\n')
@@ -136,7 +189,7 @@ func (s Schedule) String() string {
 // String is the action's line in a schedule.
 func (a Action) String() string {
 	w := []string{"at", a.At.String()}
-	if a.Kind != Transfer {
+	if !a.Kind.instant() {
 		w = append(w, "for", a.For.String())
 	}
 	w = append(w, string(a.Kind))
@@ -148,6 +201,10 @@ func (a Action) String() string {
 			}
 			if m == Isolated {
 				w = append(w, "isolated")
+				continue
+			}
+			if m == Follower || m == Follower2 {
+				w = append(w, map[int]string{Follower: "follower", Follower2: "follower2"}[m])
 				continue
 			}
 			w = append(w, fmt.Sprintf("m%d", m))
@@ -168,6 +225,9 @@ func (a Action) String() string {
 	case Skew:
 		ms(a.Members)
 		w = append(w, "by="+a.Skew.String())
+	case Stall:
+		ms(a.Members)
+		w = append(w, "delay="+a.Delay.String())
 	default:
 		ms(a.Members)
 	}
@@ -188,14 +248,10 @@ func Parse(text string) (Schedule, error) {
 			continue
 		}
 		if !header {
-			if _, err := fmt.Sscanf(l, "chaos v1 seed=%d members=%d span=%s", &s.Seed, &s.Members, new(string)); err != nil {
+			if err := parseHeader(l, &s); err != nil {
 				return Schedule{}, fmt.Errorf("%w: line %d: header: %v", ErrSchedule, line, err)
 			}
-			span, err := time.ParseDuration(l[strings.LastIndex(l, "span=")+len("span="):])
-			if err != nil {
-				return Schedule{}, fmt.Errorf("%w: line %d: span: %v", ErrSchedule, line, err)
-			}
-			s.Span, header = span, true
+			header = true
 			continue
 		}
 		a, err := parseAction(strings.Fields(l))
@@ -209,6 +265,42 @@ func Parse(text string) (Schedule, error) {
 	}
 	sortActions(s.Actions)
 	return s, s.Validate()
+}
+
+// parseHeader reads "chaos v1 seed=N members=N [spare=N] span=D".
+func parseHeader(l string, s *Schedule) error {
+	w := strings.Fields(l)
+	if len(w) < 5 || w[0] != "chaos" || w[1] != "v1" {
+		return fmt.Errorf("want 'chaos v1 seed=N members=N [spare=N] span=D'")
+	}
+	seen := map[string]bool{}
+	for _, f := range w[2:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || seen[k] {
+			return fmt.Errorf("word %q", f)
+		}
+		seen[k] = true
+		var err error
+		switch k {
+		case "seed":
+			s.Seed, err = strconv.ParseUint(v, 10, 64)
+		case "members":
+			s.Members, err = strconv.Atoi(v)
+		case "spare":
+			s.Spare, err = strconv.Atoi(v)
+		case "span":
+			s.Span, err = time.ParseDuration(v)
+		default:
+			return fmt.Errorf("unknown word %q", f)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %v", f, err)
+		}
+	}
+	if !seen["seed"] || !seen["members"] || !seen["span"] {
+		return fmt.Errorf("want seed, members and span")
+	}
+	return nil
 }
 
 func parseAction(w []string) (Action, error) {
@@ -244,6 +336,10 @@ func parseAction(w []string) (Action, error) {
 			a.Members = append(a.Members, Leader)
 		case f == "isolated":
 			a.Members = append(a.Members, Isolated)
+		case f == "follower":
+			a.Members = append(a.Members, Follower)
+		case f == "follower2":
+			a.Members = append(a.Members, Follower2)
 		case f == "|" || f == "rest":
 		case f == "log" || f == "snap":
 			a.Target = f
@@ -265,7 +361,7 @@ func parseAction(w []string) (Action, error) {
 		}
 	}
 	switch a.Kind {
-	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Transfer:
+	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Stall, Transfer, Add, Remove, Replace:
 	default:
 		return a, fmt.Errorf("unknown kind %q", a.Kind)
 	}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,6 +65,29 @@ func TestGenerateConstraints(t *testing.T) {
 		if flips > (s.Members-1)/2 {
 			t.Fatalf("seed %d: %d bit flips in %d members", seed, flips, s.Members)
 		}
+		// Membership: at most maxSpare spares, each added once; removals
+		// and replacements (in any order of their times, adds not
+		// counted) keep two voters and a live majority of them when every
+		// flipped member stays down; no flipped member is removed.
+		removed, replaced := 0, 0
+		for _, a := range s.Actions {
+			switch a.Kind {
+			case Remove:
+				removed++
+			case Replace:
+				replaced = 1
+			}
+			if (a.Kind == Remove || a.Kind == Replace) && a.Members[0] >= 0 && a.Members[0] < len(per) {
+				for _, b := range per[a.Members[0]] {
+					if b.Kind == BitFlip {
+						t.Fatalf("seed %d: a flipped member removed:\n%s", seed, s)
+					}
+				}
+			}
+		}
+		if v := s.Members - removed - replaced; s.Spare > maxSpare || v < 2 || v-flips <= v/2 {
+			t.Fatalf("seed %d: %d spares, %d removals, %d replacing, %d flips in %d members:\n%s", seed, s.Spare, removed, replaced, flips, s.Members, s)
+		}
 	}
 	for _, w := range weights {
 		if kinds[w.kind] == 0 {
@@ -82,6 +106,14 @@ func TestParseRefusesBadSchedules(t *testing.T) {
 		"chaos v1 seed=1 members=3 span=1s\nat 0s for 1s partition m0 m1 m2 | rest",
 		"chaos v1 seed=1 members=3 span=1s\nat 0s for 1s flap m0 m1",
 		"chaos v1 seed=1 members=3 span=1s\nat zero kill m0",
+		"chaos v1 seed=1 members=3 spare=1 span=1s\nat 0s add m2",               // not a spare
+		"chaos v1 seed=1 members=3 spare=1 span=1s\nat 0s add m4",               // no such slot
+		"chaos v1 seed=1 members=3 spare=1 span=1s\nat 0s add m3\nat 1s add m3", // added twice
+		"chaos v1 seed=1 members=3 spare=1 span=1s\nat 0s replace m0 m3 m3",     // three members
+		"chaos v1 seed=1 members=3 spare=1 span=1s\nat 0s replace m0 leader",    // a role for the spare
+		"chaos v1 seed=1 members=3 spare=1 span=1s\nat 0s for 100ms remove m0",  // instant
+		"chaos v1 seed=1 members=3 spare=-1 span=1s",
+		"chaos v1 seed=1 members=3 spare=1 spare=2 span=1s",
 	} {
 		if _, err := Parse(text); !errors.Is(err, ErrSchedule) {
 			t.Errorf("Parse(%q) = %v, want ErrSchedule", text, err)
@@ -93,5 +125,34 @@ func TestParseRefusesBadSchedules(t *testing.T) {
 	}
 	if len(s.Actions) != 2 || s.Actions[0].Kind != Transfer || s.Actions[1].At != 500*time.Millisecond {
 		t.Fatalf("parsed %+v", s)
+	}
+}
+
+// A membership schedule parses to spares and instant changes, and prints
+// back to the same text.
+func TestParseMembership(t *testing.T) {
+	text := `chaos v1 seed=9 members=3 spare=2 span=2s
+at 100ms add m3
+at 200ms for 300ms kill m3
+at 500ms remove leader
+at 700ms replace m1 m4
+at 800ms for 400ms stall follower delay=250ms
+at 800ms for 400ms oneway leader follower2
+`
+	s, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Spare != 2 || s.Slots() != 5 || len(s.Actions) != 6 {
+		t.Fatalf("parsed %+v", s)
+	}
+	if a := s.Actions[3]; a.Kind != Replace || !reflect.DeepEqual(a.Members, []int{1, 4}) || a.For != 0 {
+		t.Fatalf("replace parsed as %+v", a)
+	}
+	if got := s.String(); got != text {
+		t.Fatalf("printed\n%s\nwant\n%s", got, text)
+	}
+	if strings.Contains(Schedule{Seed: 1, Members: 3, Span: time.Second}.String(), "spare") {
+		t.Fatal("a schedule without spares prints a spare count")
 	}
 }

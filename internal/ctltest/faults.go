@@ -33,6 +33,11 @@ type FaultSpec struct {
 	// makes its log writes fail with ENOSPC.
 	FailSyncs bool `json:"fail_syncs,omitempty"`
 	DiskFull  bool `json:"disk_full,omitempty"`
+	// Stall makes this member's next log fsync take that much longer,
+	// once per StallID (a disk that stalls): a spec pushed again with the
+	// same StallID does not stall again.
+	Stall   time.Duration `json:"stall,omitempty"`
+	StallID int           `json:"stall_id,omitempty"`
 }
 
 // FlapSpec is one flapping link.
@@ -44,9 +49,10 @@ type FlapSpec struct {
 
 // memberFaults is a member process's fault network and faulty disk.
 type memberFaults struct {
-	mu   sync.Mutex
-	net  *faultnet.Network
-	disk *faultfs.FS
+	mu      sync.Mutex
+	net     *faultnet.Network
+	disk    *faultfs.FS
+	stallID int // the last stall armed
 }
 
 // newMemberFaults makes a fault network and a fault FS, both healthy until
@@ -84,6 +90,10 @@ func (f *memberFaults) apply(s FaultSpec) {
 	}
 	f.disk.FailSyncs(syncErr)
 	f.disk.FailWrites(writeErr)
+	if s.Stall > 0 && s.StallID != f.stallID {
+		f.stallID = s.StallID
+		f.disk.StallNextSync(s.Stall)
+	}
 }
 
 // handler serves POST /faults (a FaultSpec) and passes the rest to next.

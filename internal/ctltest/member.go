@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"syscall"
 	"time"
 
@@ -198,6 +199,8 @@ type Request struct {
 	Payloads []string `json:"payloads,omitempty"`
 	// From is the raft index a /watch starts at (0: the next one).
 	From uint64 `json:"from,omitempty"`
+	// Addr is the raft address of the member an /add adds (ID names it).
+	Addr string `json:"addr,omitempty"`
 }
 
 // JobView is a job as the member API reports it.
@@ -237,6 +240,8 @@ type Reply struct {
 	Last        uint64 `json:"last,omitempty"`
 	DigestIndex uint64 `json:"digest_index,omitempty"`
 	Digest      string `json:"digest,omitempty"`
+	// Voters of the member's latest configuration (/status), sorted.
+	Voters []string `json:"voters,omitempty"`
 }
 
 func view(j jobraft.Job) *JobView {
@@ -366,6 +371,12 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 		s := ctl.Node().Status()
 		rep := Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID,
 			Last: s.LastIndex, DigestIndex: s.Digest.Index, Digest: fmt.Sprintf("%x", s.Digest.Sum)}
+		for _, m := range s.Members {
+			if m.Voter {
+				rep.Voters = append(rep.Voters, m.ID)
+			}
+		}
+		sort.Strings(rep.Voters)
 		if r.TTL > 0 && r.Wait > 0 {
 			// This process's worst stall within any TTL-long stretch of the
 			// last Wait (stalltest): a liveness allowance for the caller.

@@ -41,7 +41,9 @@ type Procs struct {
 }
 
 // StartProcs starts an n-member child-process cluster; tweak may adjust
-// each member's config.
+// each member's config. A member tweak marks Join is started empty and
+// left out of the others' initial configuration: a spare that joins when
+// the cluster adds it (POST /add).
 func StartProcs(t testing.TB, n int, tweak func(i int, mc *MemberConfig)) *Procs {
 	t.Helper()
 	p := &Procs{t: t, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, applied: history.NewChecker()}
@@ -56,7 +58,9 @@ func StartProcs(t testing.TB, n int, tweak func(i int, mc *MemberConfig)) *Procs
 		if tweak != nil {
 			tweak(i, &mc)
 		}
-		members = append(members, raft.Member{ID: mc.ID, Address: mc.RaftAddr, Voter: true})
+		if !mc.Join { // a joiner (tweak set Join) waits, outside, to be added
+			members = append(members, raft.Member{ID: mc.ID, Address: mc.RaftAddr, Voter: true})
+		}
 		p.Cfgs = append(p.Cfgs, mc)
 	}
 	p.cmds = make([]*exec.Cmd, n)

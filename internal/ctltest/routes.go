@@ -16,8 +16,8 @@ type EventView struct {
 	Token uint64 `json:"token,omitempty"`
 }
 
-// moreRoutes adds POST /batch, /extend, /cancel, /watch and /transfer to
-// the member API.
+// moreRoutes adds POST /batch, /extend, /cancel, /watch, /transfer, /add
+// and /remove to the member API.
 func moreRoutes(ctl *jobraft.Controller, handle func(string, func(context.Context, Request) Reply), classify func(error) Reply) {
 	handle("/batch", func(ctx context.Context, r Request) Reply {
 		reqs := make([]jobraft.SubmitRequest, len(r.Payloads))
@@ -60,6 +60,21 @@ func moreRoutes(ctl *jobraft.Controller, handle func(string, func(context.Contex
 			rep.Events = append(rep.Events, EventView{Index: ev.Index, Kind: string(ev.Kind), Job: ev.JobID, Token: ev.Token})
 		}
 		return rep
+	})
+	// /add adds member ID at Addr (raft.Node.AddMember: a non-voter, then
+	// a voter once the catch-up policy promotes it); /remove removes ID.
+	// Either may be sent to any member; ok means the change completed.
+	handle("/add", func(ctx context.Context, r Request) Reply {
+		if err := ctl.Node().AddMember(ctx, r.ID, r.Addr); err != nil {
+			return Reply{Outcome: OutcomeError, Error: err.Error()}
+		}
+		return Reply{Outcome: OutcomeOK}
+	})
+	handle("/remove", func(ctx context.Context, r Request) Reply {
+		if err := ctl.Node().RemoveMember(ctx, r.ID); err != nil {
+			return Reply{Outcome: OutcomeError, Error: err.Error()}
+		}
+		return Reply{Outcome: OutcomeOK}
 	})
 	handle("/transfer", func(ctx context.Context, r Request) Reply {
 		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)

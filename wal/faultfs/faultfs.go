@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/jobraft/jobraft/wal"
 )
@@ -26,6 +27,7 @@ type FS struct {
 	shortWrite bool
 	space      int64 // bytes left before ENOSPC; < 0 means unlimited
 	syncs      int
+	stall      time.Duration // the next Sync's extra latency, once
 }
 
 // New returns an FS over inner with no faults armed.
@@ -36,6 +38,10 @@ func (f *FS) FailWrites(err error) { f.mu.Lock(); f.writeErr = err; f.mu.Unlock(
 
 // FailSyncs makes every following Sync fail with err (nil disarms).
 func (f *FS) FailSyncs(err error) { f.mu.Lock(); f.syncErr = err; f.mu.Unlock() }
+
+// StallNextSync makes the next Sync take d longer, once (a disk that
+// stalls; 0 disarms).
+func (f *FS) StallNextSync(d time.Duration) { f.mu.Lock(); f.stall = d; f.mu.Unlock() }
 
 // ShortWrites makes every following write write half its bytes and fail
 // with io.ErrShortWrite.
@@ -137,10 +143,16 @@ func (ff *faultFile) faulty(p []byte, write func([]byte) (int, error)) (int, err
 func (ff *faultFile) Sync() error {
 	f := ff.fs
 	f.mu.Lock()
-	err := f.syncErr
+	err, delay := f.syncErr, f.stall
+	if err == nil {
+		f.stall = 0
+	}
 	f.mu.Unlock()
 	if err != nil {
 		return &os.PathError{Op: "fdatasync", Path: ff.Name(), Err: err}
+	}
+	if delay > 0 {
+		time.Sleep(delay) // the disk's latency, not a wait for state
 	}
 	if err := ff.File.Sync(); err != nil {
 		return err
