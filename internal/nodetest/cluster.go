@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,34 +39,6 @@ type Cluster struct {
 	base    string
 	applied *history.Checker
 }
-
-// FreeAddr returns a loopback address with a port that was free a moment
-// ago, never one it returned before in this process: the kernel may hand a
-// just-closed ephemeral port out again, and two members of one cluster on
-// the same address fail to bootstrap.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		handedMu.Lock()
-		seen := handed[addr]
-		handed[addr] = true
-		handedMu.Unlock()
-		if !seen {
-			return addr
-		}
-	}
-}
-
-var (
-	handedMu sync.Mutex
-	handed   = map[string]bool{}
-)
 
 // FastConfig returns a member config with test timeouts. They are short
 // (a failover takes well under a second) but not so short that the -race
