@@ -169,35 +169,28 @@ func (f slowFile) Sync() error {
 	return f.File.Sync()
 }
 
-// submitRate is the rate of successful proposals over d.
-func submitRate(led *ledger, d time.Duration) float64 {
-	m := startRate(led)
+// cpuWindow counts the successful proposals in led against the CPU time
+// the test process used (stalltest.CPUWindow): the process hosts the
+// whole cluster, and the machine's other load moves the share of the
+// cores it gets, not the work it does per proposal.
+func cpuWindow(led *ledger) stalltest.CPUWindow {
+	return stalltest.StartCPU(func() int64 { return int64(led.successes()) })
+}
+
+// maxCatchUpExcess bounds the share of the cluster's CPU a member catching
+// up may take: where the CPU is what limits the cluster, its submit rate
+// drops by that share (docs/catchup.md, "Measuring the cost").
+const maxCatchUpExcess = 0.2
+
+// aroundWindow is the length of each window the cost around a catch-up is
+// fitted on.
+const aroundWindow = 2 * time.Second
+
+// cpuRate is cpuWindow over d.
+func cpuRate(led *ledger, d time.Duration) stalltest.Rate {
+	w := cpuWindow(led)
 	<-time.After(d) // the measurement window
-	return m.rate()
-}
-
-// rateWindow measures successful proposals per second of the time the
-// test process was running (the window minus the scheduling stalls
-// stalltest measured in it): the machine is shared, and a window in which
-// the process was not scheduled says nothing of the cluster.
-type rateWindow struct {
-	led   *ledger
-	count int
-	start time.Time
-}
-
-func startRate(led *ledger) rateWindow {
-	stalltest.Watch()
-	return rateWindow{led: led, count: led.successes(), start: time.Now()}
-}
-
-func (w rateWindow) rate() float64 {
-	end := time.Now()
-	ran := end.Sub(w.start) - stalltest.Between(w.start, end).Total
-	if ran <= 0 {
-		return 0
-	}
-	return float64(w.led.successes()-w.count) / ran.Seconds()
+	return w.End()
 }
 
 // A member whose disk is too slow to keep up (every fsync takes three
@@ -258,7 +251,7 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	defer cancelEvents()
 	led := newLedger()
 	stop := make(chan struct{})
-	wg := loadNodes(c, "x", 3, led, stop)
+	wg := loadNodes(c, "x", 32, led, stop)
 	defer func() {
 		select {
 		case <-stop:
@@ -268,7 +261,9 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 		}
 	}()
 	nodetest.WaitFor(t, wait, "some load committed", func() bool { return led.successes() >= 100 })
-	before := submitRate(led, 3*time.Second)
+	// The windows around the attempt: three before it, three after the
+	// member's removal (aroundWindow each).
+	around := []stalltest.Rate{cpuRate(led, aroundWindow), cpuRate(led, aroundWindow), cpuRate(led, aroundWindow)}
 
 	slow := c.NewMember("m3", tweak)
 	if impair != nil {
@@ -276,7 +271,7 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	}
 	type result struct{ err error }
 	done := make(chan result, 1)
-	attempt := startRate(led)
+	attempt := cpuWindow(led)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*wait)
 		defer cancel()
@@ -291,7 +286,7 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 			return false
 		}
 	})
-	during := attempt.rate() // over the whole attempt
+	during := attempt.End() // over the whole attempt
 	if !errors.Is(res.err, raft.ErrStalled) {
 		t.Fatalf("AddMember of an impaired member: %v, want ErrStalled", res.err)
 	}
@@ -333,11 +328,24 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	if err := c.Nodes[l].RemoveMember(ctx, "m3"); err != nil {
 		t.Fatal(err)
 	}
-	after := submitRate(led, 3*time.Second)
-	base := min(before, after)
-	t.Logf("submit rate: %.0f/s before, %.0f/s while the member tried to catch up, %.0f/s after its removal", before, during, after)
-	if during < 0.8*base {
-		t.Fatalf("submit rate %.0f/s while the member tried to catch up, below 80%% of %.0f/s around it", during, base)
+	for range 3 {
+		around = append(around, cpuRate(led, aroundWindow))
+	}
+	cost := stalltest.FitCost(around)
+	excess := cost.Excess(during)
+	t.Logf("the test process's CPU while the member tried to catch up: %.2f s, %.2f s expected of its %d proposals and %.2f s at the cost around it (%v): %.0f%% excess",
+		during.CPU.Seconds(), cost.Expected(during).Seconds(), during.N, during.Wall.Seconds(), cost, 100*excess)
+	t.Logf("while it tried: %v", during)
+	for i, r := range around {
+		when := "before"
+		if i >= 3 {
+			when = "after its removal"
+		}
+		t.Logf("window %d (%s): %v", i, when, r)
+	}
+	if excess > maxCatchUpExcess {
+		t.Fatalf("the member's attempt took %.0f%% of the cluster's CPU (%.2f s, %.2f s expected at the cost around it): over %.0f%%, the submit rate of a cluster limited by its CPU drops by as much",
+			100*excess, during.CPU.Seconds(), cost.Expected(during).Seconds(), 100*maxCatchUpExcess)
 	}
 	close(stop)
 	wg.Wait()
