@@ -179,7 +179,7 @@ func cpuWindow(led *ledger) stalltest.CPUWindow {
 
 // maxCatchUpExcess bounds the share of the cluster's CPU a member catching
 // up may take: where the CPU is what limits the cluster, its submit rate
-// drops by that share (docs/catchup.md, "Measuring the cost").
+// drops by that share (docs/catchup.md, "Measuring what catch-up costs").
 const maxCatchUpExcess = 0.2
 
 // aroundWindow is the length of each window the cost around a catch-up is
@@ -196,11 +196,8 @@ func cpuRate(led *ledger, d time.Duration) stalltest.Rate {
 // A member whose disk is too slow to keep up (every fsync takes three
 // election timeouts) is added under load: it is never promoted; the leader
 // names it stalled, with the reason (EventMemberStalled, Status.Progress),
-// AddMember returns ErrStalled; the cluster's submit rate while it tries
-// stays within 20% of the rate around it (the machine is shared and its
-// load moves: rates count the time the process ran, and the baseline is
-// the lower of the rates measured before it was added and after it was
-// removed).
+// AddMember returns ErrStalled; what the attempt costs the cluster stays
+// within 20% (neverPromoted).
 func TestSlowMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 	var c *nodetest.Cluster
 	c = nodetest.StartWAL(t, 3, nil, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} }, func(i int) []wal.Option {
@@ -212,32 +209,39 @@ func TestSlowMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 	neverPromoted(t, c, nil, nil, catchup.ReasonTooSlow)
 }
 
-// A member whose link from the leader drops every append (and every
-// progress request: the link is cut one way, leader to member) is added
-// under load: never promoted, named stalled (unreachable: no report came
-// for UnreachableRounds election timeouts), the submit rate held.
+// A member whose links from the others drop every append (and every
+// progress request: the links are cut one way, from each of the three,
+// whichever leads, to the member) is added under load: never promoted,
+// named stalled (unreachable: no report came for UnreachableRounds
+// election timeouts), its cost held within 20%.
 func TestCutOffMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 	faults := faultnet.New(time.Now().UnixNano())
 	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{UnreachableRounds: 10} })
-	neverPromoted(t, c, nil, func(l, n int) { c.Faults.Cut(addr(c.Nodes[l]), addr(c.Nodes[n])) }, catchup.ReasonUnreachable)
+	neverPromoted(t, c, nil, func(from, n int) { c.Faults.Cut(addr(c.Nodes[from]), addr(c.Nodes[n])) }, catchup.ReasonUnreachable)
 }
 
-// A member whose link from the leader loses 90% of its messages (appends,
-// snapshot chunks and progress requests alike; the seed replays the
-// losses) is added under load: never promoted, named stalled, the submit
-// rate held.
+// A member whose links from the others lose 90% of their messages
+// (appends, snapshot chunks and progress requests alike, from each of the
+// three, whichever leads; the seed replays the losses) is added under
+// load: never promoted, named stalled, its cost held within 20%.
 func TestLossyLinkMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 	s, _ := scenarioRand(t) // logs the seed; -raft.seed replays it
 	faults := faultnet.New(s)
 	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} })
-	neverPromoted(t, c, nil, func(l, n int) { c.Faults.DropLink(addr(c.Nodes[l]), addr(c.Nodes[n]), 0.9) }, catchup.ReasonTooSlow)
+	neverPromoted(t, c, nil, func(from, n int) { c.Faults.DropLink(addr(c.Nodes[from]), addr(c.Nodes[n]), 0.9) }, catchup.ReasonTooSlow)
 }
 
-// neverPromoted adds member m3 (its config tweaked, impaired once started)
-// to c under load, and checks it is never promoted and is named stalled
-// with reason want ("": any reason), with the submit rate within 20% of the
-// rate around it.
-func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), impair func(leader, member int), want catchup.Reason) {
+// neverPromoted adds member m3 (its config tweaked, impaired once started:
+// impair is called for each of the three as from) to c under load, and
+// checks it is never promoted and is named stalled with reason want ("":
+// any reason), and that the attempt (the add until AddMember gives up)
+// takes at most maxCatchUpExcess of the test process's CPU beyond what
+// its proposals and length cost in six windows around it (three before,
+// three after the member's removal; stalltest.FitCost). The process hosts
+// the whole cluster and the impaired member: the machine's other load
+// moves the share of the cores it gets, not the CPU a proposal costs
+// (docs/catchup.md, "Measuring what catch-up costs").
+func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), impair func(from, member int), want catchup.Reason) {
 	t.Helper()
 	sink := metrics.NewInmemSink(time.Hour, time.Hour)
 	mcfg := metrics.DefaultConfig("test")
@@ -247,8 +251,14 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	}
 	t.Cleanup(func() { metrics.NewGlobal(mcfg, &metrics.BlackholeSink{}) })
 	l := c.WaitLeader(wait)
-	events, cancelEvents := c.Nodes[l].Events(1024)
-	defer cancelEvents()
+	// Events from each of the three: the leadership may move under load
+	// (AddMember is then asked again of the next leader).
+	var events []<-chan raft.Event
+	for i := range 3 {
+		ch, cancelEvents := c.Nodes[i].Events(1024)
+		t.Cleanup(cancelEvents)
+		events = append(events, ch)
+	}
 	led := newLedger()
 	stop := make(chan struct{})
 	wg := loadNodes(c, "x", 32, led, stop)
@@ -267,7 +277,9 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 
 	slow := c.NewMember("m3", tweak)
 	if impair != nil {
-		impair(l, slow)
+		for i := range 3 { // from each: whichever leads
+			impair(i, slow)
+		}
 	}
 	type result struct{ err error }
 	done := make(chan result, 1)
@@ -291,6 +303,7 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 		t.Fatalf("AddMember of an impaired member: %v, want ErrStalled", res.err)
 	}
 	t.Logf("AddMember: %v", res.err)
+	l = c.WaitLeader(wait)
 	st := c.Nodes[l].Status()
 	p, ok := progressOf(st, "m3")
 	if !ok || p.State != raft.StateStalled || (want != "" && p.Reason != string(want)) || p.Reason == "" || p.Voter {
@@ -303,20 +316,23 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	}
 	var stalled *raft.Event
 	nodetest.WaitFor(t, wait, "EventMemberStalled for m3", func() bool {
-		for {
-			select {
-			case e := <-events:
-				if e.Kind == raft.EventMemberStalled && e.Member.ID == "m3" {
-					stalled = &e
-					return true
+		for _, ch := range events {
+		drain:
+			for {
+				select {
+				case e := <-ch:
+					if e.Kind == raft.EventMemberStalled && e.Member.ID == "m3" {
+						stalled = &e
+					}
+					if e.Kind == raft.EventMemberPromoted && e.Member.ID == "m3" {
+						t.Fatal("EventMemberPromoted for the slow member")
+					}
+				default:
+					break drain
 				}
-				if e.Kind == raft.EventMemberPromoted && e.Member.ID == "m3" {
-					t.Fatal("EventMemberPromoted for the slow member")
-				}
-			default:
-				return false
 			}
 		}
+		return stalled != nil
 	})
 	t.Logf("stalled: reason %s (%s)", stalled.Progress.Reason, stalled.Progress.Detail)
 	checkMetricHelp(t, sink)
