@@ -359,7 +359,12 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 		}
 		t.Logf("window %d (%s): %v", i, when, r)
 	}
-	if excess > maxCatchUpExcess {
+	// Under the race detector the catch-up's own work (the monitor's polls,
+	// failing sends, the membership changes) costs several times its CPU
+	// while the cluster gets no more of the machine: its share is not the
+	// product's. The bound is checked without it (make test runs these
+	// tests once more without -race).
+	if !raceEnabled && excess > maxCatchUpExcess {
 		t.Fatalf("the member's attempt took %.0f%% of the cluster's CPU (%.2f s, %.2f s expected at the cost around it): over %.0f%%, the submit rate of a cluster limited by its CPU drops by as much",
 			100*excess, during.CPU.Seconds(), cost.Expected(during).Seconds(), 100*maxCatchUpExcess)
 	}
