@@ -30,7 +30,7 @@ test: unit fuzz
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	$(GO) test -count=1 -timeout 5m -run 'TestCatchUpAddsMembersToALoadedCluster' .
+	$(GO) test -count=1 -timeout 5m -run 'TestCatchUpAddsMembersToALoadedCluster|NeverPromotedAndNamedStalled' . ./raft/
 	cd examples && $(GO) test -race -count=1 -timeout 10m ./...
 	cd bench && $(GO) test -count=1 -timeout 5m ./...
 

@@ -169,45 +169,35 @@ func (f slowFile) Sync() error {
 	return f.File.Sync()
 }
 
-// submitRate is the rate of successful proposals over d.
-func submitRate(led *ledger, d time.Duration) float64 {
-	m := startRate(led)
+// cpuWindow counts the successful proposals in led against the CPU time
+// the test process used (stalltest.CPUWindow): the process hosts the
+// whole cluster, and the machine's other load moves the share of the
+// cores it gets, not the work it does per proposal.
+func cpuWindow(led *ledger) stalltest.CPUWindow {
+	return stalltest.StartCPU(func() int64 { return int64(led.successes()) })
+}
+
+// maxCatchUpExcess bounds the share of the cluster's CPU a member catching
+// up may take: where the CPU is what limits the cluster, its submit rate
+// drops by that share (docs/catchup.md, "Measuring what catch-up costs").
+const maxCatchUpExcess = 0.2
+
+// aroundWindow is the length of each window the cost around a catch-up is
+// fitted on.
+const aroundWindow = 2 * time.Second
+
+// cpuRate is cpuWindow over d.
+func cpuRate(led *ledger, d time.Duration) stalltest.Rate {
+	w := cpuWindow(led)
 	<-time.After(d) // the measurement window
-	return m.rate()
-}
-
-// rateWindow measures successful proposals per second of the time the
-// test process was running (the window minus the scheduling stalls
-// stalltest measured in it): the machine is shared, and a window in which
-// the process was not scheduled says nothing of the cluster.
-type rateWindow struct {
-	led   *ledger
-	count int
-	start time.Time
-}
-
-func startRate(led *ledger) rateWindow {
-	stalltest.Watch()
-	return rateWindow{led: led, count: led.successes(), start: time.Now()}
-}
-
-func (w rateWindow) rate() float64 {
-	end := time.Now()
-	ran := end.Sub(w.start) - stalltest.Between(w.start, end).Total
-	if ran <= 0 {
-		return 0
-	}
-	return float64(w.led.successes()-w.count) / ran.Seconds()
+	return w.End()
 }
 
 // A member whose disk is too slow to keep up (every fsync takes three
 // election timeouts) is added under load: it is never promoted; the leader
 // names it stalled, with the reason (EventMemberStalled, Status.Progress),
-// AddMember returns ErrStalled; the cluster's submit rate while it tries
-// stays within 20% of the rate around it (the machine is shared and its
-// load moves: rates count the time the process ran, and the baseline is
-// the lower of the rates measured before it was added and after it was
-// removed).
+// AddMember returns ErrStalled; what the attempt costs the cluster stays
+// within 20% (neverPromoted).
 func TestSlowMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 	var c *nodetest.Cluster
 	c = nodetest.StartWAL(t, 3, nil, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} }, func(i int) []wal.Option {
@@ -216,35 +206,42 @@ func TestSlowMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 		}
 		return []wal.Option{wal.WithFS(slowFS{delay: 3 * c.Cfgs[0].ElectionTimeout})}
 	})
-	neverPromoted(t, c, nil, nil, catchup.ReasonTooSlow)
+	checkCost(t, neverPromoted(t, c, nil, nil, catchup.ReasonTooSlow))
 }
 
-// A member whose link from the leader drops every append (and every
-// progress request: the link is cut one way, leader to member) is added
-// under load: never promoted, named stalled (unreachable: no report came
-// for UnreachableRounds election timeouts), the submit rate held.
+// A member whose links from the others drop every append (and every
+// progress request: the links are cut one way, from each of the three,
+// whichever leads, to the member) is added under load: never promoted,
+// named stalled (unreachable: no report came for UnreachableRounds
+// election timeouts), its cost held within 20%.
 func TestCutOffMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 	faults := faultnet.New(time.Now().UnixNano())
 	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{UnreachableRounds: 10} })
-	neverPromoted(t, c, nil, func(l, n int) { c.Faults.Cut(addr(c.Nodes[l]), addr(c.Nodes[n])) }, catchup.ReasonUnreachable)
+	checkCost(t, neverPromoted(t, c, nil, func(from, n int) { c.Faults.Cut(addr(c.Nodes[from]), addr(c.Nodes[n])) }, catchup.ReasonUnreachable))
 }
 
-// A member whose link from the leader loses 90% of its messages (appends,
-// snapshot chunks and progress requests alike; the seed replays the
-// losses) is added under load: never promoted, named stalled, the submit
-// rate held.
+// A member whose links from the others lose 90% of their messages
+// (appends, snapshot chunks and progress requests alike, from each of the
+// three, whichever leads; the seed replays the losses) is added under
+// load: never promoted, named stalled, its cost held within 20%.
 func TestLossyLinkMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 	s, _ := scenarioRand(t) // logs the seed; -raft.seed replays it
 	faults := faultnet.New(s)
 	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} })
-	neverPromoted(t, c, nil, func(l, n int) { c.Faults.DropLink(addr(c.Nodes[l]), addr(c.Nodes[n]), 0.9) }, catchup.ReasonTooSlow)
+	checkCost(t, neverPromoted(t, c, nil, func(from, n int) { c.Faults.DropLink(addr(c.Nodes[from]), addr(c.Nodes[n]), 0.9) }, catchup.ReasonTooSlow))
 }
 
-// neverPromoted adds member m3 (its config tweaked, impaired once started)
-// to c under load, and checks it is never promoted and is named stalled
-// with reason want ("": any reason), with the submit rate within 20% of the
-// rate around it.
-func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), impair func(leader, member int), want catchup.Reason) {
+// neverPromoted adds member m3 (its config tweaked, impaired once started:
+// impair is called for each of the three as from) to c under load, and
+// checks it is never promoted and is named stalled with reason want ("":
+// any reason). It returns the share of the test process's CPU the attempt
+// (the add until AddMember gives up) took beyond what its proposals and
+// length cost in six windows around it (three before, three after the
+// member's removal; stalltest.FitCost): checkCost bounds it. The process hosts
+// the whole cluster and the impaired member: the machine's other load
+// moves the share of the cores it gets, not the CPU a proposal costs
+// (docs/catchup.md, "Measuring what catch-up costs").
+func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), impair func(from, member int), want catchup.Reason) (excess float64) {
 	t.Helper()
 	sink := metrics.NewInmemSink(time.Hour, time.Hour)
 	mcfg := metrics.DefaultConfig("test")
@@ -254,11 +251,17 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	}
 	t.Cleanup(func() { metrics.NewGlobal(mcfg, &metrics.BlackholeSink{}) })
 	l := c.WaitLeader(wait)
-	events, cancelEvents := c.Nodes[l].Events(1024)
-	defer cancelEvents()
+	// Events from each of the three: the leadership may move under load
+	// (AddMember is then asked again of the next leader).
+	var events []<-chan raft.Event
+	for i := range 3 {
+		ch, cancelEvents := c.Nodes[i].Events(1024)
+		t.Cleanup(cancelEvents)
+		events = append(events, ch)
+	}
 	led := newLedger()
 	stop := make(chan struct{})
-	wg := loadNodes(c, "x", 3, led, stop)
+	wg := loadNodes(c, "x", 8, led, stop)
 	defer func() {
 		select {
 		case <-stop:
@@ -268,15 +271,19 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 		}
 	}()
 	nodetest.WaitFor(t, wait, "some load committed", func() bool { return led.successes() >= 100 })
-	before := submitRate(led, 3*time.Second)
+	// The windows around the attempt: three before it, three after the
+	// member's removal (aroundWindow each).
+	around := []stalltest.Rate{cpuRate(led, aroundWindow), cpuRate(led, aroundWindow), cpuRate(led, aroundWindow)}
 
 	slow := c.NewMember("m3", tweak)
 	if impair != nil {
-		impair(l, slow)
+		for i := range 3 { // from each: whichever leads
+			impair(i, slow)
+		}
 	}
 	type result struct{ err error }
 	done := make(chan result, 1)
-	attempt := startRate(led)
+	attempt := cpuWindow(led)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*wait)
 		defer cancel()
@@ -291,16 +298,30 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 			return false
 		}
 	})
-	during := attempt.rate() // over the whole attempt
+	during := attempt.End() // over the whole attempt
 	if !errors.Is(res.err, raft.ErrStalled) {
 		t.Fatalf("AddMember of an impaired member: %v, want ErrStalled", res.err)
 	}
 	t.Logf("AddMember: %v", res.err)
-	st := c.Nodes[l].Status()
-	p, ok := progressOf(st, "m3")
-	if !ok || p.State != raft.StateStalled || (want != "" && p.Reason != string(want)) || p.Reason == "" || p.Voter {
-		t.Fatalf("leader's progress of m3: %+v, want a stalled non-voter, reason %s", p, want)
-	}
+	// The leader's progress line (polled: a leader elected meanwhile
+	// publishes its first lines a quarter election timeout after it won).
+	var st raft.Status
+	var p raft.MemberProgress
+	defer func() {
+		if t.Failed() {
+			t.Logf("the leader's last progress of m3: %+v", p)
+		}
+	}()
+	nodetest.WaitFor(t, wait, "the leader's progress naming m3 a stalled non-voter, reason "+string(want), func() bool {
+		l := c.Leader()
+		if l < 0 {
+			return false
+		}
+		st = c.Nodes[l].Status()
+		var ok bool
+		p, ok = progressOf(st, "m3")
+		return ok && p.State == raft.StateStalled && (want == "" || p.Reason == string(want)) && p.Reason != "" && !p.Voter
+	})
 	for _, m := range st.Members {
 		if m.ID == "m3" && m.Voter {
 			t.Fatal("the slow member was promoted")
@@ -308,20 +329,23 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	}
 	var stalled *raft.Event
 	nodetest.WaitFor(t, wait, "EventMemberStalled for m3", func() bool {
-		for {
-			select {
-			case e := <-events:
-				if e.Kind == raft.EventMemberStalled && e.Member.ID == "m3" {
-					stalled = &e
-					return true
+		for _, ch := range events {
+		drain:
+			for {
+				select {
+				case e := <-ch:
+					if e.Kind == raft.EventMemberStalled && e.Member.ID == "m3" {
+						stalled = &e
+					}
+					if e.Kind == raft.EventMemberPromoted && e.Member.ID == "m3" {
+						t.Fatal("EventMemberPromoted for the slow member")
+					}
+				default:
+					break drain
 				}
-				if e.Kind == raft.EventMemberPromoted && e.Member.ID == "m3" {
-					t.Fatal("EventMemberPromoted for the slow member")
-				}
-			default:
-				return false
 			}
 		}
+		return stalled != nil
 	})
 	t.Logf("stalled: reason %s (%s)", stalled.Progress.Reason, stalled.Progress.Detail)
 	checkMetricHelp(t, sink)
@@ -333,17 +357,42 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	if err := c.Nodes[l].RemoveMember(ctx, "m3"); err != nil {
 		t.Fatal(err)
 	}
-	after := submitRate(led, 3*time.Second)
-	base := min(before, after)
-	t.Logf("submit rate: %.0f/s before, %.0f/s while the member tried to catch up, %.0f/s after its removal", before, during, after)
-	if during < 0.8*base {
-		t.Fatalf("submit rate %.0f/s while the member tried to catch up, below 80%% of %.0f/s around it", during, base)
+	for range 3 {
+		around = append(around, cpuRate(led, aroundWindow))
+	}
+	cost := stalltest.FitCost(around)
+	excess = cost.Excess(during)
+	t.Logf("the test process's CPU while the member tried to catch up: %.2f s, %.2f s expected of its %d proposals and %.2f s at the cost around it (%v): %.0f%% excess",
+		during.CPU.Seconds(), cost.Expected(during).Seconds(), during.N, during.Wall.Seconds(), cost, 100*excess)
+	t.Logf("while it tried: %v", during)
+	for i, r := range around {
+		when := "before"
+		if i >= 3 {
+			when = "after its removal"
+		}
+		t.Logf("window %d (%s): %v", i, when, r)
 	}
 	close(stop)
 	wg.Wait()
 	c.Settle(wait)
 	c.WaitConvergedOf(wait, 0, 1, 2)
 	led.check(t, dumpAll(c, 0, 1, 2))
+	return excess
+}
+
+// checkCost fails t when a member's attempt took more than
+// maxCatchUpExcess of the cluster's CPU (neverPromoted's excess).
+func checkCost(t *testing.T, excess float64) {
+	t.Helper()
+	// Under the race detector the catch-up's own work (the monitor's polls,
+	// failing sends, the membership changes) costs several times its CPU
+	// while the cluster gets no more of the machine: its share is not the
+	// product's. The bound is checked without it (make test runs these
+	// tests once more without -race).
+	if !raceEnabled && excess > maxCatchUpExcess {
+		t.Fatalf("the member's attempt took %.0f%% of the cluster's CPU beyond what its proposals and length cost around it: over %.0f%%, the submit rate of a cluster limited by its CPU drops by as much",
+			100*excess, 100*maxCatchUpExcess)
+	}
 }
 
 // A member is added while the leadership moves: AddMember, asked of the

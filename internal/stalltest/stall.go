@@ -18,6 +18,11 @@
 //
 // Widening is by the measured stall, not by a multiple of it: a bound that
 // fails with a small stall failed on its own.
+//
+// The package also measures the process's CPU time (CPU, CPUWindow) and
+// fits what operations cost in it (FitCost): a bound on what an event
+// costs a process on a shared machine is stated in its CPU, which the
+// machine's other load does not move (cpu.go).
 package stalltest
 
 import (
