@@ -287,7 +287,9 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*wait)
 		defer cancel()
-		done <- result{c.Nodes[l].AddMember(ctx, "m3", c.Nodes[slow].Addr())}
+		// Asked of a follower: the leader's verdict comes back over the
+		// forward, ErrStalled included.
+		done <- result{c.Nodes[(l+1)%3].AddMember(ctx, "m3", c.Nodes[slow].Addr())}
 	}()
 	var res result
 	nodetest.WaitFor(t, 4*wait, "AddMember to give up", func() bool {

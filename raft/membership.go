@@ -72,7 +72,7 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 			_, err = n.caller.Call(transport.ExpectPeer(ctx, string(id)), string(addr), method, req)
 			var re *transport.RemoteError
 			if err == nil || (errors.As(err, &re) && re.Code != codeNotLeader) {
-				return err
+				return fromLeader(err)
 			}
 		}
 		select {
@@ -121,11 +121,47 @@ func (n *Node) handleAdd(ctx context.Context, req []byte) ([]byte, error) {
 		return nil, &transport.RemoteError{Code: codeNotLeader, Message: "not the leader"}
 	}
 	err := n.addLocal(ctx, m.ID, m.Address)
-	if isNotLeader(err) {
+	switch {
+	case isNotLeader(err):
 		return nil, &transport.RemoteError{Code: codeNotLeader, Message: err.Error()}
+	case errors.Is(err, ErrStalled):
+		return nil, &transport.RemoteError{Code: codeStalled, Message: err.Error()}
+	case errors.Is(err, ErrMemberDiverged):
+		return nil, &transport.RemoteError{Code: codeMemberDiverged, Message: err.Error()}
 	}
 	return nil, err
 }
+
+// Remote error codes of a forwarded AddMember: the policy's verdicts.
+const (
+	codeStalled        = "jr.stalled"
+	codeMemberDiverged = "jr.member_diverged"
+)
+
+// fromLeader turns a forwarded call's remote error back into what the
+// leader returned: its text, and the sentinel its code names, so
+// errors.Is(err, ErrStalled) holds on any member AddMember was asked of.
+func fromLeader(err error) error {
+	var re *transport.RemoteError
+	if !errors.As(err, &re) {
+		return err
+	}
+	switch re.Code {
+	case codeStalled:
+		return &leaderError{sentinel: ErrStalled, remote: err}
+	case codeMemberDiverged:
+		return &leaderError{sentinel: ErrMemberDiverged, remote: err}
+	}
+	return err
+}
+
+// leaderError is an error the leader returned to a forwarded call: its
+// text is the leader's, and it matches the sentinel the leader's error
+// wrapped as well as the remote error.
+type leaderError struct{ sentinel, remote error }
+
+func (e *leaderError) Error() string   { return e.remote.Error() }
+func (e *leaderError) Unwrap() []error { return []error{e.sentinel, e.remote} }
 
 func (n *Node) handleRemove(ctx context.Context, req []byte) ([]byte, error) {
 	var m Member
