@@ -172,6 +172,31 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	return b
 }
 
+// jobSize is the length appendJob(nil, j, withPayload) returns.
+func jobSize(j *job, withPayload bool) int {
+	str := func(n int) int { return uvarintLen(uint64(n)) + n }
+	n := str(len(j.id)) + str(len(j.queue)) + str(len(j.kind)) + str(len(j.key)) + 1
+	if withPayload {
+		n += str(len(j.payload)) - 1
+	}
+	n += varintLen(int64(j.prio)) + uvarintLen(uint64(j.maxAtt)) + uvarintLen(uint64(j.attempts)) + 1 +
+		varintLen(j.runAt) + varintLen(j.created) + varintLen(j.updated) + uvarintLen(j.seq) +
+		varintLen(int64(j.bo.Base)) + varintLen(int64(j.bo.Max)) + uvarintLen(uint64(j.bo.Factor)) + 1 + 1
+	if l := j.lease; l != nil {
+		n += uvarintLen(l.token) + str(len(l.worker)) + varintLen(l.deadline) + varintLen(l.ttl) + uvarintLen(l.term)
+		if l.claim != "" {
+			n += str(len(l.claim))
+		}
+	}
+	if o := j.out; o != nil {
+		n += str(len(o.lastErr)) + str(len(o.result))
+	}
+	if j.endBy != EndNone {
+		n += uvarintLen(j.endTok) + 1
+	}
+	return n
+}
+
 // decodeJob reads one record. It checks structure only; snapshot restore
 // checks invariants separately (checkJob).
 func decodeJob(d *decoder) *job {
