@@ -64,3 +64,27 @@ func TestApplyResultBufferIsSizedOnce(t *testing.T) {
 
 // sizeClass is the capacity the allocator gives a byte slice of n bytes.
 func sizeClass(n int) int { return cap(append([]byte(nil), make([]byte, n)...)) }
+
+// jobSize is the length of appendJob's encoding, for records with and
+// without lease, claim ID, outcome and last lease end, with and without
+// payload, small and large field values.
+func TestJobSizeIsEncodedLength(t *testing.T) {
+	bo := &Backoff{Base: time.Second, Max: time.Hour, Factor: 2000, Jitter: 3}
+	big := &Backoff{Base: -1 << 40, Max: 1 << 50, Factor: 1 << 31, Jitter: 255}
+	for _, j := range []*job{
+		{id: "a", queue: "q", kind: "k", bo: bo},
+		{id: string(make([]byte, 200)), queue: "queue", kind: "kind", key: "key", payload: make([]byte, 300), prio: -70,
+			maxAtt: 1000, attempts: 999, state: StateRunning, runAt: -5, created: 1 << 62, updated: 1 << 61, seq: 1 << 40, bo: big,
+			lease: &lease{token: 1 << 50, worker: "worker", deadline: 1 << 60, ttl: int64(time.Minute), term: 7, claim: "claim-1"}},
+		{id: "b", queue: "q", kind: "k", bo: bo, state: StateRunning, lease: &lease{token: 3, worker: "w"}},
+		{id: "c", queue: "q", kind: "k", bo: bo, state: StateSucceeded, out: &outcome{lastErr: "e", result: make([]byte, 129)},
+			endBy: EndAcked, endTok: 300},
+		{id: "d", queue: "q", kind: "k", bo: bo, state: StateDead, out: &outcome{}, endBy: EndTermed, endTok: 1},
+	} {
+		for _, wp := range []bool{false, true} {
+			if got, want := jobSize(j, wp), len(appendJob(nil, j, wp)); got != want {
+				t.Errorf("job %.8q (payload %v): jobSize %d, encoding %d bytes", j.id, wp, got, want)
+			}
+		}
+	}
+}
