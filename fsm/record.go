@@ -65,11 +65,15 @@ func (j *job) setOutcome(lastErr string, result []byte) {
 }
 
 // public converts a record to the caller's Job. Slices are shared.
-func (j *job) public(withPayload bool) Job {
+func (j *job) public(withPayload bool) Job { return j.publicWith(*j.bo, withPayload) }
+
+// publicWith is public with the record's backoff policy given (a decoded
+// record's, which j does not point to).
+func (j *job) publicWith(bo Backoff, withPayload bool) Job {
 	p := Job{
 		ID: j.id, Queue: j.queue, Kind: j.kind,
 		Priority: j.prio, RunAt: fromNanos(j.runAt), MaxAttempts: j.maxAtt,
-		Backoff: *j.bo, IdempotencyKey: j.key, Attempts: j.attempts,
+		Backoff: bo, IdempotencyKey: j.key, Attempts: j.attempts,
 		State: j.state, LastError: j.lastErr(), Result: j.result(), Seq: j.seq,
 		Created: fromNanos(j.created), Updated: fromNanos(j.updated),
 	}
@@ -201,7 +205,8 @@ func jobSize(j *job, withPayload bool) int {
 // checks invariants separately (checkJob).
 func decodeJob(d *decoder) *job {
 	j := &job{}
-	decodeJobInto(d, j, &Backoff{})
+	bo := decodeJobInto(d, j)
+	j.bo = &bo
 	return j
 }
 
@@ -209,13 +214,13 @@ func decodeJob(d *decoder) *job {
 // is allocated on the way (results decode this way).
 func decodePublic(d *decoder, withPayload bool) Job {
 	var j job
-	var bo Backoff
-	decodeJobInto(d, &j, &bo)
-	return j.public(withPayload)
+	bo := decodeJobInto(d, &j)
+	return j.publicWith(bo, withPayload)
 }
 
-// decodeJobInto reads one record into j, its backoff policy into bo.
-func decodeJobInto(d *decoder, j *job, bo *Backoff) {
+// decodeJobInto reads one record into j but its backoff policy, which it
+// returns (j.bo is left for the caller to set).
+func decodeJobInto(d *decoder, j *job) (bo Backoff) {
 	j.id = d.str()
 	j.queue = d.str()
 	j.kind = d.str()
@@ -233,8 +238,7 @@ func decodeJobInto(d *decoder, j *job, bo *Backoff) {
 	j.created = d.varint()
 	j.updated = d.varint()
 	j.seq = d.uvarint()
-	*bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
-	j.bo = bo
+	bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
 	flags := d.byte()
 	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim) != 0 {
 		d.fail("job flags %#x", flags)
@@ -259,6 +263,7 @@ func decodeJobInto(d *decoder, j *job, bo *Backoff) {
 			d.fail("empty claim id") // flag 8 means an id
 		}
 	}
+	return bo
 }
 
 // checkJob verifies a restored record's invariants; it returns a reason or "".

@@ -88,3 +88,24 @@ func TestJobSizeIsEncodedLength(t *testing.T) {
 		}
 	}
 }
+
+// Decoding a record for a result (decodePublic) allocates nothing when its
+// strings fit the decoder's arena and it has no lease or outcome: neither
+// a record nor a backoff policy.
+func TestDecodePublicAllocatesNoRecord(t *testing.T) {
+	j := &job{id: "an-id", queue: "q", kind: "k", key: "key", payload: []byte("pay"), state: StatePending, seq: 9,
+		bo: &Backoff{Base: time.Second, Max: time.Hour, Factor: 2000, Jitter: 3}}
+	enc := appendJob(nil, j, true)
+	arena := make([]byte, 0, 4096)
+	var got Job
+	allocs := testing.AllocsPerRun(100, func() {
+		d := decoder{b: enc, pooled: true, arena: arena[:0], noPayload: true}
+		got = decodePublic(&d, false)
+	})
+	if got.ID != j.id || got.Backoff != *j.bo || got.Seq != 9 || got.Payload != nil {
+		t.Fatalf("decoded %+v", got)
+	}
+	if allocs != 0 {
+		t.Fatalf("%.0f allocations per decoded record, want 0", allocs)
+	}
+}
