@@ -65,11 +65,11 @@ func (j *job) setOutcome(lastErr string, result []byte) {
 }
 
 // public converts a record to the caller's Job. Slices are shared.
-func (j *job) public(withPayload bool) Job { return j.publicWith(*j.bo, withPayload) }
+func (j *job) public(withPayload bool) Job { return j.publicWith(*j.bo, j.lease, withPayload) }
 
-// publicWith is public with the record's backoff policy given (a decoded
-// record's, which j does not point to).
-func (j *job) publicWith(bo Backoff, withPayload bool) Job {
+// publicWith is public with the record's backoff policy and lease given (a
+// decoded record's, which j does not point to).
+func (j *job) publicWith(bo Backoff, l *lease, withPayload bool) Job {
 	p := Job{
 		ID: j.id, Queue: j.queue, Kind: j.kind,
 		Priority: j.prio, RunAt: fromNanos(j.runAt), MaxAttempts: j.maxAtt,
@@ -83,7 +83,7 @@ func (j *job) publicWith(bo Backoff, withPayload bool) Job {
 	if j.state.Terminal() {
 		p.Finished = p.Updated
 	}
-	if l := j.lease; l != nil {
+	if l != nil {
 		p.Lease = &Lease{Token: l.token, Worker: l.worker, Deadline: fromNanos(l.deadline), TTL: time.Duration(l.ttl), Term: l.term, ClaimID: l.claim}
 	}
 	if j.endBy != EndNone {
@@ -205,8 +205,12 @@ func jobSize(j *job, withPayload bool) int {
 // checks invariants separately (checkJob).
 func decodeJob(d *decoder) *job {
 	j := &job{}
-	bo := decodeJobInto(d, j)
+	bo, l, leased := decodeJobInto(d, j)
 	j.bo = &bo
+	if leased {
+		j.lease = new(lease)
+		*j.lease = l
+	}
 	return j
 }
 
@@ -214,13 +218,18 @@ func decodeJob(d *decoder) *job {
 // is allocated on the way (results decode this way).
 func decodePublic(d *decoder, withPayload bool) Job {
 	var j job
-	bo := decodeJobInto(d, &j)
-	return j.publicWith(bo, withPayload)
+	bo, l, leased := decodeJobInto(d, &j)
+	var lp *lease
+	if leased {
+		lp = &l
+	}
+	return j.publicWith(bo, lp, withPayload)
 }
 
-// decodeJobInto reads one record into j but its backoff policy, which it
-// returns (j.bo is left for the caller to set).
-func decodeJobInto(d *decoder, j *job) (bo Backoff) {
+// decodeJobInto reads one record into j but its backoff policy and its
+// lease (if leased), which it returns: j.bo and j.lease are left for the
+// caller to set.
+func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool) {
 	j.id = d.str()
 	j.queue = d.str()
 	j.kind = d.str()
@@ -244,7 +253,7 @@ func decodeJobInto(d *decoder, j *job) (bo Backoff) {
 		d.fail("job flags %#x", flags)
 	}
 	if flags&flagLease != 0 {
-		j.lease = &lease{token: d.uvarint(), worker: d.str(), deadline: d.varint(), ttl: d.varint(), term: d.uvarint()}
+		l, leased = lease{token: d.uvarint(), worker: d.str(), deadline: d.varint(), ttl: d.varint(), term: d.uvarint()}, true
 	}
 	if flags&flagOutcome != 0 {
 		j.out = &outcome{lastErr: d.str(), result: d.bytes()}
@@ -257,13 +266,13 @@ func decodeJobInto(d *decoder, j *job) (bo Backoff) {
 		}
 	}
 	if flags&flagClaim != 0 {
-		if j.lease == nil {
+		if !leased {
 			d.fail("claim id without a lease")
-		} else if j.lease.claim = d.str(); j.lease.claim == "" {
+		} else if l.claim = d.str(); l.claim == "" {
 			d.fail("empty claim id") // flag 8 means an id
 		}
 	}
-	return bo
+	return bo, l, leased
 }
 
 // checkJob verifies a restored record's invariants; it returns a reason or "".

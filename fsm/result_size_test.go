@@ -109,3 +109,23 @@ func TestDecodePublicAllocatesNoRecord(t *testing.T) {
 		t.Fatalf("%.0f allocations per decoded record, want 0", allocs)
 	}
 }
+
+// A leased record decodes with one allocation: the caller's Lease (no
+// record lease on the way), its claim ID included.
+func TestDecodePublicLeasedAllocatesOnlyItsLease(t *testing.T) {
+	j := &job{id: "an-id", queue: "q", kind: "k", state: StateRunning, seq: 9, bo: &Backoff{Base: time.Second, Max: time.Hour, Factor: 2000},
+		lease: &lease{token: 7, worker: "w", deadline: 5, ttl: int64(time.Minute), term: 2, claim: "c1"}}
+	enc := appendJob(nil, j, false)
+	arena := make([]byte, 0, 4096)
+	var got Job
+	allocs := testing.AllocsPerRun(100, func() {
+		d := decoder{b: enc, pooled: true, arena: arena[:0]}
+		got = decodePublic(&d, false)
+	})
+	if got.Lease == nil || *got.Lease != (Lease{Token: 7, Worker: "w", Deadline: fromNanos(5), TTL: time.Minute, Term: 2, ClaimID: "c1"}) {
+		t.Fatalf("decoded lease %+v", got.Lease)
+	}
+	if allocs != 1 {
+		t.Fatalf("%.0f allocations per decoded leased record, want 1", allocs)
+	}
+}
