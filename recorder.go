@@ -78,8 +78,31 @@ func (r *recorder) Apply(e fsm.Entry) []byte {
 	return out
 }
 
-// events turns an applied command's result into job events.
+// events turns an applied command's result into job events, in one
+// slice of the size eventCount bounds.
 func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool) {
+	if n := eventCount(res); n > 0 {
+		evs = make([]Event, 0, n)
+	}
+	return r.appendEvents(evs, e, res)
+}
+
+// eventCount is the most events appendEvents makes of res (what it makes
+// unless a job was a duplicate or a command a repeat).
+func eventCount(res *fsm.Result) int {
+	switch res.Command {
+	case fsm.CmdPause, fsm.CmdResume, fsm.CmdSweep:
+		return 1
+	}
+	n := len(res.Submitted) + len(res.Jobs) + len(res.Expired)
+	for i := range res.Batch {
+		n += eventCount(&res.Batch[i])
+	}
+	return n
+}
+
+// appendEvents appends the events of res to evs.
+func (r *recorder) appendEvents(evs []Event, e fsm.Entry, res *fsm.Result) (_ []Event, ready bool) {
 	ev := func(kind EventKind, j *fsm.Job) Event {
 		x := Event{Index: e.Index, Time: e.Time, Kind: kind, JobID: j.ID, Queue: j.Queue, JobKind: j.Kind, State: j.State, Attempt: j.Attempts}
 		if j.Lease != nil {
@@ -93,8 +116,8 @@ func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool
 			if res.Batch[i].Err() != nil {
 				continue
 			}
-			sub, subReady := r.events(e, &res.Batch[i])
-			evs = append(evs, sub...)
+			var subReady bool
+			evs, subReady = r.appendEvents(evs, e, &res.Batch[i])
 			ready = ready || subReady
 		}
 	case fsm.CmdSubmit:
@@ -107,14 +130,14 @@ func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool
 		}
 	case fsm.CmdClaim:
 		if !res.Changed {
-			return nil, false // a repeat of a claim with the same ID
+			return evs, false // a repeat of a claim with the same ID
 		}
 		for i := range res.Jobs {
 			evs = append(evs, ev(EventClaimed, &res.Jobs[i]))
 		}
 	case fsm.CmdExtend, fsm.CmdAck, fsm.CmdNak, fsm.CmdTerm, fsm.CmdCancel, fsm.CmdRetry:
 		if !res.Changed && (res.Command == fsm.CmdAck || res.Command == fsm.CmdNak || res.Command == fsm.CmdTerm) {
-			return nil, false // a repeat of the finish that ended the lease
+			return evs, false // a repeat of the finish that ended the lease
 		}
 		kind := jobEvent(res.Command)
 		for i := range res.Jobs {
@@ -130,11 +153,11 @@ func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool
 		ready = true // expiry also promotes due scheduled jobs
 	case fsm.CmdPause, fsm.CmdResume:
 		if !res.Changed {
-			return nil, false
+			return evs, false
 		}
 		c, err := fsm.DecodeCommand(e.Cmd)
 		if err != nil {
-			return nil, false
+			return evs, false
 		}
 		x := Event{Index: e.Index, Time: e.Time, Kind: EventPaused}
 		switch c := c.(type) {

@@ -103,8 +103,20 @@ type SubmitResult struct {
 // unknown outcomes until it knows the outcome or ctx ends. Concurrent
 // submits on a member share raft entries (see Config.BatchMaxJobs).
 func (c *Controller) Submit(ctx context.Context, req SubmitRequest) (Submitted, error) {
-	res, _ := c.SubmitBatch(ctx, []SubmitRequest{req})
-	return Submitted{Job: res[0].Job, Duplicate: res[0].Duplicate}, res[0].Err
+	var out [1]SubmitResult // SubmitBatch's one-job path, its result on the stack
+	c.submitOne(ctx, &req, out[:])
+	return Submitted{Job: out[0].Job, Duplicate: out[0].Duplicate}, out[0].Err
+}
+
+// submitOne submits the job of req into out[0] (one part, without
+// SubmitBatch's chunking).
+func (c *Controller) submitOne(ctx context.Context, req *SubmitRequest, out []SubmitResult) {
+	nj, size, err := c.newJob(req)
+	if err != nil {
+		out[0] = SubmitResult{Job: Job{ID: nj.ID}, Err: &SubmitError{ID: nj.ID, Class: ErrNotSubmitted, Cause: err}}
+		return
+	}
+	c.submitPart(ctx, []fsm.NewJob{nj}, size, []int{0}, out)
 }
 
 // SubmitBatch submits many jobs, each with Submit's guarantees; results are
@@ -115,13 +127,7 @@ func (c *Controller) Submit(ctx context.Context, req SubmitRequest) (Submitted, 
 func (c *Controller) SubmitBatch(ctx context.Context, reqs []SubmitRequest) ([]SubmitResult, error) {
 	out := make([]SubmitResult, len(reqs))
 	if len(reqs) == 1 {
-		// One job (Submit): one part, without the chunking below.
-		nj, size, err := c.newJob(&reqs[0])
-		if err != nil {
-			out[0] = SubmitResult{Job: Job{ID: nj.ID}, Err: &SubmitError{ID: nj.ID, Class: ErrNotSubmitted, Cause: err}}
-		} else {
-			c.submitPart(ctx, []fsm.NewJob{nj}, size, []int{0}, out)
-		}
+		c.submitOne(ctx, &reqs[0], out)
 		return out, out[0].Err
 	}
 	var chunk []int

@@ -20,14 +20,14 @@ func TestShortRun(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 	for s, r := range rows[0].R {
-		if r.Ops == 0 || r.Rate <= 0 || r.P99 < r.P50 {
+		if r.Ops == 0 || r.Rate <= 0 || r.P99 < r.P50 || r.CPU <= 0 {
 			t.Errorf("%s: %+v", seriesNames[s], r)
 		}
 	}
 	tab := table(rows)
 	t.Log("\n" + tab)
-	if !strings.Contains(tab, "| 64 | ") || strings.Count(tab, "×") != 5 {
-		t.Errorf("table without the C=64 row or its five ratios:\n%s", tab)
+	if !strings.Contains(tab, "| 64 | ") || strings.Count(tab, "×") != 7 {
+		t.Errorf("table without the C=64 row or its seven ratios (five of rate, two of CPU):\n%s", tab)
 	}
 }
 

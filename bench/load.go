@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -16,6 +17,10 @@ type result struct {
 	Errors   int     // operations that failed (counted, retried by the next one)
 	Rate     float64 // operations per second
 	P50, P99 time.Duration
+	// CPU is the process's CPU time (user + system, getrusage) over the
+	// measured window per completed operation: all three members and the
+	// clients, as only one system runs at a time.
+	CPU time.Duration
 }
 
 // op is one operation of client c; it returns when the operation is
@@ -69,12 +74,14 @@ func closedLoop(n int, warm, d time.Duration, f op) (result, error) {
 	}
 	measuring.Store(true)
 	start := time.Now()
+	cpu0 := cpuTime()
 	timer.Reset(d)
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
 	}
 	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
 	cancel()
 	wg.Wait()
 	var all []time.Duration
@@ -91,5 +98,18 @@ func closedLoop(n int, warm, d time.Duration, f op) (result, error) {
 	if p := failed.Load(); p != nil && len(all) == 0 {
 		return result{}, *p
 	}
-	return result{Ops: len(all), Errors: int(errs.Load()), Rate: float64(len(all)) / elapsed.Seconds(), P50: pct(0.50), P99: pct(0.99)}, nil
+	r := result{Ops: len(all), Errors: int(errs.Load()), Rate: float64(len(all)) / elapsed.Seconds(), P50: pct(0.50), P99: pct(0.99)}
+	if len(all) > 0 {
+		r.CPU = cpu / time.Duration(len(all))
+	}
+	return r, nil
+}
+
+// cpuTime is the CPU time this process used so far (user + system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -63,8 +63,8 @@ func run(cfg config, progress func(string)) ([]row, error) {
 			}
 			for s := range got {
 				runs[s] = append(runs[s], got[s])
-				progress(fmt.Sprintf("c=%d run %d %-18s %9.0f/s  p50 %v  p99 %v  failed %d", n, r, seriesNames[s], got[s].Rate,
-					got[s].P50.Round(10*time.Microsecond), got[s].P99.Round(10*time.Microsecond), got[s].Errors))
+				progress(fmt.Sprintf("c=%d run %d %-18s %9.0f/s  p50 %v  p99 %v  cpu/op %v  failed %d", n, r, seriesNames[s], got[s].Rate,
+					got[s].P50.Round(10*time.Microsecond), got[s].P99.Round(10*time.Microsecond), got[s].CPU.Round(100*time.Nanosecond), got[s].Errors))
 			}
 		}
 		rw := row{C: n}
@@ -184,6 +184,20 @@ func table(rows []row) string {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", r.C, ratio(r.R[jobraftSubmit], r.R[natsSubmit]), ratio(r.R[jobraftSubmit], r.R[bareSubmit]),
 			ratio(r.R[jobraftCycle], r.R[natsCycle]), ratio(r.R[jobraftCycle], r.R[bareCycle]), ratio(r.R[jobraftCycle], r.R[bareSubmit]))
+	}
+	fmt.Fprintf(&b, "\nCPU per operation (process CPU seconds per 1000 operations, all three members and the clients):\n\n")
+	fmt.Fprintf(&b, "| C | bare submit | bare cycle | NATS submit | NATS cycle | jobraft Submit | jobraft cycle | Submit CPU / NATS submit CPU | cycle CPU / bare cycle CPU |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
+	cpu := func(r result) string { return fmt.Sprintf("%.3f s", r.CPU.Seconds()*1000) }
+	cpuRatio := func(a, b result) string {
+		if b.CPU == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f×", float64(a.CPU)/float64(b.CPU))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.C, cpu(r.R[bareSubmit]), cpu(r.R[bareCycle]), cpu(r.R[natsSubmit]),
+			cpu(r.R[natsCycle]), cpu(r.R[jobraftSubmit]), cpu(r.R[jobraftCycle]), cpuRatio(r.R[jobraftSubmit], r.R[natsSubmit]), cpuRatio(r.R[jobraftCycle], r.R[bareCycle]))
 	}
 	return b.String()
 }

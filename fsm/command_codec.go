@@ -68,7 +68,22 @@ func EncodeCommand(c Command) ([]byte, error) {
 	if r := validate(c, true); r != nil {
 		return nil, r
 	}
-	return appendCommand(nil, c), nil
+	return appendCommand(make([]byte, 0, commandSizeHint(c)), c), nil
+}
+
+// commandSizeHint is the encoded size of a submit (exact) and a small
+// guess for other commands: the buffer EncodeCommand encodes into, so a
+// submit of many jobs is written without growing it.
+func commandSizeHint(c Command) int {
+	sc, ok := c.(*SubmitCmd)
+	if !ok {
+		return 64
+	}
+	n := 2 + uvarintLen(uint64(len(sc.Jobs)))
+	for i := range sc.Jobs {
+		n += jobWireSize(&sc.Jobs[i])
+	}
+	return n
 }
 
 // normalize turns command values into pointers (nil for nil/unknown).

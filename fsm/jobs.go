@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -37,13 +38,43 @@ func (m *Jobs) Apply(e Entry) []byte {
 	return appendResult(make([]byte, 0, resultSizeHint(r)), r)
 }
 
+// resultSizeHint is the length appendResult(nil, r) returns (exact for
+// every command but a batch, where it is at most 4 bytes per command
+// above): Apply encodes into one buffer that never grows.
 func resultSizeHint(r *result) int {
-	n := 32 + len(r.detail) + 64*len(r.subs) + 16*len(r.expired)
-	for _, j := range r.jobs {
-		n += 96 + len(j.payload)
+	str := func(n int) int { return uvarintLen(uint64(n)) + n }
+	n := 3 + uvarintLen(r.index) + str(len(r.detail))
+	if r.code != CodeOK {
+		return n
 	}
-	for _, sr := range r.batch {
-		n += 8 + resultSizeHint(sr)
+	switch r.cmd {
+	case CmdSubmit:
+		n += uvarintLen(uint64(len(r.subs)))
+		for _, s := range r.subs {
+			n += 2 + str(len(s.detail))
+			if s.job != nil {
+				n += jobSize(s.job, false)
+			}
+		}
+	case CmdClaim, CmdExtend, CmdAck, CmdNak, CmdTerm, CmdCancel, CmdRetry:
+		n += uvarintLen(uint64(len(r.jobs))) + 1
+		for _, j := range r.jobs {
+			n += jobSize(j, r.cmd == CmdClaim)
+		}
+	case CmdExpire:
+		n += uvarintLen(uint64(len(r.expired)))
+		for _, id := range r.expired {
+			n += str(len(id))
+		}
+	case CmdSweep:
+		n += uvarintLen(r.removed)
+	case CmdPause, CmdResume:
+		n++
+	case CmdBatch:
+		n += uvarintLen(uint64(len(r.batch)))
+		for _, sr := range r.batch {
+			n += binary.MaxVarintLen32 + resultSizeHint(sr)
+		}
 	}
 	return n
 }

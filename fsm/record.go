@@ -65,11 +65,15 @@ func (j *job) setOutcome(lastErr string, result []byte) {
 }
 
 // public converts a record to the caller's Job. Slices are shared.
-func (j *job) public(withPayload bool) Job {
+func (j *job) public(withPayload bool) Job { return j.publicWith(*j.bo, j.lease, withPayload) }
+
+// publicWith is public with the record's backoff policy and lease given (a
+// decoded record's, which j does not point to).
+func (j *job) publicWith(bo Backoff, l *lease, withPayload bool) Job {
 	p := Job{
 		ID: j.id, Queue: j.queue, Kind: j.kind,
 		Priority: j.prio, RunAt: fromNanos(j.runAt), MaxAttempts: j.maxAtt,
-		Backoff: *j.bo, IdempotencyKey: j.key, Attempts: j.attempts,
+		Backoff: bo, IdempotencyKey: j.key, Attempts: j.attempts,
 		State: j.state, LastError: j.lastErr(), Result: j.result(), Seq: j.seq,
 		Created: fromNanos(j.created), Updated: fromNanos(j.updated),
 	}
@@ -79,7 +83,7 @@ func (j *job) public(withPayload bool) Job {
 	if j.state.Terminal() {
 		p.Finished = p.Updated
 	}
-	if l := j.lease; l != nil {
+	if l != nil {
 		p.Lease = &Lease{Token: l.token, Worker: l.worker, Deadline: fromNanos(l.deadline), TTL: time.Duration(l.ttl), Term: l.term, ClaimID: l.claim}
 	}
 	if j.endBy != EndNone {
@@ -172,11 +176,41 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	return b
 }
 
+// jobSize is the length appendJob(nil, j, withPayload) returns.
+func jobSize(j *job, withPayload bool) int {
+	str := func(n int) int { return uvarintLen(uint64(n)) + n }
+	n := str(len(j.id)) + str(len(j.queue)) + str(len(j.kind)) + str(len(j.key)) + 1
+	if withPayload {
+		n += str(len(j.payload)) - 1
+	}
+	n += varintLen(int64(j.prio)) + uvarintLen(uint64(j.maxAtt)) + uvarintLen(uint64(j.attempts)) + 1 +
+		varintLen(j.runAt) + varintLen(j.created) + varintLen(j.updated) + uvarintLen(j.seq) +
+		varintLen(int64(j.bo.Base)) + varintLen(int64(j.bo.Max)) + uvarintLen(uint64(j.bo.Factor)) + 1 + 1
+	if l := j.lease; l != nil {
+		n += uvarintLen(l.token) + str(len(l.worker)) + varintLen(l.deadline) + varintLen(l.ttl) + uvarintLen(l.term)
+		if l.claim != "" {
+			n += str(len(l.claim))
+		}
+	}
+	if o := j.out; o != nil {
+		n += str(len(o.lastErr)) + str(len(o.result))
+	}
+	if j.endBy != EndNone {
+		n += uvarintLen(j.endTok) + 1
+	}
+	return n
+}
+
 // decodeJob reads one record. It checks structure only; snapshot restore
 // checks invariants separately (checkJob).
 func decodeJob(d *decoder) *job {
 	j := &job{}
-	decodeJobInto(d, j, &Backoff{})
+	bo, l, leased := decodeJobInto(d, j)
+	j.bo = &bo
+	if leased {
+		j.lease = new(lease)
+		*j.lease = l
+	}
 	return j
 }
 
@@ -184,13 +218,18 @@ func decodeJob(d *decoder) *job {
 // is allocated on the way (results decode this way).
 func decodePublic(d *decoder, withPayload bool) Job {
 	var j job
-	var bo Backoff
-	decodeJobInto(d, &j, &bo)
-	return j.public(withPayload)
+	bo, l, leased := decodeJobInto(d, &j)
+	var lp *lease
+	if leased {
+		lp = &l
+	}
+	return j.publicWith(bo, lp, withPayload)
 }
 
-// decodeJobInto reads one record into j, its backoff policy into bo.
-func decodeJobInto(d *decoder, j *job, bo *Backoff) {
+// decodeJobInto reads one record into j but its backoff policy and its
+// lease (if leased), which it returns: j.bo and j.lease are left for the
+// caller to set.
+func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool) {
 	j.id = d.str()
 	j.queue = d.str()
 	j.kind = d.str()
@@ -208,14 +247,13 @@ func decodeJobInto(d *decoder, j *job, bo *Backoff) {
 	j.created = d.varint()
 	j.updated = d.varint()
 	j.seq = d.uvarint()
-	*bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
-	j.bo = bo
+	bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
 	flags := d.byte()
 	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim) != 0 {
 		d.fail("job flags %#x", flags)
 	}
 	if flags&flagLease != 0 {
-		j.lease = &lease{token: d.uvarint(), worker: d.str(), deadline: d.varint(), ttl: d.varint(), term: d.uvarint()}
+		l, leased = lease{token: d.uvarint(), worker: d.str(), deadline: d.varint(), ttl: d.varint(), term: d.uvarint()}, true
 	}
 	if flags&flagOutcome != 0 {
 		j.out = &outcome{lastErr: d.str(), result: d.bytes()}
@@ -228,12 +266,13 @@ func decodeJobInto(d *decoder, j *job, bo *Backoff) {
 		}
 	}
 	if flags&flagClaim != 0 {
-		if j.lease == nil {
+		if !leased {
 			d.fail("claim id without a lease")
-		} else if j.lease.claim = d.str(); j.lease.claim == "" {
+		} else if l.claim = d.str(); l.claim == "" {
 			d.fail("empty claim id") // flag 8 means an id
 		}
 	}
+	return bo, l, leased
 }
 
 // checkJob verifies a restored record's invariants; it returns a reason or "".

@@ -210,6 +210,9 @@ func (s *state) intern(kind string) string {
 	return kind
 }
 
+// backoff returns the interned copy of b. A known policy costs no
+// allocation (b itself never escapes: every job's submit and put looks
+// its policy up).
 func (s *state) backoff(b Backoff) *Backoff {
 	if p, ok := s.backoffs[b]; ok {
 		return p
@@ -217,7 +220,8 @@ func (s *state) backoff(b Backoff) *Backoff {
 	if s.backoffs == nil {
 		s.backoffs = map[Backoff]*Backoff{}
 	}
-	p := &b
+	p := new(Backoff)
+	*p = b
 	if len(s.backoffs) < maxInterned {
 		s.backoffs[b] = p
 	}
