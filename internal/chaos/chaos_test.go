@@ -101,11 +101,11 @@ func line(res Result) string {
 }
 
 func replaySeed(seed uint64) string {
-	return fmt.Sprintf("go test -race -run 'TestChaos$' ./internal/chaos/ -chaos.seed=%d", seed)
+	return fmt.Sprintf("go test%s -run 'TestChaos$' ./internal/chaos/ -chaos.seed=%d", raceFlag, seed)
 }
 
 func replayFile(path string) string {
-	return fmt.Sprintf("go test -race -run 'TestChaos$' ./internal/chaos/ -chaos.schedule=%s", path)
+	return fmt.Sprintf("go test%s -run 'TestChaos$' ./internal/chaos/ -chaos.schedule=%s", raceFlag, path)
 }
 
 // shrinkAndSave shrinks a schedule that failed v and saves it as a
