@@ -212,25 +212,14 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 	for range 3 {
 		around = append(around, rate(d))
 	}
-	cost := stalltest.FitCost(around)
-	excess := cost.Excess(during)
-	t.Logf("m5 (its own process): the test process's CPU while it caught up: %.2f s, %.2f s expected of its %d submits and %.2f s at the cost around it (%v): %.0f%% excess",
-		during.CPU.Seconds(), cost.Expected(during).Seconds(), during.N, during.Wall.Seconds(), cost, 100*excess)
-	t.Logf("m5 while it caught up: %v", during)
-	for i, r := range around {
-		when := "before"
-		if i >= 3 {
-			when = "after"
-		}
-		t.Logf("m5 window %d (%s): %v", i, when, r)
-	}
+	excess := stalltest.Judge(t, "m5 (its own process) while it caught up", "after", around, during)
 	// Under the race detector every operation of the leader's own catch-up
 	// work (encoding, sending, the membership changes) costs several times
 	// its CPU: the bound is checked without it (make test runs this test
 	// once more without -race).
 	if !raceEnabled && excess > 0.2 {
-		t.Errorf("m5's catch-up took %.0f%% of the cluster's CPU (%.2f s, %.2f s expected at the cost around it): over 20%%, the submit rate of a cluster limited by its CPU drops by as much",
-			100*excess, during.CPU.Seconds(), cost.Expected(during).Seconds())
+		t.Errorf("m5's catch-up took %.0f%% of the cluster's CPU beyond the cost around it (logged above): over 20%%, the submit rate of a cluster limited by its CPU drops by as much",
+			100*excess)
 	}
 	close(stop)
 	lwg.Wait()

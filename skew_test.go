@@ -35,17 +35,7 @@ func TestClockSkewNeverExpiresLeaseEarly(t *testing.T) {
 				cfg.Clock = func() time.Time { return time.Now().Add(off) }
 				cfg.LeaseTTL = ttl
 			})
-			lead := func(i int) {
-				ctltest.WaitFor(t, wait, fmt.Sprintf("m%d to lead", i), func() bool {
-					l := c.WaitLeader(wait)
-					if l == i {
-						return true
-					}
-					_ = c.Ctls[l].Node().TransferLeadership(ctltest.Ctx(t, 2*time.Second), fmt.Sprintf("m%d", i))
-					return false
-				})
-				c.WaitLeader(wait)
-			}
+			lead := func(i int) { makeLeader(t, c, i) }
 			lead(tc.from)
 			ctx := ctltest.Ctx(t, wait)
 			other := 3 - tc.from - tc.to
@@ -142,16 +132,7 @@ func TestNakedJobStaysDueUnderSlowerNewLeader(t *testing.T) {
 		off := offsets[i]
 		cfg.Clock = func() time.Time { return time.Now().Add(off) }
 	})
-	lead := func(i int) {
-		ctltest.WaitFor(t, wait, fmt.Sprintf("m%d to lead", i), func() bool {
-			l := c.WaitLeader(wait)
-			if l == i {
-				return true
-			}
-			_ = c.Ctls[l].Node().TransferLeadership(ctltest.Ctx(t, 2*time.Second), fmt.Sprintf("m%d", i))
-			return false
-		})
-	}
+	lead := func(i int) { makeLeader(t, c, i) }
 	lead(0)
 	ctx := ctltest.Ctx(t, wait)
 	if _, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{ID: "n", Queue: "slow", Kind: "k", MaxAttempts: 5}); err != nil {
@@ -196,4 +177,19 @@ func TestNakedJobStaysDueUnderSlowerNewLeader(t *testing.T) {
 	if !last.Equal(j.Updated) {
 		t.Fatalf("the ack's event at %v, the job record's update at %v: want the same log time", last, j.Updated)
 	}
+}
+
+// makeLeader transfers leadership to member i (again, until it leads) and
+// waits for the cluster to see a leader.
+func makeLeader(t *testing.T, c *ctltest.Cluster, i int) {
+	t.Helper()
+	ctltest.WaitFor(t, wait, fmt.Sprintf("m%d to lead", i), func() bool {
+		l := c.WaitLeader(wait)
+		if l == i {
+			return true
+		}
+		_ = c.Ctls[l].Node().TransferLeadership(ctltest.Ctx(t, 2*time.Second), fmt.Sprintf("m%d", i))
+		return false
+	})
+	c.WaitLeader(wait)
 }

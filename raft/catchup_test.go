@@ -362,18 +362,7 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	for range 3 {
 		around = append(around, cpuRate(led, aroundWindow))
 	}
-	cost := stalltest.FitCost(around)
-	excess = cost.Excess(during)
-	t.Logf("the test process's CPU while the member tried to catch up: %.2f s, %.2f s expected of its %d proposals and %.2f s at the cost around it (%v): %.0f%% excess",
-		during.CPU.Seconds(), cost.Expected(during).Seconds(), during.N, during.Wall.Seconds(), cost, 100*excess)
-	t.Logf("while it tried: %v", during)
-	for i, r := range around {
-		when := "before"
-		if i >= 3 {
-			when = "after its removal"
-		}
-		t.Logf("window %d (%s): %v", i, when, r)
-	}
+	excess = stalltest.Judge(t, "while the member tried to catch up", "after its removal", around, during)
 	close(stop)
 	wg.Wait()
 	c.Settle(wait)

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -167,4 +168,25 @@ func (c Cost) Excess(r Rate) float64 {
 // String prints the model: "0.21 cores idle + 52µs per operation".
 func (c Cost) String() string {
 	return fmt.Sprintf("%.2f cores idle + %v per operation", c.Idle, c.Per.Round(100*time.Nanosecond))
+}
+
+// Judge fits the cost on the six windows around (three before, three
+// after, in that order), logs the fit, the window under test and each
+// window around it, and returns during's excess (Cost.Excess). what names
+// the window under test; after names what the last three follow.
+func Judge(t testing.TB, what, after string, around []Rate, during Rate) float64 {
+	t.Helper()
+	cost := FitCost(around)
+	excess := cost.Excess(during)
+	t.Logf("%s: the test process's CPU %.2f s, %.2f s expected of its %d operations and %.2f s at the cost around it (%v): %.0f%% excess",
+		what, during.CPU.Seconds(), cost.Expected(during).Seconds(), during.N, during.Wall.Seconds(), cost, 100*excess)
+	t.Logf("%s: %v", what, during)
+	for i, r := range around {
+		when := "before"
+		if i >= 3 {
+			when = after
+		}
+		t.Logf("window %d (%s): %v", i, when, r)
+	}
+	return excess
 }
