@@ -99,7 +99,7 @@ func TestLogFailedIsInStatusAndClearsOnRestart(t *testing.T) {
 // healthy member is stopped, so it would win every election it starts: it
 // must never lead. The healthy member leads once its own timeout passes,
 // and with the stopped one back leadership stays.
-func TestMemberWithFailedLogNeverCampaigns(t *testing.T) {
+func TestMemberWithFailedLogIsNeverElected(t *testing.T) {
 	const et = 300 * time.Millisecond // nodetest's timeouts; m1 and m2 get 10×
 	var ffs [3]*faultfs.FS
 	c := nodetest.StartWAL(t, 3, nil, func(cfg *raft.Config) {
