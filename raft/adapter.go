@@ -23,6 +23,10 @@ type adapter struct {
 	applied atomic.Uint64
 	rec     history.Sink     // nil: no recording
 	recBuf  []history.Record // reused by the FSM goroutine
+	// gate, when set, returns once the log is durable through an index
+	// (true), or false when the entry must not be applied: the node is
+	// closing first (durable.go).
+	gate func(index uint64) bool
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever applied moves
@@ -48,6 +52,14 @@ func (a *adapter) Apply(l *hraft.Log) interface{} {
 
 func (a *adapter) ApplyBatch(logs []*hraft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
+	if len(logs) > 0 && a.gate != nil && !a.gate(logs[len(logs)-1].Index) {
+		// Not durable here, and the node closes: nothing is applied or
+		// recorded (a restart applies it from the log).
+		for i := range out {
+			out[i] = applyResult{err: ErrClosed}
+		}
+		return out
+	}
 	var last uint64
 	for i, l := range logs {
 		last = l.Index

@@ -38,6 +38,7 @@ type Node struct {
 	leaders leaderWatch
 
 	readyTerm atomic.Uint64              // term whose first barrier this leader committed
+	inRaft    atomic.Int64               // RPCs the seam handed raft's main loop, not yet answered (durable.go)
 	raft      atomic.Pointer[hraft.Raft] // r, for the seam's hooks (set once NewRaft returns)
 
 	clamps        atomic.Uint64 // appends whose commit index the seam clamped (U1)
@@ -102,6 +103,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		wal.OnFailure(func(class string) {
 			gaugeLogFailed(cfg.ID, true)
 			n.events.publish(Event{Kind: EventLogFailed, Err: fmt.Errorf("%w (%s)", wal.ErrFailed, class)})
+			n.stepDownOnFailedLog()
 		}),
 	}, o.WAL...)
 	if n.log, err = wal.Open(filepath.Join(cfg.DataDir, "log"), walOpts...); err != nil {
@@ -153,6 +155,14 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	// refused (stale.go, U3).
 	hooks := n.seamHooks()
 	hooks.Intercept = n.staleIntercept(hooks.Intercept)
+	// The leader writes its log while it replicates (durable.go).
+	hooks.InRaft = n.inRaftHook
+	hooks.CommitBound = func() uint64 {
+		if r := n.raftNow(); r != nil {
+			return n.durableCommit(r)
+		}
+		return n.log.Durable()
+	}
 	trans = transport.Seam(trans, hooks)
 
 	rc := hraft.DefaultConfig()
@@ -189,13 +199,14 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	snaps := snapshotGate{Store: n.snaps, diverged: n.div.is, refused: func(index, term uint64, err error) {
 		n.events.publish(Event{Kind: EventSnapshotRejected, Index: index, Term: term, Err: err})
 	}}
-	if n.r, err = hraft.NewRaft(rc, n.fsm, n.log, n.log, snaps, trans); err != nil {
+	n.fsm.gate = n.awaitDurable
+	if n.r, err = hraft.NewRaft(rc, n.fsm, raftLog{Log: n.log, inRaft: &n.inRaft}, n.log, snaps, trans); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
 	r := n.r
 	n.raft.Store(r)
 	n.div.raft.Store(r)
-	n.log.SetCommitFloor(func() uint64 { return max(r.CommitIndex(), n.fsm.applied.Load()) })
+	n.log.SetCommitFloor(func() uint64 { return max(n.durableCommit(r), n.fsm.applied.Load()) })
 	// hashicorp/raft seals a snapshot (taken or installed) before it resets
 	// the log; a reset of committed entries needs one reaching the floor
 	// (docs/upstream.md U2).

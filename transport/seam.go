@@ -60,6 +60,18 @@ type SeamHooks struct {
 	// connection's goroutine. false sends it through the consumer (and
 	// Intercept) instead. nil: every heartbeat takes the fast path.
 	FastPath func(hb *raft.AppendEntriesRequest) bool
+	// InRaft is called with true before an RPC is handed to raft's main
+	// loop on the consumer path and with false once raft has answered it
+	// (or the seam closes): whatever raft does to its log in between, it
+	// does for that RPC (raft handles one RPC at a time). A heartbeat that
+	// FastPath sends through the consumer is not counted: it carries no
+	// entries, so raft writes nothing for it.
+	InRaft func(begin bool)
+	// CommitBound, when set, bounds the commit index this member sends in
+	// its own appends (outbound, on every path): a leader whose own log
+	// is not yet durable up to raft's commit index must not tell followers
+	// that entries are committed on the strength of its own copy.
+	CommitBound func() uint64
 }
 
 // ClampCommit applies the seam's rule to one request: it lowers
@@ -133,6 +145,10 @@ func (s *seam) deliver(rpc raft.RPC, wait bool) bool {
 	if wait {
 		answer = make(chan raft.RPCResponse, 1)
 		rpc.RespChan = answer
+		if s.hooks.InRaft != nil {
+			s.hooks.InRaft(true)
+			defer s.hooks.InRaft(false)
+		}
 	}
 	select {
 	case s.out <- rpc:
@@ -191,14 +207,39 @@ func (s *seam) Close() error {
 // LocalAddr implements raft.Transport.
 func (s *seam) LocalAddr() raft.ServerAddress { return s.inner.LocalAddr() }
 
-// AppendEntriesPipeline implements raft.Transport.
+// AppendEntriesPipeline implements raft.Transport: the pipeline's appends
+// carry a commit index within CommitBound too.
 func (s *seam) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	return s.inner.AppendEntriesPipeline(id, target)
+	p, err := s.inner.AppendEntriesPipeline(id, target)
+	if err != nil || s.hooks.CommitBound == nil {
+		return p, err
+	}
+	return boundPipeline{p, s}, nil
 }
 
-// AppendEntries implements raft.Transport.
+// AppendEntries implements raft.Transport: within CommitBound.
 func (s *seam) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	s.boundCommit(args)
 	return s.inner.AppendEntries(id, target, args, resp)
+}
+
+// boundCommit lowers an outbound append's commit index to CommitBound.
+func (s *seam) boundCommit(args *raft.AppendEntriesRequest) {
+	if s.hooks.CommitBound != nil {
+		args.LeaderCommitIndex = min(args.LeaderCommitIndex, s.hooks.CommitBound())
+	}
+}
+
+// boundPipeline is an append pipeline whose appends carry a commit index
+// within the seam's CommitBound.
+type boundPipeline struct {
+	raft.AppendPipeline
+	s *seam
+}
+
+func (p boundPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	p.s.boundCommit(args)
+	return p.AppendPipeline.AppendEntries(args, resp)
 }
 
 // RequestVote implements raft.Transport.

@@ -11,8 +11,13 @@ import (
 // it, or a whole-log reset as snapshot install does it. Each is durable
 // when it returns: a truncation or reset is recorded by a new segment whose
 // header says where the log continues, a compaction by a first-index mark.
-// wmu held.
+// Whatever deferred appends left is made durable first. wmu held.
 func (l *segStore) removeRange(kind deleteKind, min, max, prevTerm uint64, _ shape) error {
+	release, err := l.quiesce()
+	if err != nil {
+		return err
+	}
+	defer release()
 	switch kind {
 	case deletePrefix:
 		return l.compact(max)
@@ -25,6 +30,7 @@ func (l *segStore) removeRange(kind deleteKind, min, max, prevTerm uint64, _ sha
 		}
 		l.mu.Lock()
 		l.first, l.last, l.lastTerm = 0, 0, 0
+		l.setDurableLocked()
 		l.cache.dropFrom(0)
 		l.mu.Unlock()
 		l.rotateTo(seg, true)
@@ -99,24 +105,34 @@ func (l *segStore) truncate(min, prevTerm uint64) error {
 	}
 	l.segs = append(keep, seg)
 	l.last, l.lastTerm = min-1, prevTerm
+	l.setDurableLocked()
 	l.cache.dropFrom(min)
 	l.mu.Unlock()
 	l.keepSegments(l.removeSegments(drop))
 	return nil
 }
 
-// Close writes a floor mark if the floor advanced since the last batch,
-// and closes every file. Further calls return ErrClosed.
+// Close makes what deferred appends left durable, writes a floor mark if
+// the floor advanced since the last batch, and closes every file. Further
+// calls return ErrClosed.
 func (l *segStore) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
 		return ErrClosed
 	}
+	l.stopWriter()
+	release, ferr := l.quiesce()
+	if ferr == nil {
+		defer release()
+	}
+	l.mu.Lock()
 	l.closed = true
 	failed := l.failed
+	l.def.notifyLocked()
 	l.mu.Unlock()
 	var firstErr error
 	if failed == nil {
@@ -161,6 +177,11 @@ func (l *segStore) SyncFloor() error {
 	if _, err := l.writable(); err != nil {
 		return err
 	}
+	release, err := l.quiesce()
+	if err != nil {
+		return err
+	}
+	defer release()
 	if err := l.persistFloor(); err != nil {
 		return l.fail(FailWrite, err)
 	}

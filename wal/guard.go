@@ -76,8 +76,9 @@ func (g *guard) refuse(op string, ge *GuardError) error {
 
 // storeLogs checks the batch as a whole (G1–G3, G5) and refuses it
 // unchanged, or has the store append it with a persist stamp added to the
-// entries that arrived without one (on copies).
-func (g *guard) storeLogs(entries []*raft.Log) error {
+// entries that arrived without one (on copies); deferred, without waiting
+// for the disk when the store can (Log.StoreLogsDeferred).
+func (g *guard) storeLogs(entries []*raft.Log, deferred bool) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -99,6 +100,11 @@ func (g *guard) storeLogs(entries []*raft.Log) error {
 	}
 	if ge := g.store.fits(sh, entries); ge != nil {
 		return g.refuse("StoreLogs", ge)
+	}
+	if d, ok := g.store.(interface {
+		appendDeferred([]*raft.Log, uint64) error
+	}); ok && deferred {
+		return d.appendDeferred(stampMissing(entries), sh.Floor)
 	}
 	return g.store.appendBatch(stampMissing(entries), sh.Floor)
 }
@@ -292,7 +298,7 @@ func (g *Guard) StoreLog(e *raft.Log) error { return g.StoreLogs([]*raft.Log{e})
 // StoreLogs implements raft.LogStore: the batch is checked as a whole and
 // refused unchanged, or passed to the inner store with a persist stamp
 // added to entries that arrived without one (on copies).
-func (g *Guard) StoreLogs(entries []*raft.Log) error { return g.g.storeLogs(entries) }
+func (g *Guard) StoreLogs(entries []*raft.Log) error { return g.g.storeLogs(entries, false) }
 
 // DeleteRange implements raft.LogStore under G4 (see checkDelete).
 func (g *Guard) DeleteRange(min, max uint64) error { return g.g.deleteRange(min, max) }

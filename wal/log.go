@@ -42,6 +42,7 @@ func Open(dir string, opts ...Option) (*Log, error) {
 		return nil, fmt.Errorf("wal: open stable store: %w", err)
 	}
 	s := &segStore{dir: dir, opts: o, stable: stable, cache: newEntryCache(o.cacheSize)}
+	s.def.init()
 	if err := s.load(); err != nil {
 		stable.Close()
 		return nil, err
@@ -68,7 +69,20 @@ func (l *Log) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
 // write and made durable with one fsync before it returns (G7). Entries that
 // arrive without a stamp get one (origin StampPersist); the caller's entries
 // are never modified.
-func (l *Log) StoreLogs(entries []*raft.Log) error { return l.g.storeLogs(entries) }
+func (l *Log) StoreLogs(entries []*raft.Log) error { return l.g.storeLogs(entries, false) }
+
+// StoreLogsDeferred is StoreLogs without the wait for the disk: the batch
+// is checked by the guard exactly as StoreLogs checks it (a refusal changes
+// nothing) and is part of the log when it returns — LastIndex, GetLog and
+// every later call see it — but it is durable only once Durable reaches
+// its last index: the log's writer writes every batch waiting with one
+// write and syncs them with one fsync, while the caller goes on. A batch
+// that must start a new segment is stored synchronously. Any other write
+// (StoreLogs, DeleteRange, Close) first makes everything waiting durable.
+// A write or sync error of the writer fails the log (ErrFailed) as
+// StoreLogs's would. What was waiting when the process died is lost with
+// it; nothing said it was durable.
+func (l *Log) StoreLogsDeferred(entries []*raft.Log) error { return l.g.storeLogs(entries, true) }
 
 // DeleteRange implements raft.LogStore under the guard's G4 (see
 // checkDelete): prefix compaction up to the floor, suffix truncation above

@@ -109,9 +109,16 @@ type subject struct {
 	persistClose bool // *Log persists the floor on Close
 }
 
+// deferredStore appends through StoreLogsDeferred (what a raft leader's
+// dispatch does in jobraft's node).
+type deferredStore struct{ *Log }
+
+func (d deferredStore) StoreLogs(entries []*raft.Log) error { return d.Log.StoreLogsDeferred(entries) }
+func (d deferredStore) StoreLog(e *raft.Log) error          { return d.StoreLogs([]*raft.Log{e}) }
+
 func newSubject(t *rapid.T, kind, dir string) *subject {
 	switch kind {
-	case "wal":
+	case "wal", "wal-deferred":
 		s := &subject{name: kind, persistOnDel: true, persistClose: true}
 		var l *Log
 		open := func() error {
@@ -121,6 +128,9 @@ func newSubject(t *rapid.T, kind, dir string) *subject {
 				return err
 			}
 			s.store = l
+			if kind == "wal-deferred" {
+				s.store = deferredStore{l}
+			}
 			s.floorFn = l.SetCommitFloor
 			return nil
 		}
@@ -175,7 +185,7 @@ func newSubject(t *rapid.T, kind, dir string) *subject {
 }
 
 func TestGuardModel(t *testing.T) {
-	for _, kind := range []string{"wal", "bolt", "inmem"} {
+	for _, kind := range []string{"wal", "wal-deferred", "bolt", "inmem"} {
 		t.Run(kind, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) { runModel(rt, kind) })
 		})

@@ -3,7 +3,6 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,6 +37,8 @@ type segStore struct {
 	closed                bool
 	cache                 *entryCache
 	repaired              *RepairReport
+
+	def deferState // deferred appends and the writer (deferred.go)
 }
 
 // segment is one open segment file and the live entries it holds.
@@ -121,6 +122,7 @@ func (l *segStore) fail(class string, err error) error {
 		}
 		l.failClass = class
 		l.opts.logger.Error("log failed; refusing writes until reopened", "class", class, "error", err)
+		l.def.notifyLocked()
 	}
 	l.mu.Unlock()
 	if first && l.opts.onFailure != nil {
@@ -200,6 +202,9 @@ func (l *segStore) readRecord(i uint64) ([]byte, *segment, int64, error) {
 	}
 	k := i - s.base
 	off, n := int64(s.offs[k]), s.lens[k]
+	if b := l.pendingRecord(s, off, n); b != nil {
+		return b, s, off, nil
+	}
 	buf := make([]byte, n)
 	if _, err := s.f.ReadAt(buf, off); err != nil {
 		return nil, s, off, fmt.Errorf("wal: read index %d: %w", i, err)
@@ -247,12 +252,18 @@ func (l *segStore) readEntry(index uint64, out *raft.Log) (*recordAt, error) {
 
 // appendBatch writes entries (accepted by the guard, stamped) with one
 // write and makes them durable with one fsync before it returns (G7), the
-// commit floor in the batch's frame. wmu held.
+// commit floor in the batch's frame; whatever deferred appends left is made
+// durable first. wmu held.
 func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 	sh, err := l.writable()
 	if err != nil {
 		return err
 	}
+	release, err := l.quiesce()
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Start a new segment when the tail is full, or when the log is empty
 	// and the tail expects another first index.
 	tail := l.segs[len(l.segs)-1]
@@ -274,17 +285,7 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 	tail = l.segs[len(l.segs)-1]
 
 	floor = max(floor, l.floor.now())
-	size := frameHeaderSize
-	for _, e := range entries {
-		size += recordSize(e)
-	}
-	buf := make([]byte, frameHeaderSize, size)
-	at := make([]int, len(entries)) // record offsets within buf
-	for i, e := range entries {
-		at[i] = len(buf)
-		buf = appendRecord(buf, e)
-	}
-	frameHeader{Kind: frameBatch, Count: uint32(len(entries)), Floor: floor, BodyLen: uint32(len(buf) - frameHeaderSize)}.put(buf)
+	buf, at := encodeBatch(entries, floor)
 	frameAt := tail.size
 	if err := l.writeTail(tail, buf); err != nil {
 		return l.fail(FailWrite, fmt.Errorf("wal: write batch [%d,%d]: %w", e0, e0+uint64(len(entries))-1, err))
@@ -297,10 +298,36 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 	sampleBatch(len(entries), len(buf))
 	l.floor.raise(floor)
 
-	// Publish: the index and the cache (which refers to buf's records).
 	l.mu.Lock()
+	l.publishLocked(tail, entries, buf, at, frameAt)
+	l.def.notifyLocked()
+	l.mu.Unlock()
+	return nil
+}
+
+// encodeBatch encodes entries as one batch frame under floor: the frame and
+// the offsets of its records within it.
+func encodeBatch(entries []*raft.Log, floor uint64) (buf []byte, at []int) {
+	size := frameHeaderSize
+	for _, e := range entries {
+		size += recordSize(e)
+	}
+	buf = make([]byte, frameHeaderSize, size)
+	at = make([]int, len(entries))
+	for i, e := range entries {
+		at[i] = len(buf)
+		buf = appendRecord(buf, e)
+	}
+	frameHeader{Kind: frameBatch, Count: uint32(len(entries)), Floor: floor, BodyLen: uint32(len(buf) - frameHeaderSize)}.put(buf)
+	return buf, at
+}
+
+// publishLocked makes a batch's entries part of the log: the index of the
+// tail (frame at frameAt, records at at within buf) and the cache, which
+// refers to buf's records. mu held.
+func (l *segStore) publishLocked(tail *segment, entries []*raft.Log, buf []byte, at []int, frameAt int64) {
 	if len(tail.offs) == 0 {
-		tail.base = e0
+		tail.base = entries[0].Index
 	}
 	for i := range entries {
 		end := len(buf)
@@ -312,12 +339,11 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 		l.cache.put(buf[at[i]:end])
 	}
 	if l.last == 0 {
-		l.first = e0
+		l.first = entries[0].Index
 	}
 	last := entries[len(entries)-1]
 	l.last, l.lastTerm = last.Index, last.Term
-	l.mu.Unlock()
-	return nil
+	l.setDurableLocked()
 }
 
 // fits refuses what the segment format cannot hold (checkFits).
@@ -453,34 +479,14 @@ func (l *segStore) writable() (shape, error) {
 // zeros is the source of preallocation writes (read-only).
 var zeros = make([]byte, 1<<20)
 
-// writeTail writes buf at the tail's end and advances it. When the frame
-// reaches past the zeros preallocated so far, it also writes zeros after it
-// (up to the prealloc chunk, within the segment size): the next fsyncs then
-// overwrite allocated blocks instead of growing the file, which spares
-// ext4 and others a journal commit per batch. The caller syncs both with one
-// fsync. wmu held.
+// writeTail writes buf at the tail's end (and preallocates after it, see
+// writeAt) and advances it. Nothing deferred may be waiting. wmu held.
 func (l *segStore) writeTail(tail *segment, buf []byte) error {
-	if n, err := tail.f.WriteAt(buf, tail.size); err != nil || n != len(buf) {
-		if err == nil {
-			err = io.ErrShortWrite
-		}
+	if err := l.writeAt(tail, buf, tail.size); err != nil {
 		return err
 	}
-	end := tail.size + int64(len(buf))
-	if end > tail.alloc && l.opts.prealloc > 0 {
-		to := max(end, min(end+l.opts.prealloc, l.opts.segmentSize))
-		for at := end; at < to; {
-			n := min(to-at, int64(len(zeros)))
-			if _, err := tail.f.WriteAt(zeros[:n], at); err != nil {
-				return err
-			}
-			at += n
-		}
-		tail.alloc = to
-	}
-	tail.alloc = max(tail.alloc, end)
 	l.mu.Lock()
-	tail.size = end
+	tail.size += int64(len(buf))
 	l.mu.Unlock()
 	return nil
 }

@@ -28,6 +28,8 @@ type FS struct {
 	space      int64 // bytes left before ENOSPC; < 0 means unlimited
 	syncs      int
 	stall      time.Duration // the next Sync's extra latency, once
+	hold       chan struct{} // while not nil, a Sync waits for it to close
+	held       int           // Syncs waiting on hold
 }
 
 // New returns an FS over inner with no faults armed.
@@ -42,6 +44,30 @@ func (f *FS) FailSyncs(err error) { f.mu.Lock(); f.syncErr = err; f.mu.Unlock() 
 // StallNextSync makes the next Sync take d longer, once (a disk that
 // stalls; 0 disarms).
 func (f *FS) StallNextSync(d time.Duration) { f.mu.Lock(); f.stall = d; f.mu.Unlock() }
+
+// HoldSyncs makes every following Sync wait, before it syncs, until
+// release is called (a disk whose flush does not return yet). release may
+// be called more than once.
+func (f *FS) HoldSyncs() (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	f.mu.Lock()
+	f.hold = ch
+	f.mu.Unlock()
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			if f.hold == ch {
+				f.hold = nil
+			}
+			f.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// HeldSyncs returns how many Syncs are waiting for a HoldSyncs release.
+func (f *FS) HeldSyncs() int { f.mu.Lock(); defer f.mu.Unlock(); return f.held }
 
 // ShortWrites makes every following write write half its bytes and fail
 // with io.ErrShortWrite.
@@ -143,6 +169,13 @@ func (ff *faultFile) faulty(p []byte, write func([]byte) (int, error)) (int, err
 func (ff *faultFile) Sync() error {
 	f := ff.fs
 	f.mu.Lock()
+	if hold := f.hold; hold != nil {
+		f.held++
+		f.mu.Unlock()
+		<-hold
+		f.mu.Lock()
+		f.held--
+	}
 	err, delay := f.syncErr, f.stall
 	if err == nil {
 		f.stall = 0

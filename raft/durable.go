@@ -1,0 +1,113 @@
+package raft
+
+import (
+	"sync/atomic"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
+)
+
+// The leader writes its log while it replicates (docs/node.md "The
+// leader's own write").
+//
+// hashicorp/raft's leader stores a batch (one write, one fsync) before it
+// signals its replicators, so every commit waits for two fsyncs in a row:
+// the leader's, then a follower's. The Raft thesis (§10.2.1) lets the
+// leader write in parallel with replication, provided it counts itself
+// towards a commit only for entries on its own disk. hashicorp/raft counts
+// the leader as soon as StoreLogs returns, so the member keeps that rule
+// at its seams instead:
+//
+//   - raft's log store is raftLog: a StoreLogs made outside the handling of
+//     an inbound RPC is the leader's own dispatch (raft's main loop makes
+//     both, one at a time; the seam counts the RPCs it has handed raft and
+//     not seen answered), and is stored deferred (wal.Log.StoreLogsDeferred:
+//     in the log at once, durable when wal.Log.Durable says). A follower's
+//     StoreLogs — always made while raft handles an append — stays
+//     synchronous, so its answer to the leader still means "on my disk".
+//     When in doubt (an RPC handed over while the leader dispatches) the
+//     store is synchronous.
+//   - an entry is applied only once it is durable here (the FSM gate,
+//     adapter.gate), so no client is answered on the strength of a copy
+//     only in memory;
+//   - the commit index this member sends in its appends is bounded by its
+//     durable index (transport.SeamHooks.CommitBound), so followers never
+//     apply an entry the leader holds only in memory; and the commit floor
+//     the guard persists counts raft's commit index only as far as it is
+//     durable here.
+//
+// Together: an entry reaches a state machine only when it is durable on
+// the leader and, by raft's count of its followers' answers, on enough
+// followers to make a majority with it — what Raft requires of a commit.
+
+// raftLog is the log store hashicorp/raft writes: the member's wal.Log,
+// with the leader's own appends deferred.
+type raftLog struct {
+	*wal.Log
+	inRaft *atomic.Int64 // RPCs handed to raft's main loop, not yet answered
+}
+
+// StoreLogs implements raft.LogStore: synchronous while raft handles an
+// RPC, deferred otherwise.
+func (l raftLog) StoreLogs(entries []*hraft.Log) error {
+	if l.inRaft.Load() > 0 {
+		return l.Log.StoreLogs(entries)
+	}
+	return l.Log.StoreLogsDeferred(entries)
+}
+
+// StoreLog implements raft.LogStore.
+func (l raftLog) StoreLog(e *hraft.Log) error { return l.StoreLogs([]*hraft.Log{e}) }
+
+// inRaftHook is the seam's InRaft hook: it counts the RPCs raft is
+// handling.
+func (n *Node) inRaftHook(begin bool) {
+	if begin {
+		n.inRaft.Add(1)
+	} else {
+		n.inRaft.Add(-1)
+	}
+}
+
+// durableCommit is raft's commit index as far as this member's log is
+// durable: what it may tell followers is committed and persist as its
+// commit floor.
+func (n *Node) durableCommit(r *hraft.Raft) uint64 {
+	return min(r.CommitIndex(), n.log.Durable())
+}
+
+// awaitDurable is the FSM gate: it returns true once the log is durable
+// through index, false when the node closes first (the entry is then not
+// applied here; it is on disk by the time the log closes, and a restart
+// applies it from there). A failed log never becomes durable: the gate
+// holds until Close.
+func (n *Node) awaitDurable(index uint64) bool {
+	for {
+		ch := n.log.DurableChanged()
+		if n.log.Durable() >= index {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-n.closed:
+			return n.log.Durable() >= index
+		}
+	}
+}
+
+// stepDownOnFailedLog makes a leader whose log failed step down now. Its
+// own appends are deferred, so the failure may be its writer's, which raft
+// does not see: hashicorp/raft steps down when a StoreLogs fails, so a
+// barrier makes it try one (it fails at once: the log refuses every write
+// once failed). Called by the log's failure report; it must not wait.
+func (n *Node) stepDownOnFailedLog() {
+	r := n.raftNow()
+	if r == nil || r.State() != hraft.Leader {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = r.Barrier(n.cfg.ApplyTimeout).Error() // fails: the log is failed
+	}()
+}

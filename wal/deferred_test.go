@@ -1,0 +1,340 @@
+package wal_test
+
+// Deferred appends (StoreLogsDeferred): part of the log at once, durable
+// only after the writer's fsync (Durable says when), checked by the guard
+// exactly as StoreLogs, made durable before any other write, written in
+// groups (one write and one fsync for everything waiting), and failing the
+// log on a write or sync error like StoreLogs.
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/faultfs"
+)
+
+// awaitDurable polls the log's Durable through DurableChanged until it
+// reaches want, or fails the test at the deadline.
+func awaitDurable(t *testing.T, l *wal.Log, want uint64) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		ch := l.DurableChanged()
+		if l.Durable() >= want {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("durable %d, want %d", l.Durable(), want)
+		}
+	}
+}
+
+// awaitHeld waits until n Syncs wait for a HoldSyncs release.
+func awaitHeld(t *testing.T, ffs *faultfs.FS, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for ffs.HeldSyncs() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d syncs held, want %d", ffs.HeldSyncs(), n)
+		}
+		time.Sleep(time.Millisecond) // polling the fault FS's counter
+	}
+}
+
+func openFault(t *testing.T, dir string) (*wal.Log, *faultfs.FS) {
+	t.Helper()
+	ffs := faultfs.New(wal.OSFS{})
+	l, err := wal.Open(dir, wal.WithFS(ffs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, ffs
+}
+
+func reopenCheck(t *testing.T, dir string, last uint64) {
+	t.Helper()
+	l, err := wal.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ftCheck(t, l, last)
+}
+
+func TestDeferredIsReadableAtOnceAndDurableAfterItsSync(t *testing.T) {
+	dir := t.TempDir()
+	l, ffs := openFault(t, dir)
+	if err := l.StoreLogs(ftBatch(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Durable(); got != 16 {
+		t.Fatalf("durable after StoreLogs: %d, want 16", got)
+	}
+	release := ffs.HoldSyncs()
+	defer release()
+	if err := l.StoreLogsDeferred(ftBatch(17, 32)); err != nil {
+		t.Fatal(err)
+	}
+	awaitHeld(t, ffs, 1) // the writer is in its fsync of 17..32
+	if err := l.StoreLogsDeferred(ftBatch(33, 48)); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := l.LastIndex(); last != 48 {
+		t.Fatalf("last index %d, want 48: a deferred batch is in the log at once", last)
+	}
+	ftCheck(t, l, 48) // every entry readable, from memory where not written
+	if got := l.Durable(); got != 16 {
+		t.Fatalf("durable %d while the fsync is held, want 16", got)
+	}
+	before := ffs.Syncs()
+	release()
+	awaitDurable(t, l, 48)
+	if got := ffs.Syncs() - before; got > 2 {
+		t.Fatalf("%d fsyncs for two batches, the second waiting during the first's: want at most 2", got)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopenCheck(t, dir, 48)
+}
+
+// Batches that arrive while the writer syncs are written together: one
+// write and one fsync for all of them.
+func TestDeferredBatchesWaitingAreSyncedTogether(t *testing.T) {
+	l, ffs := openFault(t, t.TempDir())
+	defer l.Close()
+	if err := l.StoreLogs(ftBatch(1, 4)); err != nil {
+		t.Fatal(err)
+	}
+	release := ffs.HoldSyncs()
+	defer release()
+	if err := l.StoreLogsDeferred(ftBatch(5, 8)); err != nil {
+		t.Fatal(err)
+	}
+	awaitHeld(t, ffs, 1)
+	for a := uint64(9); a <= 88; a += 4 {
+		if err := l.StoreLogsDeferred(ftBatch(a, a+3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := ffs.Syncs()
+	release()
+	awaitDurable(t, l, 88)
+	if got := ffs.Syncs() - before; got != 2 {
+		t.Fatalf("%d fsyncs for 21 deferred batches (1 syncing, 20 waiting): want 2", got)
+	}
+	ftCheck(t, l, 88)
+}
+
+func TestDeferredRefusedByTheGuardChangesNothing(t *testing.T) {
+	l, _ := openFault(t, t.TempDir())
+	defer l.Close()
+	if err := l.StoreLogs(ftBatch(1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StoreLogsDeferred(ftBatch(11, 20)); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		entries []*raft.Log
+		want    error
+	}{
+		{"gap", ftBatch(22, 25), wal.ErrNotContiguous},
+		{"overwrite of a deferred entry", ftBatch(20, 21), wal.ErrOverwrite},
+		{"zero term", []*raft.Log{{Index: 21, Term: 0, Type: raft.LogNoop}}, wal.ErrZeroTerm},
+	}
+	for _, c := range cases {
+		if err := l.StoreLogsDeferred(c.entries); !errors.Is(err, c.want) {
+			t.Fatalf("%s: %v, want %v", c.name, err, c.want)
+		}
+		if last, _ := l.LastIndex(); last != 20 {
+			t.Fatalf("%s: last index %d after a refusal, want 20", c.name, last)
+		}
+	}
+	awaitDurable(t, l, 20)
+	ftCheck(t, l, 20)
+}
+
+// Every other write first makes what waits durable: a synchronous append
+// returns with everything before it on disk, a truncation cuts deferred
+// entries that are on disk first, Close leaves them on disk.
+func TestWritesAfterDeferredMakeItDurableFirst(t *testing.T) {
+	t.Run("StoreLogs", func(t *testing.T) {
+		dir := t.TempDir()
+		l, ffs := openFault(t, dir)
+		if err := l.StoreLogs(ftBatch(1, 8)); err != nil {
+			t.Fatal(err)
+		}
+		release := ffs.HoldSyncs()
+		if err := l.StoreLogsDeferred(ftBatch(9, 16)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- l.StoreLogs(ftBatch(17, 24)) }()
+		awaitHeld(t, ffs, 1)
+		select {
+		case err := <-done:
+			t.Fatalf("StoreLogs returned (%v) while the deferred batch before it was not synced", err)
+		default:
+		}
+		release()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Durable(); got != 24 {
+			t.Fatalf("durable %d after StoreLogs returned, want 24", got)
+		}
+		l.Close()
+		reopenCheck(t, dir, 24)
+	})
+	t.Run("DeleteRange", func(t *testing.T) {
+		dir := t.TempDir()
+		l, _ := openFault(t, dir)
+		if err := l.StoreLogs(ftBatch(1, 8)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.StoreLogsDeferred(ftBatch(9, 24)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.DeleteRange(17, 24); err != nil {
+			t.Fatal(err)
+		}
+		if got, last := l.Durable(), lastIndex(l); got != 16 || last != 16 {
+			t.Fatalf("after the truncation: durable %d, last %d, want 16 and 16", got, last)
+		}
+		if err := l.StoreLogsDeferred(ftBatch(17, 20)); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		reopenCheck(t, dir, 20)
+	})
+	t.Run("Close", func(t *testing.T) {
+		dir := t.TempDir()
+		l, _ := openFault(t, dir)
+		if err := l.StoreLogs(ftBatch(1, 8)); err != nil {
+			t.Fatal(err)
+		}
+		for a := uint64(9); a < 200; a += 10 {
+			if err := l.StoreLogsDeferred(ftBatch(a, a+9)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		reopenCheck(t, dir, 208)
+	})
+}
+
+func lastIndex(l *wal.Log) uint64 { last, _ := l.LastIndex(); return last }
+
+// A failed fsync of the writer fails the log: Durable stays where the disk
+// is, every later write says ErrFailed, and a reopened log holds everything
+// that was durable and all or none of each batch after it.
+func TestDeferredWriterFailureFailsTheLog(t *testing.T) {
+	for _, fault := range []string{"fsync error", "write error"} {
+		t.Run(fault, func(t *testing.T) {
+			dir := t.TempDir()
+			l, ffs := openFault(t, dir)
+			if err := l.StoreLogs(ftBatch(1, 16)); err != nil {
+				t.Fatal(err)
+			}
+			ch := l.DurableChanged()
+			if fault == "fsync error" {
+				ffs.FailSyncs(syscall.EIO)
+			} else {
+				ffs.FailWrites(syscall.EIO)
+			}
+			if err := l.StoreLogsDeferred(ftBatch(17, 32)); err != nil {
+				t.Fatalf("deferred append: %v (the writer fails later)", err)
+			}
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the writer's failure was not signalled")
+			}
+			if l.Failure() == "" {
+				t.Fatal("the log did not fail")
+			}
+			if got := l.Durable(); got != 16 {
+				t.Fatalf("durable %d after the failed sync, want 16", got)
+			}
+			if err := l.StoreLogs(ftBatch(33, 40)); !errors.Is(err, wal.ErrFailed) {
+				t.Fatalf("StoreLogs after the failure: %v, want ErrFailed", err)
+			}
+			if err := l.StoreLogsDeferred(ftBatch(33, 40)); !errors.Is(err, wal.ErrFailed) {
+				t.Fatalf("StoreLogsDeferred after the failure: %v, want ErrFailed", err)
+			}
+			l.Close()
+			ffs.FailSyncs(nil)
+			ffs.FailWrites(nil)
+			r, err := wal.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			last := lastIndex(r)
+			if last != 16 && last != 32 {
+				t.Fatalf("reopened with last index %d: want 16 or 32 (all or none of the failed batch)", last)
+			}
+			ftCheck(t, r, last)
+		})
+	}
+}
+
+// Readers run while deferred batches are appended and written (run with
+// -race): every entry read is the one stored.
+func TestDeferredConcurrentReaders(t *testing.T) {
+	l, _ := openFault(t, t.TempDir())
+	defer l.Close()
+	if err := l.StoreLogs(ftBatch(1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				last := lastIndex(l)
+				for i := max(last, 10) - 9; i <= last; i++ {
+					var e raft.Log
+					if err := l.GetLog(i, &e); err != nil || e.Index != i {
+						errs <- fmt.Errorf("read %d: %v (index %d)", i, err, e.Index)
+						return
+					}
+				}
+			}
+		}()
+	}
+	for a := uint64(11); a < 3000; a += 7 {
+		if err := l.StoreLogsDeferred(ftBatch(a, a+6)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	awaitDurable(t, l, lastIndex(l))
+	ftCheck(t, l, lastIndex(l))
+}
