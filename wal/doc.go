@@ -30,7 +30,10 @@
 //     leaves the log unchanged.
 //   - G7: a returned StoreLogs is on disk (one write and one fdatasync per
 //     batch); Open cuts a torn tail (an unacknowledged last batch) and
-//     refuses to open over damage anywhere else.
+//     refuses to open over damage anywhere else. StoreLogsDeferred is the
+//     exception a caller asks for by name: its batch is durable once
+//     Durable reaches it (a Raft leader appending while it replicates);
+//     every other write first makes what it left durable.
 //
 // # What the caller must do
 //
