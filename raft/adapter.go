@@ -2,6 +2,7 @@ package raft
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -24,9 +25,12 @@ type adapter struct {
 	rec     history.Sink     // nil: no recording
 	recBuf  []history.Record // reused by the FSM goroutine
 	// gate, when set, returns once the log is durable through an index
-	// (true), or false when the entry must not be applied: the node is
-	// closing first (durable.go).
+	// (true), or false when it never will be: the log failed (durable.go).
 	gate func(index uint64) bool
+	// broken is set once a batch was not applied: every later batch is
+	// refused too, and no snapshot is taken, so the state machine never
+	// holds a later entry without an earlier one (the member must reopen).
+	broken atomic.Bool
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever applied moves
@@ -40,6 +44,10 @@ func newAdapter(sm fsm.StateMachine, rec history.Sink) *adapter {
 	return &adapter{sm: sm, rec: rec, changed: make(chan struct{})}
 }
 
+// errNotDurable answers entries the state machine did not apply because
+// the member's log failed before it held them (adapter.gate).
+var errNotDurable = errors.New("raft: entry not applied: the member's log failed before it held it")
+
 // applyResult is what Apply returns through raft's future.
 type applyResult struct {
 	data []byte
@@ -52,11 +60,13 @@ func (a *adapter) Apply(l *hraft.Log) interface{} {
 
 func (a *adapter) ApplyBatch(logs []*hraft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
-	if len(logs) > 0 && a.gate != nil && !a.gate(logs[len(logs)-1].Index) {
-		// Not durable here, and the node closes: nothing is applied or
-		// recorded (a restart applies it from the log).
+	if a.broken.Load() || (len(logs) > 0 && a.gate != nil && !a.gate(logs[len(logs)-1].Index)) {
+		// Never durable here (the log failed): nothing is applied or
+		// recorded, now or later; a reopened member applies it from the
+		// log, or from the leader.
+		a.broken.Store(true)
 		for i := range out {
-			out[i] = applyResult{err: ErrClosed}
+			out[i] = applyResult{err: errNotDurable}
 		}
 		return out
 	}
@@ -113,6 +123,9 @@ func (a *adapter) wait() <-chan struct{} {
 // Snapshot: the state machine's snapshot, prefixed with the applied index
 // so Restore can set it.
 func (a *adapter) Snapshot() (hraft.FSMSnapshot, error) {
+	if a.broken.Load() {
+		return nil, errNotDurable
+	}
 	s, err := a.sm.Snapshot()
 	if err != nil {
 		return nil, err

@@ -29,7 +29,8 @@ import (
 //     store is synchronous.
 //   - an entry is applied only once it is durable here (the FSM gate,
 //     adapter.gate), so no client is answered on the strength of a copy
-//     only in memory;
+//     only in memory; a configuration entry is stored synchronously, since
+//     raft acts on its commit without the state machine;
 //   - the commit index this member sends in its appends is bounded by its
 //     durable index (transport.SeamHooks.CommitBound), so followers never
 //     apply an entry the leader holds only in memory; and the commit floor
@@ -48,12 +49,26 @@ type raftLog struct {
 }
 
 // StoreLogs implements raft.LogStore: synchronous while raft handles an
-// RPC, deferred otherwise.
+// RPC, or when the batch holds a configuration entry; deferred otherwise.
+// hashicorp/raft decides a configuration is committed — and takes the next
+// membership change — from its own commit index, which counts the leader
+// as soon as this returns, not from the state machine the gate holds; a
+// configuration entry is therefore on the leader's disk (with everything
+// before it) before raft counts it.
 func (l raftLog) StoreLogs(entries []*hraft.Log) error {
-	if l.inRaft.Load() > 0 {
+	if l.inRaft.Load() > 0 || hasConfiguration(entries) {
 		return l.Log.StoreLogs(entries)
 	}
 	return l.Log.StoreLogsDeferred(entries)
+}
+
+func hasConfiguration(entries []*hraft.Log) bool {
+	for _, e := range entries {
+		if e.Type == hraft.LogConfiguration {
+			return true
+		}
+	}
+	return false
 }
 
 // StoreLog implements raft.LogStore.
@@ -77,21 +92,21 @@ func (n *Node) durableCommit(r *hraft.Raft) uint64 {
 }
 
 // awaitDurable is the FSM gate: it returns true once the log is durable
-// through index, false when the node closes first (the entry is then not
-// applied here; it is on disk by the time the log closes, and a restart
-// applies it from there). A failed log never becomes durable: the gate
-// holds until Close.
+// through index, false when the log failed first (a failed log never
+// becomes durable). It waits through Close: the log's writer runs until the
+// log closes, after raft has shut down, so an entry raft hands the state
+// machine is either applied or the log has failed — never skipped while a
+// later one is applied (the adapter refuses everything after a false).
 func (n *Node) awaitDurable(index uint64) bool {
 	for {
 		ch := n.log.DurableChanged()
 		if n.log.Durable() >= index {
 			return true
 		}
-		select {
-		case <-ch:
-		case <-n.closed:
-			return n.log.Durable() >= index
+		if n.log.Failure() != "" {
+			return false
 		}
+		<-ch
 	}
 }
 
@@ -108,6 +123,7 @@ func (n *Node) stepDownOnFailedLog() {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		_ = r.Barrier(n.cfg.ApplyTimeout).Error() // fails: the log is failed
+		// A barrier's future is not answered when raft shuts down first.
+		_ = waitFuture(n.closedCtx(), r.Barrier(n.cfg.ApplyTimeout)) // fails: the log is failed
 	}()
 }

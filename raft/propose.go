@@ -107,6 +107,11 @@ func (n *Node) proposeLocal(ctx context.Context, cmd []byte) (Result, error) {
 		return Result{}, indeterminate(n.cfg.ID, err)
 	}
 	res, _ := f.Response().(applyResult)
+	if errors.Is(res.err, errNotDurable) {
+		// Committed by raft's count, not applied here: the others may
+		// still commit it.
+		return Result{}, indeterminate(n.cfg.ID, res.err)
+	}
 	if res.err != nil {
 		// Committed, but its envelope was unreadable: cannot happen for
 		// commands sealed above; reported rather than hidden.

@@ -19,22 +19,27 @@ import (
 // disk syncs (the Raft thesis, §10.2.1); it must then count itself towards
 // a commit only up to Durable (raft.Node does, docs/node.md).
 //
-// The crash model is that of StoreLogs: at most one written but unsynced
-// region exists at any time, at the tail (the writer writes the next region
-// only after the previous one is synced, and every synchronous write first
-// makes everything waiting durable), so a crash leaves a prefix of the log
-// with at most its last region torn, which Open cuts. What was only waiting
+// The crash model is that of StoreLogs: what waits is one batch frame (the
+// records of every deferred batch since the writer last took one, under one
+// header), at most one written but unsynced frame exists at any time, at
+// the tail (the writer writes the next only after the previous one is
+// synced, and every synchronous write first makes everything waiting
+// durable), so a crash leaves a prefix of the log with at most its last
+// frame torn, which Open cuts whole. What was only waiting
 // in memory is lost with the process: it was never durable, and Durable
 // never said it was.
 
-// region is encoded frames of the tail segment that are in the log but not
-// yet on disk, in order: the bytes of the file from offset from on.
+// region is one batch frame of the tail segment that is in the log but not
+// yet on disk: the bytes of the file from offset from on, the records of
+// every deferred batch since the writer last took one, its header put when
+// the writer takes it.
 type region struct {
 	seg         *segment
 	from        int64
 	buf         []byte
 	first, last uint64 // indexes of the entries it holds
-	floor       uint64 // the highest floor among its frames
+	count       int    // entries it holds
+	floor       uint64 // the highest floor among its batches
 }
 
 func (r *region) empty() bool { return len(r.buf) == 0 }
@@ -109,31 +114,45 @@ func (l *segStore) DurableChanged() <-chan struct{} {
 }
 
 // appendDeferred puts a batch the guard accepted into the log without
-// waiting for the disk: its frame waits for the writer. A batch that must
-// start a segment (an empty log, a full tail) is appended synchronously
-// instead. wmu held.
+// waiting for the disk: its records join the frame that waits for the
+// writer (one frame for everything waiting, its header written when the
+// writer takes it, so a crash keeps it whole or cuts it whole as a torn
+// tail). A batch that must start a segment (an empty log, a full tail), or
+// that would make the waiting frame larger than a batch may be, is appended
+// synchronously instead. wmu held.
 func (l *segStore) appendDeferred(entries []*raft.Log, floor uint64) error {
 	sh, err := l.writable()
 	if err != nil {
 		return err
 	}
 	tail := l.segs[len(l.segs)-1]
-	if sh.Last == 0 || tail.size >= l.opts.segmentSize {
-		return l.appendBatch(entries, floor)
-	}
 	floor = max(floor, l.floor.now())
 	buf, at := encodeBatch(entries, floor)
+	l.mu.RLock()
+	waiting := len(l.def.pend.buf)
+	l.mu.RUnlock()
+	if sh.Last == 0 || tail.size >= l.opts.segmentSize || uint64(waiting+len(buf)) > maxBatch {
+		return l.appendBatch(entries, floor)
+	}
 	sampleBatch(len(entries), len(buf))
 	l.mu.Lock()
 	p := &l.def.pend
 	if p.empty() {
-		*p = region{seg: tail, from: tail.size, first: entries[0].Index}
+		// The frame's header is put when the writer takes the frame.
+		*p = region{seg: tail, from: tail.size, first: entries[0].Index, buf: buf[:frameHeaderSize:frameHeaderSize]}
+		tail.size += frameHeaderSize
+	}
+	// The batch's records, after the waiting ones, in the waiting frame.
+	recs := buf[frameHeaderSize:]
+	for i := range at {
+		at[i] -= frameHeaderSize
 	}
 	frameAt := tail.size
-	p.buf = append(p.buf, buf...)
+	p.buf = append(p.buf, recs...)
+	p.count += len(entries)
 	p.last, p.floor = entries[len(entries)-1].Index, max(p.floor, floor)
-	tail.size += int64(len(buf))
-	l.publishLocked(tail, entries, buf, at, frameAt)
+	tail.size += int64(len(recs))
+	l.publishLocked(tail, entries, recs, at, frameAt)
 	l.mu.Unlock()
 	l.def.once.Do(func() { go l.writer() })
 	select {
@@ -184,6 +203,7 @@ func (l *segStore) flushLocked() error {
 		l.mu.Unlock()
 		return nil
 	}
+	frameHeader{Kind: frameBatch, Count: uint32(r.count), Floor: r.floor, BodyLen: uint32(len(r.buf) - frameHeaderSize)}.put(r.buf)
 	l.def.pend, l.def.inflight = region{}, r
 	l.mu.Unlock()
 	if err := l.writeAt(r.seg, r.buf, r.from); err != nil {

@@ -175,6 +175,7 @@ func TestWritesAfterDeferredMakeItDurableFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		release := ffs.HoldSyncs()
+		defer release() // before Close, which waits for the writer
 		if err := l.StoreLogsDeferred(ftBatch(9, 16)); err != nil {
 			t.Fatal(err)
 		}
