@@ -30,7 +30,7 @@ func TestFencingChecker(t *testing.T) {
 		{"ack after a cancel returned", []Op{claim(5, 0, 1*ms), {Kind: "cancel", Job: "j", Call: 2 * ms, Return: 3 * ms, Outcome: "ok"}, ack("ack", 5, 4*ms)}, false},
 		{"refused ack after the next claim", []Op{claim(5, 0, 1*ms), claim(9, 2*ms, 3*ms), {Kind: "ack", Job: "j", Token: 5, Call: 4 * ms, Outcome: "stale"}}, true},
 	} {
-		v := fencing(c.ops)
+		v := fencing(c.ops, -1)
 		if v.OK != c.ok {
 			t.Errorf("%s: verdict %v, want ok=%v", c.name, v, c.ok)
 		}
