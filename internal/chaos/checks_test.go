@@ -35,6 +35,15 @@ func TestFencingChecker(t *testing.T) {
 			t.Errorf("%s: verdict %v, want ok=%v", c.name, v, c.ok)
 		}
 	}
+	// In a lie run, a superseding claim acknowledged after the lie began
+	// may be lost by the fault: excused; one acknowledged before is not.
+	late := []Op{claim(5, 0, 1*ms), claim(9, 2*ms, 3*ms), ack("ack", 5, 4*ms)}
+	if v := fencing(late, 3*ms); !v.OK || !strings.Contains(v.Detail, "1 excused") {
+		t.Errorf("claim acknowledged after the lie began: %v, want excused", v)
+	}
+	if v := fencing(late, 4*ms); v.OK {
+		t.Errorf("claim acknowledged before the lie began: %v, want a violation", v)
+	}
 }
 
 // The schedule's view of the cluster the liveness checker uses: member

@@ -109,6 +109,7 @@ func (r *runner) restart(i int, why string) {
 		return
 	}
 	r.p.Kill(i)
+	r.noteRestartFloor(i)
 	r.p.Start(i)
 	r.faults.restarted(i)
 	r.setDown(i, false)

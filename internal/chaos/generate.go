@@ -53,6 +53,10 @@ func Generate(seed uint64, o GenOptions) Schedule {
 		o.MaxActions = 6
 	}
 	s := Schedule{Seed: seed, Members: n, Span: o.Span}
+	if lrng := rand.New(rand.NewPCG(seed, 0x11e5)); n == 3 && o.Span >= 34*step && lrng.IntN(lieEvery) == 0 {
+		s.Actions = lyingDisk(lrng, o.Span)
+		return s
+	}
 	busy := make([][]Action, n) // member faults per member
 	flipped := map[int]bool{}
 	gone := map[int]bool{} // removed (or replaced) initial members
@@ -227,6 +231,32 @@ func Generate(seed uint64, o GenOptions) Schedule {
 	}
 	sortActions(s.Actions)
 	return s
+}
+
+// lieEvery: one three-member seed in lieEvery is the lying-disk composite
+// (drawn from a stream of its own, so the other seeds' schedules do not
+// depend on it).
+const lieEvery = 6
+
+// lyingDisk is the composite aimed at the guard's G4 refusal (docs/chaos.md,
+// "A lying disk"): committed entries vanish from a majority. The second
+// follower is killed (clients leave it alone), so the leader commits with
+// the first follower only, whose log lies from shortly after; the leader
+// is cut off, then the lying follower loses power (its log as it was when
+// the lie began) and restarts; it and the second follower, restarted, form
+// a majority without the lost entries, elect a leader and write at their
+// indexes; when the old leader heals it is asked to cut entries it
+// committed and applied.
+func lyingDisk(rng *rand.Rand, span time.Duration) []Action {
+	at := time.Duration(4+rng.IntN(5)) * step                  // a leader is known
+	lie := time.Duration(6+rng.IntN(5)) * step                 // the lie lasts 300-500ms
+	cut := at + step + lie - time.Duration(1+rng.IntN(2))*step // the leader is cut off 50-100ms before the power loss
+	heal := min(cut+time.Duration(20+rng.IntN(6))*step, span)  // long enough for the others to restart, elect and write
+	return []Action{
+		{At: at, For: lie + 4*step, Kind: Kill, Members: []int{Follower2}},
+		{At: at + step, For: lie, Kind: Lie, Members: []int{Follower}},
+		{At: cut, For: heal - cut, Kind: Partition, Members: []int{Leader}},
+	}
 }
 
 // overlaps reports whether a overlaps any of as in time.

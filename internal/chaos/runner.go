@@ -98,22 +98,25 @@ type runner struct {
 	// Replace).
 	members *members
 
-	mu         sync.Mutex
-	down       []bool // killed (or refused to start)
-	paused     []bool
-	flipped    []bool // took a bit flip
-	refused    []bool // exited on its own after a bit flip
-	lied       []bool // restarted with a log that lost what it wrote during a lie
-	lies       []lieSpan
-	violation  []Verdict
-	events     []Event
-	exits      []Event
-	memberBusy []bool                    // a member fault is in force on the member
-	resolved   map[int]Action            // the actions started, made concrete (resolve)
-	converged  uint64                    // the applied index the final phase converged at
-	diverged   map[int]*raft.Divergence  // members that reported Status.Diverged in the final phase
-	finalLead  int                       // the leader of the final phase's last status round (-1: none)
-	lists      map[int][]ctltest.JobView // the live members' jobs after convergence
+	mu      sync.Mutex
+	down    []bool // killed (or refused to start)
+	paused  []bool
+	flipped []bool // took a bit flip
+	refused []bool // exited on its own after a bit flip
+	lied    []bool // restarted with a log that lost what it wrote during a lie
+	lies    []lieSpan
+	// restartFloors[i][k]: the commit floor on disk when member i's
+	// process started for the k-th time (its k-th Started record; k >= 1)
+	restartFloors []map[int]uint64
+	violation     []Verdict
+	events        []Event
+	exits         []Event
+	memberBusy    []bool                    // a member fault is in force on the member
+	resolved      map[int]Action            // the actions started, made concrete (resolve)
+	converged     uint64                    // the applied index the final phase converged at
+	diverged      map[int]*raft.Divergence  // members that reported Status.Diverged in the final phase
+	finalLead     int                       // the leader of the final phase's last status round (-1: none)
+	lists         map[int][]ctltest.JobView // the live members' jobs after convergence
 }
 
 func (r *runner) since() time.Duration { return time.Since(r.start) }
@@ -202,7 +205,7 @@ func Run(t testing.TB, s Schedule, o Options) Result {
 	n := s.Slots()
 	r := &runner{t: t, s: s, o: o,
 		down: make([]bool, n), paused: make([]bool, n),
-		flipped: make([]bool, n), refused: make([]bool, n), lied: make([]bool, n),
+		flipped: make([]bool, n), refused: make([]bool, n), lied: make([]bool, n), restartFloors: make([]map[int]uint64, n),
 		memberBusy: make([]bool, n), resolved: map[int]Action{}, members: newMembers(s),
 		diverged: map[int]*raft.Divergence{}, finalLead: -1}
 	r.p = ctltest.StartProcs(t, n, func(i int, mc *ctltest.MemberConfig) {

@@ -160,6 +160,10 @@ func shapeOf(dir string) (LogShape, error) {
 	return s, err
 }
 
+// LogShapeOf reads member i's log on disk (read-only; the member should
+// be stopped).
+func (p *Procs) LogShapeOf(i int) (LogShape, error) { return shapeOf(logDir(p.Cfgs[i].DataDir)) }
+
 // LoseLog is the power loss of member i's lying disk: the member must be
 // stopped (Kill); its log's segments are replaced by the copy its POST
 // /lie took, so everything its log wrote since is lost, floor marks
