@@ -109,7 +109,7 @@ func (r *runner) ackedSet(ops []Op, lieAt time.Duration) Verdict {
 	}
 	detail := fmt.Sprintf("%d acknowledged of %d submitted, on %d members", acked, len(want), len(members))
 	if lieAt >= 0 {
-		detail += fmt.Sprintf("; %d losses excused (acknowledged at or after the lie began at %s)", excused, lieAt.Round(time.Millisecond))
+		detail += fmt.Sprintf("; %d losses (member × job) excused: acknowledged at or after the lie began at %s", excused, lieAt.Round(time.Millisecond))
 	}
 	return Verdict{Checker: "acked-set", OK: true, Detail: detail}
 }

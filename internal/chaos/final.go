@@ -187,7 +187,7 @@ func (r *runner) walCompare() Verdict {
 // divergedText describes a member's reported divergence ("" when none).
 func divergedText(s ctltest.Reply) string {
 	if d := s.Diverged; d != nil {
-		return fmt.Sprintf(" diverged at %d (its term %d, leader %s term %d, floor %d, %d refusals)", d.Index, d.LocalTerm, d.Leader, d.LeaderTerm, d.Floor, d.Refusals)
+		return fmt.Sprintf(" diverged at %d (its term %d, leader %s term %d, floor %d; guard refusals %d)", d.Index, d.LocalTerm, d.Leader, d.LeaderTerm, d.Floor, s.GuardRefusals)
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jobraft/jobraft/internal/history"
@@ -91,6 +92,7 @@ func (r *runner) honest() Verdict {
 		return Verdict{Checker: "honest", At: r.since(), Members: []int{lead}, Detail: fmt.Sprintf("the final leader m%d's log: %v", lead, err)}
 	}
 	compared, diverged := 0, 0
+	var seen []string
 	for _, i := range r.live() {
 		if applied[i] == nil {
 			continue
@@ -128,8 +130,13 @@ func (r *runner) honest() Verdict {
 				Detail: fmt.Sprintf("m%d applied index %d %s and reports Diverged (leader %s), but its log took the cluster's entry (%s) there", i, first, mine, d.Leader, theirs)}
 		}
 		diverged++
+		seen = append(seen, fmt.Sprintf("m%d applied index %d %s, the final log holds %s; Diverged at %d, leader %s term %d", i, first, mine, theirs, d.Index, d.Leader, d.LeaderTerm))
 	}
-	return Verdict{Checker: "honest", OK: true, Detail: fmt.Sprintf("one history per member that never lied; %d applied entries compared with the final log (m%d), %d members diverged where it differs, each reporting Diverged and keeping its own entry", compared, lead, diverged)}
+	detail := fmt.Sprintf("one history per member that never lied; %d applied entries compared with the final log (m%d); members where it differs: %d, each reporting Diverged and keeping its own entry", compared, lead, diverged)
+	if len(seen) > 0 {
+		detail += " (" + strings.Join(seen, "; ") + ")"
+	}
+	return Verdict{Checker: "honest", OK: true, Detail: detail}
 }
 
 // noteRestartFloor records, before member i's process starts again, the
