@@ -53,7 +53,8 @@ func Generate(seed uint64, o GenOptions) Schedule {
 		o.MaxActions = 6
 	}
 	s := Schedule{Seed: seed, Members: n, Span: o.Span}
-	if lrng := rand.New(rand.NewPCG(seed, 0x11e5)); n == 3 && o.Span >= 34*step && lrng.IntN(lieEvery) == 0 {
+	lrng := rand.New(rand.NewPCG(seed, 0x11e5))
+	if n == 3 && o.Span >= 34*step && lrng.IntN(lieEvery) == 0 {
 		s.Actions = lyingDisk(lrng, o.Span)
 		return s
 	}
@@ -229,8 +230,43 @@ func Generate(seed uint64, o GenOptions) Schedule {
 		}
 		s.Actions = append(s.Actions, a)
 	}
+	if lrng.IntN(randomLieEvery) == 0 {
+		if a, ok := randomLie(lrng, s, busy); ok {
+			s.Actions = append(s.Actions, a)
+		}
+	}
 	sortActions(s.Actions)
 	return s
+}
+
+// randomLieEvery: about one other seed in randomLieEvery gets one lie on
+// a random member (drawn from the lie stream too).
+const randomLieEvery = 10
+
+// randomLie returns a lie on a random member that has no member fault in
+// the span, or the leader: not in a schedule that changes the membership
+// (a lost configuration change would be the fault's, and the membership
+// checker judges the harness's view) or flips a bit (a member left down
+// and a diverged one could leave no majority that can make progress).
+func randomLie(rng *rand.Rand, s Schedule, busy [][]Action) (Action, bool) {
+	for _, a := range s.Actions {
+		if a.Kind == BitFlip || a.Kind.instant() && a.Kind != Transfer {
+			return Action{}, false
+		}
+	}
+	slots := int(s.Span / step)
+	at := time.Duration(rng.IntN(slots-4)) * step
+	a := Action{At: at, For: min(time.Duration(4+rng.IntN(9))*step, s.Span-at), Kind: Lie}
+	m := rng.IntN(s.Members + 1)
+	if m == s.Members {
+		a.Members = []int{Leader} // a clash with another member fault is skipped at run time
+		return a, true
+	}
+	if overlaps(busy[m], a) {
+		return Action{}, false
+	}
+	a.Members = []int{m}
+	return a, true
 }
 
 // lieEvery: one three-member seed in lieEvery is the lying-disk composite
