@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobraft/jobraft/internal/ctltest"
 )
 
 const ms = time.Millisecond
@@ -128,5 +130,36 @@ at 1s for 2s kill m1
 	}
 	if q, led := s.connectedQuorum([]int{2, 3}, 2*time.Second, nil, func(x int) bool { return x == 3 }); !q || !led {
 		t.Errorf("{2,3} with both up: quorum %v led %v, want both", q, led)
+	}
+}
+
+// In a lie run the acked-set checker excuses an acknowledged submit that
+// is missing everywhere only when it returned after the lie began; a job
+// twice, or one nobody submitted, stays a violation.
+func TestAckedSetUnderALie(t *testing.T) {
+	sub := func(tag string, ret time.Duration) Op {
+		return Op{Kind: "submit", Tags: []string{tag}, Call: ret - ms, Return: ret, Outcome: "ok"}
+	}
+	ops := []Op{sub("early", 10*ms), sub("late", 30*ms)}
+	job := func(tag string) ctltest.JobView {
+		return ctltest.JobView{ID: "id-" + tag, Queue: bulkQueue, Payload: tag}
+	}
+	for _, c := range []struct {
+		name  string
+		lieAt time.Duration
+		jobs  []ctltest.JobView
+		ok    bool
+	}{
+		{"no lie, both held", -1, []ctltest.JobView{job("early"), job("late")}, true},
+		{"no lie, one lost", -1, []ctltest.JobView{job("early")}, false},
+		{"lost after the lie began", 20 * ms, []ctltest.JobView{job("early")}, true},
+		{"lost before the lie began", 20 * ms, []ctltest.JobView{job("late")}, false},
+		{"twice under a lie", 20 * ms, []ctltest.JobView{job("early"), job("late"), {ID: "id-2", Queue: bulkQueue, Payload: "late"}}, false},
+		{"nobody submitted it, under a lie", 20 * ms, []ctltest.JobView{job("early"), job("late"), job("stray")}, false},
+	} {
+		r := &runner{lists: map[int][]ctltest.JobView{0: c.jobs}}
+		if v := r.ackedSet(ops, c.lieAt); v.OK != c.ok {
+			t.Errorf("%s: %v, want ok=%v", c.name, v, c.ok)
+		}
 	}
 }
