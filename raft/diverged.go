@@ -116,6 +116,13 @@ func (d *divergence) current() *Divergence {
 // record counts a divergent refusal; the first one sets the state and is
 // returned with first = true.
 func (d *divergence) record(div Divergence, now time.Time) (cur Divergence, first bool) {
+	return d.note(div, now, true)
+}
+
+// note sets the state when it is not set yet (first = true) and, for a
+// refusal, counts it; a divergence an append showed (divergentEntry) is
+// no refusal.
+func (d *divergence) note(div Divergence, now time.Time, refusal bool) (cur Divergence, first bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.d == nil {
@@ -124,7 +131,9 @@ func (d *divergence) record(div Divergence, now time.Time) (cur Divergence, firs
 		first = true
 		d.set.Store(true)
 	}
-	d.d.Refusals++
+	if refusal {
+		d.d.Refusals++
+	}
 	return *d.d, first
 }
 
@@ -192,12 +201,14 @@ func (n *Node) classify(rf refusal) {
 // differs from the member's own entry there and is higher than it. The
 // leader then holds another entry at an index this member committed: it
 // has diverged, whether or not raft ever gets as far as asking to cut it.
-// It does not when the entries before it were compacted here (a snapshot
-// covers them): raft's lookup of the previous entry fails, the leader
-// walks back one index at a time, and no truncation is ever asked for, so
-// the guard never refuses one (a lying disk elsewhere in the cluster
-// reaches this; docs/chaos.md, "A lying disk"). Entries above the floor, or
-// outside the log, are raft's to reconcile.
+// The seam asks only about an append raft will not truncate for (when it
+// will, at or below the floor, the guard's refusal shows the divergence).
+// Raft never asks when the entries before it were compacted here (a
+// snapshot covers them): raft's lookup of the previous entry fails, the
+// leader walks back one index at a time, and no truncation is ever asked
+// for, so the guard never refuses one (a lying disk elsewhere in the
+// cluster reaches this; docs/chaos.md, "A lying disk"). Entries above the
+// floor, or outside the log, are raft's to reconcile.
 func divergentEntry(log hraft.LogStore, floor uint64, a *hraft.AppendEntriesRequest) (Divergence, bool) {
 	if len(a.Entries) == 0 || a.Entries[0] == nil || a.Entries[0].Index > floor {
 		return Divergence{}, false
@@ -229,7 +240,7 @@ func divergentEntry(log hraft.LogStore, floor uint64, a *hraft.AppendEntriesRequ
 // diverge records a divergence; the first one is logged and published
 // (err: what showed it, the guard's refusal or nil).
 func (n *Node) diverge(div Divergence, err error) {
-	cur, first := n.div.record(div, time.Now())
+	cur, first := n.div.note(div, time.Now(), err != nil)
 	if !first {
 		return
 	}
