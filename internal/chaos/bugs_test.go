@@ -26,9 +26,9 @@ import (
 //     asked to cut them. The guard refuses and the member reports
 //     Diverged (honest passes); with the bug armed the cut goes through
 //     and the member holds the new entries under a state machine that
-//     applied the lost ones: honest (its log took the cluster's entry
-//     where it applied another; or, where it does not report Diverged,
-//     digest and applied see the two states too).
+//     applied the lost ones, and reports nothing: honest (it does not
+//     report Diverged where the final log differs from what it applied),
+//     digest and applied (the two states).
 //   - clamp,floor: armed together, the truncation the clamp's stale
 //     commit makes the guard refuse goes through: the member keeps a
 //     state machine that applied an entry the log no longer holds
