@@ -103,9 +103,10 @@ CHAOS_SEEDS ?= 1000
 
 ## chaos-bugs: proves the chaos checkers against deliberately injected bugs
 ## (internal/bugs, built only with -tags chaosbugs): fencing, exactly-once
-## dedupe, the commit clamp, and the guard floor armed with the clamp must
-## each be caught within 50 seeds; prints the seed and the checkers that
-## caught each (docs/chaos.md: why floor alone is unreachable).
+## dedupe, the commit clamp, the guard floor armed with the clamp, and the
+## guard floor alone (reached by a lying disk) must each be caught within
+## 50 seeds; prints the seed and the checkers that caught each
+## (docs/chaos.md, "Proving the checkers").
 chaos-bugs:
 	@mkdir -p .soak; status=0; \
 	$(GO) test -tags chaosbugs -count=1 -timeout 60m -run 'TestInjectedBugs' ./internal/chaos/ -v > .soak/chaos-bugs.log 2>&1 || status=$$?; \

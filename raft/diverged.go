@@ -28,7 +28,10 @@ import (
 // Divergence describes how this member's log diverged from its leader's.
 type Divergence struct {
 	// Index is where the leader asked to cut this member's log: the first
-	// index of the refused suffix truncation, at or below Floor.
+	// index of the refused suffix truncation, at or below Floor; or, when
+	// no cut could be asked for (the entries before it were compacted
+	// here), the first index at or below Floor where the leader's append
+	// carried an entry of another, higher term (divergentEntry).
 	Index uint64 `json:"index"`
 	// LocalTerm is the term of this member's own entry at Index.
 	LocalTerm uint64 `json:"local_term"`
@@ -113,6 +116,13 @@ func (d *divergence) current() *Divergence {
 // record counts a divergent refusal; the first one sets the state and is
 // returned with first = true.
 func (d *divergence) record(div Divergence, now time.Time) (cur Divergence, first bool) {
+	return d.note(div, now, true)
+}
+
+// note sets the state when it is not set yet (first = true) and, for a
+// refusal, counts it; a divergence an append showed (divergentEntry) is
+// no refusal.
+func (d *divergence) note(div Divergence, now time.Time, refusal bool) (cur Divergence, first bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.d == nil {
@@ -121,7 +131,9 @@ func (d *divergence) record(div Divergence, now time.Time) (cur Divergence, firs
 		first = true
 		d.set.Store(true)
 	}
-	d.d.Refusals++
+	if refusal {
+		d.d.Refusals++
+	}
 	return *d.d, first
 }
 
@@ -180,7 +192,55 @@ func (n *Node) classify(rf refusal) {
 	if !ok {
 		return
 	}
-	cur, first := n.div.record(div, time.Now())
+	n.diverge(div, rf.ge)
+}
+
+// divergentEntry finds what a refusal cannot show: an append from a
+// leader (its term not below ours: raft handles it) carrying an entry
+// inside this member's log, at or below its commit floor, whose term
+// differs from the member's own entry there and is higher than it. The
+// leader then holds another entry at an index this member committed: it
+// has diverged, whether or not raft ever gets as far as asking to cut it.
+// The seam asks only about an append raft will not truncate for (when it
+// will, at or below the floor, the guard's refusal shows the divergence).
+// Raft never asks when the entries before it were compacted here (a
+// snapshot covers them): raft's lookup of the previous entry fails, the
+// leader walks back one index at a time, and no truncation is ever asked
+// for, so the guard never refuses one (a lying disk elsewhere in the
+// cluster reaches this; docs/chaos.md, "A lying disk"). Entries above the
+// floor, or outside the log, are raft's to reconcile.
+func divergentEntry(log hraft.LogStore, floor uint64, a *hraft.AppendEntriesRequest) (Divergence, bool) {
+	if len(a.Entries) == 0 || a.Entries[0] == nil || a.Entries[0].Index > floor {
+		return Divergence{}, false
+	}
+	first, err := log.FirstIndex()
+	if err != nil {
+		return Divergence{}, false
+	}
+	last, err := log.LastIndex()
+	if err != nil {
+		return Divergence{}, false
+	}
+	for _, e := range a.Entries {
+		if e == nil || e.Index > floor || e.Index > last {
+			break
+		}
+		var stored hraft.Log
+		if e.Index < first || log.GetLog(e.Index, &stored) != nil || stored.Term == e.Term {
+			continue
+		}
+		if a.Term <= stored.Term {
+			return Divergence{}, false
+		}
+		return Divergence{Index: e.Index, LocalTerm: stored.Term, LeaderTerm: a.Term, Leader: string(a.ID), Floor: floor}, true
+	}
+	return Divergence{}, false
+}
+
+// diverge records a divergence; the first one is logged and published
+// (err: what showed it, the guard's refusal or nil).
+func (n *Node) diverge(div Divergence, err error) {
+	cur, first := n.div.note(div, time.Now(), err != nil)
 	if !first {
 		return
 	}
@@ -189,5 +249,5 @@ func (n *Node) classify(rf refusal) {
 		"and this member stands for no election and installs no snapshot until it is re-seeded (docs/node.md, \"A diverged member\")",
 		"index", cur.Index, "local_term", cur.LocalTerm, "leader", cur.Leader, "leader_term", cur.LeaderTerm, "floor", cur.Floor)
 	n.events.publish(Event{Kind: EventDiverged, Time: cur.Since, Leader: cur.Leader, Term: cur.LeaderTerm, Index: cur.Index,
-		Err: rf.ge, Divergence: &cur})
+		Err: err, Divergence: &cur})
 }

@@ -197,3 +197,49 @@ func TestSnapshotGate(t *testing.T) {
 	}
 	sink.Cancel()
 }
+
+// An append carrying, at or below the floor, an entry of another and
+// higher term than this member's own is a divergence even when raft could
+// never ask to cut it (the entries before it compacted here: its lookup of
+// the previous entry fails). Entries above the floor, equal ones, and a
+// leader whose term is not above the local entry's are not.
+func TestDivergentEntry(t *testing.T) {
+	log := hraft.NewInmemStore()
+	for i := uint64(5); i <= 20; i++ { // [1,4] compacted
+		if err := log.StoreLog(&hraft.Log{Index: i, Term: 2, Type: hraft.LogCommand}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app := func(term uint64, from, to, entryTerm uint64) *hraft.AppendEntriesRequest {
+		a := &hraft.AppendEntriesRequest{RPCHeader: hraft.RPCHeader{ID: []byte("m1")}, Term: term, PrevLogEntry: from - 1, PrevLogTerm: 1}
+		for i := from; i <= to; i++ {
+			a.Entries = append(a.Entries, &hraft.Log{Index: i, Term: entryTerm, Type: hraft.LogCommand})
+		}
+		return a
+	}
+	cases := []struct {
+		name   string
+		floor  uint64
+		a      *hraft.AppendEntriesRequest
+		want   bool
+		wantAt uint64
+	}{
+		{"from the compacted prefix into the committed log", 18, app(3, 2, 9, 3), true, 5},
+		{"inside the committed log", 18, app(3, 10, 12, 3), true, 10},
+		{"above the floor", 9, app(3, 10, 12, 3), false, 0},
+		{"the same entries again", 18, app(3, 6, 8, 2), false, 0},
+		{"only the compacted prefix", 18, app(3, 1, 4, 3), false, 0},
+		{"a leader whose term is not above ours", 18, app(2, 10, 12, 1), false, 0},
+		{"no entries", 18, &hraft.AppendEntriesRequest{Term: 3}, false, 0},
+	}
+	for _, tc := range cases {
+		d, ok := divergentEntry(log, tc.floor, tc.a)
+		if ok != tc.want {
+			t.Errorf("%s: divergentEntry = %+v, %t, want %t", tc.name, d, ok, tc.want)
+			continue
+		}
+		if ok && (d.Index != tc.wantAt || d.LocalTerm != 2 || d.LeaderTerm != tc.a.Term || d.Leader != "m1" || d.Floor != tc.floor) {
+			t.Errorf("%s: divergence %+v, want index %d", tc.name, d, tc.wantAt)
+		}
+	}
+}

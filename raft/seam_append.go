@@ -70,6 +70,13 @@ func (n *Node) checkAppend(rpc hraft.RPC, a *hraft.AppendEntriesRequest) bool {
 	}
 	i, ok := conflictAt(n.log, a)
 	if !ok {
+		// No truncation to refuse: an append whose previous entry this
+		// member compacted may still show a divergence (divergentEntry).
+		if !n.div.is() {
+			if d, ok := divergentEntry(n.log, n.log.Floor(), a); ok {
+				n.diverge(d, nil)
+			}
+		}
 		return false
 	}
 	at, entries := a.Entries[i].Index, a.Entries[i:]

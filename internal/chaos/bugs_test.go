@@ -20,14 +20,19 @@ import (
 //     leader's appends to the deposed leader back off between reading its
 //     last index and its commit index, and one carries a commit index past
 //     what it verifies.
-//   - floor alone is unreachable: the guard's G4 refusal fires only when
-//     raft asks to cut at or below its own commit index, which
-//     hashicorp/raft does only after a commit index went wrong. Armed
-//     with clamp ("clamp,floor") the truncation the guard would refuse
-//     goes through: the member keeps a state machine that applied an
-//     entry the log no longer holds (digest, acked-set) instead of being
-//     stuck (convergence). wal.TestHistoricTruncationAtOrBelowFloorRefused
-//     fails with floor armed alone.
+//   - floor is reached by the lying-disk composite (generate.go,
+//     lyingDisk): entries the old leader committed with a follower whose
+//     log lied vanish from a majority; when the old leader heals it is
+//     asked to cut them. The guard refuses and the member reports
+//     Diverged (honest passes); with the bug armed the cut goes through
+//     and the member holds the new entries under a state machine that
+//     applied the lost ones, and reports nothing: honest (it does not
+//     report Diverged where the final log differs from what it applied),
+//     digest and applied (the two states).
+//   - clamp,floor: armed together, the truncation the clamp's stale
+//     commit makes the guard refuse goes through: the member keeps a
+//     state machine that applied an entry the log no longer holds
+//     (digest, acked-set) instead of being stuck (convergence).
 var injected = []struct {
 	bug      string
 	checkers []string
@@ -36,6 +41,7 @@ var injected = []struct {
 	{"dedupe", []string{"acked-set", "linearizable"}},
 	{"clamp", []string{"applied", "digest"}},
 	{"clamp,floor", []string{"applied", "digest", "acked-set"}},
+	{"floor", []string{"honest", "digest", "applied"}},
 }
 
 // TestInjectedBugs (go test -tags chaosbugs; make chaos-bugs) arms each

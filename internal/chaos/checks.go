@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,28 +17,41 @@ import (
 // finalChecks runs the checkers that judge the whole recorded run.
 func (r *runner) finalChecks() []Verdict {
 	ops := r.wl.all()
-	out := []Verdict{r.ackedSet(ops), fencing(ops), r.linearizable(), r.liveness()}
-	return append(out, r.walCompare())
+	lieAt, _, lied := r.firstLie()
+	if !lied {
+		lieAt = -1
+	}
+	out := []Verdict{r.ackedSet(ops, lieAt), fencing(ops, lieAt), r.linearizable(lieAt), r.liveness()}
+	return append(out, r.walCompare(), r.honest())
 }
 
 // ackedSet: every bulk submit acknowledged (ok) exists exactly once on
 // every live member, one whose outcome is unknown at most once, one
 // refused (not_submitted) never; no job exists that no client submitted;
-// every model job whose submit was acknowledged exists.
-func (r *runner) ackedSet(ops []Op) Verdict {
+// every model job whose submit was acknowledged exists. In a lie run
+// (lieAt >= 0: the earliest lie began then) an acknowledged submit that
+// returned at or after lieAt may have been committed with the lying
+// member's acknowledgement only, and is lost by the fault when it is
+// missing: excused (counted); everything else holds.
+func (r *runner) ackedSet(ops []Op, lieAt time.Duration) Verdict {
 	if r.lists == nil {
 		return Verdict{Checker: "acked-set", OK: true, Detail: "not checked: the members did not converge"}
 	}
 	want := map[string]string{} // tag → outcome
-	models := map[string]bool{}
+	ret := map[string]time.Duration{}
+	models := map[string]time.Duration{} // model job → when its first acknowledged submit returned
 	for _, op := range ops {
 		switch {
 		case op.Kind == "submit" && len(op.Tags) == 1, op.Kind == "batch-job":
-			want[op.Tags[0]] = op.Outcome
+			want[op.Tags[0]], ret[op.Tags[0]] = op.Outcome, op.Return
 		case op.Kind == "submit" && op.Outcome == ctltest.OutcomeOK:
-			models[op.Job] = true
+			if at, ok := models[op.Job]; !ok || op.Return < at {
+				models[op.Job] = op.Return
+			}
 		}
 	}
+	lost := func(at time.Duration) bool { return lieAt >= 0 && at >= lieAt } // the lie's to lose
+	excused := 0
 	acked := 0
 	for _, o := range want {
 		if o == ctltest.OutcomeOK {
@@ -76,22 +90,36 @@ func (r *runner) ackedSet(ops []Op) Verdict {
 		}
 		for tag, o := range want {
 			if o == ctltest.OutcomeOK && count[tag] != 1 {
+				if count[tag] == 0 && lost(ret[tag]) {
+					excused++
+					continue
+				}
 				return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d lost acknowledged submit %s", i, tag)}
 			}
 		}
-		for id := range models {
+		for id, at := range models {
 			if !ids[id] {
+				if lost(at) {
+					excused++
+					continue
+				}
 				return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d lost acknowledged model job %s", i, id)}
 			}
 		}
 	}
-	return Verdict{Checker: "acked-set", OK: true, Detail: fmt.Sprintf("%d acknowledged of %d submitted, on %d members", acked, len(want), len(members))}
+	detail := fmt.Sprintf("%d acknowledged of %d submitted, on %d members", acked, len(want), len(members))
+	if lieAt >= 0 {
+		detail += fmt.Sprintf("; %d losses (member × job) excused: acknowledged at or after the lie began at %s", excused, lieAt.Round(time.Millisecond))
+	}
+	return Verdict{Checker: "acked-set", OK: true, Detail: detail}
 }
 
 // fencing: no ack or extend is accepted on a lease that was already
 // superseded when the call was made: by a claim of the same job with a
-// higher token, or by a cancel, that had returned ok.
-func fencing(ops []Op) Verdict {
+// higher token, or by a cancel, that had returned ok. In a lie run (lieAt
+// >= 0) a superseding claim or cancel that returned at or after lieAt may
+// be lost by the fault, and what it superseded with it: excused.
+func fencing(ops []Op, lieAt time.Duration) Verdict {
 	type claim struct {
 		token uint64
 		ret   time.Duration
@@ -111,32 +139,61 @@ func fencing(ops []Op) Verdict {
 			cancels[op.Job] = append(cancels[op.Job], op.Return)
 		}
 	}
-	checked := 0
+	checked, excused := 0, 0
+	lost := func(at time.Duration) bool { return lieAt >= 0 && at >= lieAt }
 	for _, op := range ops {
 		if op.Outcome != ctltest.OutcomeOK || (op.Kind != "ack" && op.Kind != "extend") {
 			continue
 		}
 		checked++
 		for _, c := range claims[op.Job] {
+			if c.token > op.Token && c.ret < op.Call && lost(c.ret) {
+				excused++
+				continue
+			}
 			if c.token > op.Token && c.ret < op.Call {
 				return Verdict{Checker: "fencing", At: op.Call, Index: op.Token,
 					Detail: fmt.Sprintf("%s of %s with token %d accepted at %s, after a claim with token %d returned at %s", op.Kind, op.Job, op.Token, op.Call.Round(time.Millisecond), c.token, c.ret.Round(time.Millisecond))}
 			}
 		}
 		for _, at := range cancels[op.Job] {
+			if at < op.Call && lost(at) {
+				excused++
+				continue
+			}
 			if at < op.Call {
 				return Verdict{Checker: "fencing", At: op.Call, Index: op.Token,
 					Detail: fmt.Sprintf("%s of %s with token %d accepted at %s, after its cancel returned at %s", op.Kind, op.Job, op.Token, op.Call.Round(time.Millisecond), at.Round(time.Millisecond))}
 			}
 		}
 	}
-	return Verdict{Checker: "fencing", OK: true, Detail: fmt.Sprintf("%d accepted acks and extends", checked)}
+	detail := fmt.Sprintf("%d accepted acks and extends", checked)
+	if lieAt >= 0 {
+		detail += fmt.Sprintf("; %d excused (superseded by a claim or cancel acknowledged at or after the lie began at %s)", excused, lieAt.Round(time.Millisecond))
+	}
+	return Verdict{Checker: "fencing", OK: true, Detail: detail}
 }
 
 // linearizable checks the model jobs' history with porcupine; on a
 // violation porcupine's own visualization is written next to the picture.
-func (r *runner) linearizable() Verdict {
+// In a lie run (lieAt >= 0) it checks the operations called before the
+// lie began (as they returned, or did not): an operation that can be lost
+// by the fault was committed after lieAt, so it returned after every
+// operation it checks was called, and it is not among them.
+func (r *runner) linearizable(lieAt time.Duration) Verdict {
 	ops := r.wl.rec.Ops()
+	if lieAt >= 0 {
+		all := len(ops)
+		cut := int64(lieAt - r.wl.recAt) // on rec's clock, at or before lieAt
+		ops = slices.DeleteFunc(ops, func(op porcupine.Operation) bool { return op.Call >= cut })
+		v := r.checkLinearizable(ops)
+		v.Detail += fmt.Sprintf(" (called before the lie began at %s; %d later excused)", lieAt.Round(time.Millisecond), all-len(ops))
+		return v
+	}
+	return r.checkLinearizable(ops)
+}
+
+func (r *runner) checkLinearizable(ops []porcupine.Operation) Verdict {
 	res, info := jobmodel.Check(ops, 30*time.Second)
 	switch res {
 	case porcupine.Ok:

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobraft/jobraft/internal/ctltest"
 )
 
 const ms = time.Millisecond
@@ -30,10 +32,19 @@ func TestFencingChecker(t *testing.T) {
 		{"ack after a cancel returned", []Op{claim(5, 0, 1*ms), {Kind: "cancel", Job: "j", Call: 2 * ms, Return: 3 * ms, Outcome: "ok"}, ack("ack", 5, 4*ms)}, false},
 		{"refused ack after the next claim", []Op{claim(5, 0, 1*ms), claim(9, 2*ms, 3*ms), {Kind: "ack", Job: "j", Token: 5, Call: 4 * ms, Outcome: "stale"}}, true},
 	} {
-		v := fencing(c.ops)
+		v := fencing(c.ops, -1)
 		if v.OK != c.ok {
 			t.Errorf("%s: verdict %v, want ok=%v", c.name, v, c.ok)
 		}
+	}
+	// In a lie run, a superseding claim acknowledged after the lie began
+	// may be lost by the fault: excused; one acknowledged before is not.
+	late := []Op{claim(5, 0, 1*ms), claim(9, 2*ms, 3*ms), ack("ack", 5, 4*ms)}
+	if v := fencing(late, 3*ms); !v.OK || !strings.Contains(v.Detail, "1 excused") {
+		t.Errorf("claim acknowledged after the lie began: %v, want excused", v)
+	}
+	if v := fencing(late, 4*ms); v.OK {
+		t.Errorf("claim acknowledged before the lie began: %v, want a violation", v)
 	}
 }
 
@@ -119,5 +130,36 @@ at 1s for 2s kill m1
 	}
 	if q, led := s.connectedQuorum([]int{2, 3}, 2*time.Second, nil, func(x int) bool { return x == 3 }); !q || !led {
 		t.Errorf("{2,3} with both up: quorum %v led %v, want both", q, led)
+	}
+}
+
+// In a lie run the acked-set checker excuses an acknowledged submit that
+// is missing everywhere only when it returned after the lie began; a job
+// twice, or one nobody submitted, stays a violation.
+func TestAckedSetUnderALie(t *testing.T) {
+	sub := func(tag string, ret time.Duration) Op {
+		return Op{Kind: "submit", Tags: []string{tag}, Call: ret - ms, Return: ret, Outcome: "ok"}
+	}
+	ops := []Op{sub("early", 10*ms), sub("late", 30*ms)}
+	job := func(tag string) ctltest.JobView {
+		return ctltest.JobView{ID: "id-" + tag, Queue: bulkQueue, Payload: tag}
+	}
+	for _, c := range []struct {
+		name  string
+		lieAt time.Duration
+		jobs  []ctltest.JobView
+		ok    bool
+	}{
+		{"no lie, both held", -1, []ctltest.JobView{job("early"), job("late")}, true},
+		{"no lie, one lost", -1, []ctltest.JobView{job("early")}, false},
+		{"lost after the lie began", 20 * ms, []ctltest.JobView{job("early")}, true},
+		{"lost before the lie began", 20 * ms, []ctltest.JobView{job("late")}, false},
+		{"twice under a lie", 20 * ms, []ctltest.JobView{job("early"), job("late"), {ID: "id-2", Queue: bulkQueue, Payload: "late"}}, false},
+		{"nobody submitted it, under a lie", 20 * ms, []ctltest.JobView{job("early"), job("late"), job("stray")}, false},
+	} {
+		r := &runner{lists: map[int][]ctltest.JobView{0: c.jobs}}
+		if v := r.ackedSet(ops, c.lieAt); v.OK != c.ok {
+			t.Errorf("%s: %v, want ok=%v", c.name, v, c.ok)
+		}
 	}
 }

@@ -109,6 +109,7 @@ func (r *runner) restart(i int, why string) {
 		return
 	}
 	r.p.Kill(i)
+	r.noteRestartFloor(i)
 	r.p.Start(i)
 	r.faults.restarted(i)
 	r.setDown(i, false)
@@ -161,7 +162,7 @@ func (r *runner) resolve(k int, a Action) (Action, bool) {
 		}
 	}
 	switch a.Kind {
-	case Kill, Pause, Fsync, DiskFull, Skew, BitFlip:
+	case Kill, Pause, Fsync, DiskFull, Skew, BitFlip, Lie:
 		m := a.Members[0]
 		r.mu.Lock()
 		busy := r.down[m] || r.paused[m] || r.memberBusy[m]
@@ -212,6 +213,8 @@ func (r *runner) begin(k int, a Action) {
 	case Skew:
 		r.p.Cfgs[m].ClockOffset = a.Skew
 		r.restart(m, "clock skewed "+a.Skew.String())
+	case Lie:
+		r.lie(k, m)
 	case Transfer:
 		go r.transfer()
 	case Add, Remove, Replace:
@@ -219,6 +222,40 @@ func (r *runner) begin(k int, a Action) {
 	default:
 		r.faults.set(k, a, true)
 	}
+}
+
+// lie starts action k's lying disk on member m: the member copies its
+// log's segments (POST /lie); a member that does not answer is not lied
+// to, and the action is skipped.
+func (r *runner) lie(k, m int) {
+	rep, err := r.p.CallT(m, "/lie", ctltest.Request{}, 2*time.Second)
+	if err != nil || rep.Outcome != ctltest.OutcomeOK {
+		r.note(m, "skip lie: m%d took no copy of its log: %v %s", m, err, rep.Error)
+		r.mu.Lock()
+		delete(r.resolved, k)
+		r.memberBusy[m] = false
+		r.mu.Unlock()
+		return
+	}
+	r.note(m, "lie: its log's fsyncs lie from now on (its segments copied)")
+}
+
+// loseLog ends action k's lying disk: the member is killed, its log loses
+// everything it wrote since the lie began, and it restarts.
+func (r *runner) loseLog(k, m int) {
+	r.setDown(m, true)
+	r.p.Kill(m)
+	before, after, err := r.p.LoseLog(m)
+	if err != nil {
+		r.note(m, "lie: log not rolled back: %v", err)
+	} else {
+		r.mu.Lock()
+		r.lied[m] = true
+		r.lies = append(r.lies, lieSpan{k: k, member: m, at: r.resolved[k].At, lost: r.since().Round(time.Millisecond)})
+		r.mu.Unlock()
+		r.note(m, "lie: power lost, its log as it was when the lie began (%s, was %s)", after, before)
+	}
+	r.restart(m, "after lie")
 }
 
 func (r *runner) end(k int, _ Action) {
@@ -246,6 +283,8 @@ func (r *runner) end(k int, _ Action) {
 	switch a.Kind {
 	case Kill, BitFlip:
 		r.restart(m, "after "+string(a.Kind))
+	case Lie:
+		r.loseLog(k, m)
 	case Fsync, DiskFull:
 		// The member's log failed closed (wal.ErrFailed) and stays failed
 		// until reopened: the disk healed, the operator restarts it.

@@ -56,11 +56,25 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 		}
 		ok, leader := true, false
 		last = last[:0]
+		lead, leadTerm := -1, uint64(0)
 		for _, i := range r.live() {
 			rep, err := r.p.CallT(i, "/status", ctltest.Request{}, time.Second)
 			if err != nil {
 				ok = false
 				break
+			}
+			if rep.Diverged != nil {
+				r.mu.Lock()
+				if r.diverged[i] == nil {
+					r.diverged[i] = rep.Diverged
+				}
+				r.mu.Unlock()
+			}
+			if rep.Role == "Leader" && rep.Term >= leadTerm {
+				lead, leadTerm = i, rep.Term
+			}
+			if r.setAside(i) {
+				continue // a diverged member of a lie run: honest judges it
 			}
 			last = append(last, rep)
 			leader = leader || rep.Role == "Leader"
@@ -68,13 +82,18 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 				ok = false
 			}
 		}
+		if lead >= 0 {
+			r.mu.Lock()
+			r.finalLead = lead
+			r.mu.Unlock()
+		}
 		if ok && leader && len(last) > 0 && last[0].Applied > 0 {
 			break
 		}
 		if w.Exceeded(r.o.Converge) {
 			var b strings.Builder
 			for _, s := range last {
-				fmt.Fprintf(&b, " [%s term %d commit %d applied %d digest %d/%.8s]", s.Role, s.Term, s.Commit, s.Applied, s.DigestIndex, s.Digest)
+				fmt.Fprintf(&b, " [%s term %d commit %d applied %d digest %d/%.8s%s]", s.Role, s.Term, s.Commit, s.Applied, s.DigestIndex, s.Digest, divergedText(s))
 			}
 			return append(out, Verdict{Checker: "convergence", At: r.since(), Detail: fmt.Sprintf("not converged %s after the heal at %s:%s", w.Report(r.o.Converge), healAt.Round(time.Millisecond), b.String())})
 		}
@@ -99,11 +118,11 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 		out = append(out, Verdict{Checker: "applied", At: r.since(), Detail: "final check: " + err.Error()})
 	default:
 		for _, v := range vs {
-			out = append(out, Verdict{Checker: "applied", At: r.since(), Detail: v.String()})
+			out = append(out, Verdict{Checker: "applied", At: r.since(), Detail: v.String(), Members: r.slotsOf(v.Member, v.Other)})
 		}
 	}
 	r.lists = map[int][]ctltest.JobView{}
-	for _, i := range r.live() {
+	for _, i := range r.judged() {
 		var jobs []ctltest.JobView
 		for _, q := range append([]string{bulkQueue}, modelQueues()...) {
 			rep, err := r.p.CallT(i, "/list", ctltest.Request{Queue: q, Local: true}, 10*time.Second)
@@ -128,13 +147,15 @@ func modelQueues() []string {
 
 // walCompare stops every member (SIGKILL) and compares the live members'
 // logs on disk: no committed divergence, no payload lost. Members left
-// down after a bit flip are left out (their damage is the fault).
+// down after a bit flip are left out (their damage is the fault), and so
+// are, in a lie run, the members that reported Diverged (honest judges
+// them).
 func (r *runner) walCompare() Verdict {
 	for i := 0; i < r.s.Slots(); i++ {
 		r.p.Kill(i)
 	}
 	var ms []walcompare.Member
-	for _, i := range r.live() {
+	for _, i := range r.judged() {
 		m, err := walcompare.OpenDir(fmt.Sprintf("m%d", i), r.p.Cfgs[i].DataDir)
 		if err != nil {
 			return Verdict{Checker: "walcompare", At: r.since(), Detail: err.Error()}
@@ -161,4 +182,12 @@ func (r *runner) walCompare() Verdict {
 		return Verdict{Checker: "walcompare", At: r.since(), Detail: fmt.Sprintf("%d payloads lost", n)}
 	}
 	return Verdict{Checker: "walcompare", OK: true, Detail: fmt.Sprintf("[%d, %d) committed %d (%s)", rep.From, rep.End, rep.Committed, rep.CommittedBasis)}
+}
+
+// divergedText describes a member's reported divergence ("" when none).
+func divergedText(s ctltest.Reply) string {
+	if d := s.Diverged; d != nil {
+		return fmt.Sprintf(" diverged at %d (its term %d, leader %s term %d, floor %d; guard refusals %d)", d.Index, d.LocalTerm, d.Leader, d.LeaderTerm, d.Floor, s.GuardRefusals)
+	}
+	return ""
 }

@@ -53,6 +53,11 @@ func Generate(seed uint64, o GenOptions) Schedule {
 		o.MaxActions = 6
 	}
 	s := Schedule{Seed: seed, Members: n, Span: o.Span}
+	lrng := rand.New(rand.NewPCG(seed, 0x11e5))
+	if n == 3 && o.Span >= 34*step && lrng.IntN(lieEvery) == 0 {
+		s.Actions = lyingDisk(lrng, o.Span)
+		return s
+	}
 	busy := make([][]Action, n) // member faults per member
 	flipped := map[int]bool{}
 	gone := map[int]bool{} // removed (or replaced) initial members
@@ -225,8 +230,76 @@ func Generate(seed uint64, o GenOptions) Schedule {
 		}
 		s.Actions = append(s.Actions, a)
 	}
+	if lrng.IntN(randomLieEvery) == 0 {
+		if a, ok := randomLie(lrng, s, busy); ok {
+			s.Actions = append(s.Actions, a)
+		}
+	}
 	sortActions(s.Actions)
 	return s
+}
+
+// randomLieEvery: about one other seed in randomLieEvery gets one lie on
+// a random member (drawn from the lie stream too).
+const randomLieEvery = 10
+
+// randomLie returns a lie on a random member that has no member fault in
+// the span, or the leader: not in a schedule that changes the membership
+// (a lost configuration change would be the fault's, and the membership
+// checker judges the harness's view) or flips a bit (a member left down
+// and a diverged one could leave no majority that can make progress).
+func randomLie(rng *rand.Rand, s Schedule, busy [][]Action) (Action, bool) {
+	for _, a := range s.Actions {
+		if a.Kind == BitFlip || a.Kind.instant() && a.Kind != Transfer {
+			return Action{}, false
+		}
+	}
+	slots := int(s.Span / step)
+	at := time.Duration(rng.IntN(slots-4)) * step
+	a := Action{At: at, For: min(time.Duration(4+rng.IntN(9))*step, s.Span-at), Kind: Lie}
+	m := rng.IntN(s.Members + 1)
+	if m == s.Members {
+		a.Members = []int{Leader} // a clash with another member fault is skipped at run time
+		return a, true
+	}
+	if overlaps(busy[m], a) {
+		return Action{}, false
+	}
+	a.Members = []int{m}
+	return a, true
+}
+
+// lieEvery: one three-member seed in lieEvery is the lying-disk composite
+// (drawn from a stream of its own, so the other seeds' schedules do not
+// depend on it).
+const lieEvery = 6
+
+// lyingDisk is the composite aimed at the guard's G4 refusal (docs/chaos.md,
+// "A lying disk"): committed entries vanish from a majority. The second
+// follower is killed (clients leave it alone), so the leader commits with
+// the first follower only, whose log lies from shortly after; the leader
+// is cut off, then the lying follower loses power (its log as it was when
+// the lie began) and restarts; it and the second follower, restarted, form
+// a majority without the lost entries, elect a leader and write at their
+// indexes; when the old leader heals it is asked to cut entries it
+// committed and applied.
+func lyingDisk(rng *rand.Rand, span time.Duration) []Action {
+	at := time.Duration(4+rng.IntN(3)) * step                  // a leader is known
+	lie := time.Duration(5+rng.IntN(4)) * step                 // the lie lasts 250-400ms
+	cut := at + step + lie - time.Duration(1+rng.IntN(2))*step // the leader is cut off 50-100ms before the power loss
+	// The old leader heals 500-650ms after the power loss: long enough for
+	// the others to restart, elect and write, and early enough that the
+	// new leader has not yet taken a snapshot and compacted the index its
+	// replication to the old leader starts from (it would send that
+	// snapshot, which the old leader installs without noticing: a gap,
+	// docs/chaos.md, "A lying disk"). Early and short, so fewer entries
+	// reach the logs before the heal.
+	heal := min(at+step+lie+time.Duration(10+rng.IntN(4))*step, span)
+	return []Action{
+		{At: at, For: lie + 2*step, Kind: Kill, Members: []int{Follower2}},
+		{At: at + step, For: lie, Kind: Lie, Members: []int{Follower}},
+		{At: cut, For: heal - cut, Kind: Partition, Members: []int{Leader}},
+	}
 }
 
 // overlaps reports whether a overlaps any of as in time.

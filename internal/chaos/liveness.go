@@ -97,9 +97,13 @@ func (r *runner) liveness() Verdict {
 	var worst time.Duration
 	first := time.Duration(-1) // the first leaderless round of a connected quorum's current stretch
 	var prev time.Duration     // the previous round
+	_, loss, lied := r.firstLie()
 	for k := 0; k+n <= len(samples); k += n {
 		round := samples[k : k+n]
 		t := round[0].At
+		if lied && t >= loss {
+			break // after a lie's power loss: not judged (docs/chaos.md, "A lying disk")
+		}
 		voters, known := r.members.configAt(t)
 		healthy := make([]bool, n)
 		for _, s := range round {
@@ -138,7 +142,11 @@ func (r *runner) liveness() Verdict {
 				Detail: fmt.Sprintf("a connected quorum of %v without a leader for at least %s from %s (bound %s, %s)", voters, gap.Round(time.Millisecond), first.Round(time.Millisecond), bound, stall)}
 		}
 	}
-	return Verdict{Checker: "liveness", OK: true, Detail: fmt.Sprintf("longest leaderless stretch of a connected quorum %s (bound %s)", worst.Round(time.Millisecond), bound)}
+	detail := fmt.Sprintf("longest leaderless stretch of a connected quorum %s (bound %s)", worst.Round(time.Millisecond), bound)
+	if lied {
+		detail += fmt.Sprintf("; judged until the first lie's power loss at %s", loss.Round(time.Millisecond))
+	}
+	return Verdict{Checker: "liveness", OK: true, Detail: detail}
 }
 
 // connectedQuorum reports whether, at offset t, a majority of voters is

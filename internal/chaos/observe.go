@@ -29,13 +29,20 @@ type observer struct {
 
 	mu      sync.Mutex
 	samples []Sample
-	leaders map[uint64]int    // term → the member seen leading it
-	digests map[uint64]string // digest index → sum
-	digAt   map[uint64]int    // digest index → the member that reported it first
+	leaders map[uint64]int                // term → the member seen leading it
+	digests map[uint64]string             // digest index → sum
+	digAt   map[uint64]int                // digest index → the member that reported it first
+	digBy   map[uint64]map[int]digestSeen // digest index → member → its first report (a lie run judges digests again without the members the lie touched)
 }
 
 func newObserver(r *runner) *observer {
-	return &observer{r: r, leaders: map[uint64]int{}, digests: map[uint64]string{}, digAt: map[uint64]int{}}
+	return &observer{r: r, leaders: map[uint64]int{}, digests: map[uint64]string{}, digAt: map[uint64]int{}, digBy: map[uint64]map[int]digestSeen{}}
+}
+
+// digestSeen is a member's first report of its digest at one index.
+type digestSeen struct {
+	sum string
+	at  time.Duration
 }
 
 // pollEvery is the status poll period.
@@ -95,8 +102,17 @@ func (o *observer) round() {
 			}
 		}
 		if s.DigestIndex > 0 {
+			if o.digBy[s.DigestIndex] == nil {
+				o.digBy[s.DigestIndex] = map[int]digestSeen{}
+			}
+			if own, ok := o.digBy[s.DigestIndex][s.Member]; !ok {
+				o.digBy[s.DigestIndex][s.Member] = digestSeen{s.Digest, s.At}
+			} else if own.sum != s.Digest {
+				o.r.violate(Verdict{Checker: "digest", At: s.At, Index: s.DigestIndex, Members: []int{s.Member},
+					Detail: fmt.Sprintf("m%d digest %.8s, then %.8s at applied index %d", s.Member, own.sum, s.Digest, s.DigestIndex)})
+			}
 			if d, ok := o.digests[s.DigestIndex]; ok && d != s.Digest {
-				o.r.violate(Verdict{Checker: "digest", At: s.At, Index: s.DigestIndex,
+				o.r.violate(Verdict{Checker: "digest", At: s.At, Index: s.DigestIndex, Members: []int{o.digAt[s.DigestIndex], s.Member},
 					Detail: fmt.Sprintf("m%d digest %.8s, m%d digest %.8s at applied index %d", o.digAt[s.DigestIndex], d, s.Member, s.Digest, s.DigestIndex)})
 			} else if !ok {
 				o.digests[s.DigestIndex], o.digAt[s.DigestIndex] = s.Digest, s.Member

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/raft"
 )
 
 // Options tune a run.
@@ -31,6 +32,9 @@ type Verdict struct {
 	Detail  string
 	At      time.Duration // when a violation was seen (since the run's start)
 	Index   uint64        // the raft index it concerns, when one does
+	// Members are the members (slots) a violation concerns, when known: a
+	// lie run excuses some checkers' violations by the members they name.
+	Members []int
 }
 
 func (v Verdict) String() string {
@@ -94,21 +98,56 @@ type runner struct {
 	// Replace).
 	members *members
 
-	mu         sync.Mutex
-	down       []bool // killed (or refused to start)
-	paused     []bool
-	flipped    []bool // took a bit flip
-	refused    []bool // exited on its own after a bit flip
-	violation  []Verdict
-	events     []Event
-	exits      []Event
-	memberBusy []bool                    // a member fault is in force on the member
-	resolved   map[int]Action            // the actions started, made concrete (resolve)
-	converged  uint64                    // the applied index the final phase converged at
-	lists      map[int][]ctltest.JobView // the live members' jobs after convergence
+	mu      sync.Mutex
+	down    []bool // killed (or refused to start)
+	paused  []bool
+	flipped []bool // took a bit flip
+	refused []bool // exited on its own after a bit flip
+	lied    []bool // restarted with a log that lost what it wrote during a lie
+	lies    []lieSpan
+	// restartFloors[i][k]: the commit floor on disk when member i's
+	// process started for the k-th time (its k-th Started record; k >= 1)
+	restartFloors []map[int]uint64
+	violation     []Verdict
+	events        []Event
+	exits         []Event
+	memberBusy    []bool                    // a member fault is in force on the member
+	resolved      map[int]Action            // the actions started, made concrete (resolve)
+	converged     uint64                    // the applied index the final phase converged at
+	diverged      map[int]*raft.Divergence  // members that reported Status.Diverged in the final phase
+	finalLead     int                       // the leader of the final phase's last status round (-1: none)
+	lists         map[int][]ctltest.JobView // the live members' jobs after convergence
 }
 
 func (r *runner) since() time.Duration { return time.Since(r.start) }
+
+// lieSpan is a lie that took effect: action k's member lied from at and
+// lost what its log wrote since when its power went at lost.
+type lieSpan struct {
+	k, member int
+	at, lost  time.Duration
+}
+
+// slotsOf returns the slots of the member IDs named ("" skipped).
+func (r *runner) slotsOf(ids ...string) []int {
+	var out []int
+	for _, id := range ids {
+		for i := range r.p.Cfgs {
+			if id != "" && r.p.Cfgs[i].ID == id {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// lieRun returns the lies that took effect (none: the run is judged as
+// any other).
+func (r *runner) lieRun() []lieSpan {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]lieSpan(nil), r.lies...)
+}
 
 // violate records a safety violation the moment a checker sees it.
 func (r *runner) violate(v Verdict) {
@@ -166,8 +205,9 @@ func Run(t testing.TB, s Schedule, o Options) Result {
 	n := s.Slots()
 	r := &runner{t: t, s: s, o: o,
 		down: make([]bool, n), paused: make([]bool, n),
-		flipped: make([]bool, n), refused: make([]bool, n),
-		memberBusy: make([]bool, n), resolved: map[int]Action{}, members: newMembers(s)}
+		flipped: make([]bool, n), refused: make([]bool, n), lied: make([]bool, n), restartFloors: make([]map[int]uint64, n),
+		memberBusy: make([]bool, n), resolved: map[int]Action{}, members: newMembers(s),
+		diverged: map[int]*raft.Divergence{}, finalLead: -1}
 	r.p = ctltest.StartProcs(t, n, func(i int, mc *ctltest.MemberConfig) {
 		mc.Join = i >= s.Members // a spare: empty, outside the configuration until added
 		mc.Faults = true
@@ -208,8 +248,10 @@ func Run(t testing.TB, s Schedule, o Options) Result {
 	r.faults.close()
 
 	r.mu.Lock()
-	res := Result{Schedule: s, Verdicts: append(append([]Verdict(nil), r.violation...), verdicts...)}
+	all := append(append([]Verdict(nil), r.violation...), verdicts...)
 	r.mu.Unlock()
+	all, excused := r.excuse(all)
+	res := Result{Schedule: s, Verdicts: append(all, excused...)}
 	res.Verdicts = append(res.Verdicts, r.continuousVerdicts()...)
 	res.Ops, res.Samples = len(r.wl.all()), len(r.obs.all())
 	res.Wall = time.Since(wall)
@@ -257,7 +299,7 @@ func (r *runner) appliedLoop(stop <-chan struct{}) {
 			continue // a running check skips what it cannot read
 		}
 		for _, v := range vs {
-			r.violate(Verdict{Checker: "applied", At: r.since(), Detail: v.String()})
+			r.violate(Verdict{Checker: "applied", At: r.since(), Detail: v.String(), Members: r.slotsOf(v.Member, v.Other)})
 		}
 	}
 }

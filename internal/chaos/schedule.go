@@ -58,6 +58,17 @@ const (
 	// the append sent after the back-off that spans the stall carries that
 	// old index as verified and a commit index already past it.
 	Stall Kind = "stall"
+	// Lie makes a member's log a lying disk for the span: from its start
+	// the log's fsyncs succeed while its data sits in a volatile cache
+	// (ctltest's POST /lie copies the log's segments then, with no write
+	// interleaving); at its end the member is SIGKILLed, everything its
+	// log wrote since the start is lost (the copy is put back: a
+	// crash-consistent earlier state, commit floor marks included) and it
+	// restarts. Its stable store (term, vote) and snapshots keep their
+	// durability. It breaks Raft's stable-storage assumption: what the
+	// checkers excuse and what they still require is in docs/chaos.md,
+	// "A lying disk".
+	Lie Kind = "lie"
 	// Transfer asks the leader to hand leadership over (instant).
 	Transfer Kind = "transfer"
 	// Add adds a spare (a member process started empty, not in the
@@ -150,7 +161,7 @@ func (s Schedule) Validate() error {
 				return fmt.Errorf("%w: action %d (%s) names member %d", ErrSchedule, i, a.Kind, m)
 			}
 		}
-		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0, Stall: 1, Add: 1, Remove: 1, Replace: 2}
+		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0, Stall: 1, Lie: 1, Add: 1, Remove: 1, Replace: 2}
 		if n, ok := want[a.Kind]; ok && len(a.Members) != n {
 			return fmt.Errorf("%w: action %d (%s) takes %d members, has %d", ErrSchedule, i, a.Kind, n, len(a.Members))
 		}
@@ -361,7 +372,7 @@ func parseAction(w []string) (Action, error) {
 		}
 	}
 	switch a.Kind {
-	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Stall, Transfer, Add, Remove, Replace:
+	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Stall, Lie, Transfer, Add, Remove, Replace:
 	default:
 		return a, fmt.Errorf("unknown kind %q", a.Kind)
 	}

@@ -43,9 +43,9 @@ func TestGenerateConstraints(t *testing.T) {
 				t.Fatalf("seed %d: %s ends after the span %s", seed, a, s.Span)
 			}
 			switch a.Kind {
-			case Kill, Pause, Fsync, DiskFull, Skew, BitFlip:
+			case Kill, Pause, Fsync, DiskFull, Skew, BitFlip, Lie:
 				m := a.Members[0]
-				if m == Leader || m == Isolated {
+				if m < 0 {
 					continue // resolved at run time; a clash is skipped there
 				}
 				if overlaps(per[m], a) {
@@ -89,7 +89,10 @@ func TestGenerateConstraints(t *testing.T) {
 			t.Fatalf("seed %d: %d spares, %d removals, %d replacing, %d flips in %d members:\n%s", seed, s.Spare, removed, replaced, flips, s.Members, s)
 		}
 	}
-	for _, w := range weights {
+	for _, w := range append(weights, struct {
+		kind Kind
+		w    int
+	}{Lie, 0}) {
 		if kinds[w.kind] == 0 {
 			t.Errorf("kind %s never generated in 1000 seeds", w.kind)
 		}

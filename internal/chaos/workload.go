@@ -31,10 +31,13 @@ const noReply = "unknown"
 // operations go to porcupine), bulk clients on one shared queue doing
 // everything else.
 type workload struct {
-	r    *runner
-	rec  *jobmodel.Recorder
-	stop chan struct{}
-	wg   sync.WaitGroup
+	r   *runner
+	rec *jobmodel.Recorder
+	// recAt is the run's offset just after rec started: an operation
+	// recorded at rec's time c was called at offset at most c + recAt.
+	recAt time.Duration
+	stop  chan struct{}
+	wg    sync.WaitGroup
 
 	mu  sync.Mutex
 	ops []Op
@@ -51,7 +54,9 @@ const (
 )
 
 func newWorkload(r *runner) *workload {
-	return &workload{r: r, rec: jobmodel.NewRecorder(), stop: make(chan struct{})}
+	w := &workload{r: r, rec: jobmodel.NewRecorder(), stop: make(chan struct{})}
+	w.recAt = r.since()
+	return w
 }
 
 func (w *workload) start(seed uint64) {

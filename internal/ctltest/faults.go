@@ -2,7 +2,11 @@ package ctltest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -52,15 +56,30 @@ type memberFaults struct {
 	mu      sync.Mutex
 	net     *faultnet.Network
 	disk    *faultfs.FS
+	dataDir string
 	stallID int // the last stall armed
 }
 
 // newMemberFaults makes a fault network and a fault FS, both healthy until
 // a spec arrives; options are the node options that route the member's
 // traffic and log through them.
-func newMemberFaults() *memberFaults {
-	return &memberFaults{net: faultnet.New(time.Now().UnixNano()), disk: faultfs.New(wal.OSFS{})}
+func newMemberFaults(dataDir string) *memberFaults {
+	return &memberFaults{net: faultnet.New(time.Now().UnixNano()), disk: faultfs.New(wal.OSFS{}), dataDir: dataDir}
 }
+
+// logDir is where a member's node keeps its log (raft.Config.DataDir/log):
+// its segment files, and its stable store (term, vote).
+func logDir(dataDir string) string { return filepath.Join(dataDir, "log") }
+
+// lieDir is where a member's lying disk keeps the log as it was when the
+// lie began (POST /lie), next to the data dir: nothing the member opens.
+func lieDir(dataDir string) string { return filepath.Clean(dataDir) + ".lie" }
+
+// isSegment names the files a lie covers: the log's segments. The stable
+// store (stable.db: current term and vote) is not written through the
+// fault FS and keeps its durability: a vote forgotten would let a member
+// vote twice in a term, an election-safety failure of the fault's own.
+func isSegment(name string) bool { return strings.HasSuffix(name, ".seg") }
 
 // options carries the member's raft traffic, RPCs and log through f.
 func (f *memberFaults) options() []nodeopt.Option {
@@ -109,5 +128,57 @@ func (f *memberFaults) handler(next http.Handler) http.Handler {
 		f.apply(s)
 		_ = json.NewEncoder(w).Encode(Reply{Outcome: OutcomeOK})
 	})
+	// POST /lie: from now on the member's log lies (its fsyncs succeed, its
+	// data stays in a volatile cache): the log's segments are copied, with
+	// no write, sync, truncation or removal interleaving (faultfs.Checkpoint),
+	// and the harness's Procs.LoseLog puts the copy back after a kill.
+	mux.HandleFunc("POST /lie", func(w http.ResponseWriter, r *http.Request) {
+		rep := Reply{Outcome: OutcomeOK}
+		if err := f.disk.Checkpoint(logDir(f.dataDir), lieDir(f.dataDir), isSegment); err != nil {
+			rep = Reply{Outcome: OutcomeError, Error: err.Error()}
+		}
+		_ = json.NewEncoder(w).Encode(rep)
+	})
 	return mux
+}
+
+// LogShape is what a log on disk holds: its last index and its commit
+// floor (the highest floor mark of its segments).
+type LogShape struct{ Last, Floor uint64 }
+
+func (s LogShape) String() string { return fmt.Sprintf("last %d floor %d", s.Last, s.Floor) }
+
+// shapeOf reads the log in dir (read-only).
+func shapeOf(dir string) (LogShape, error) {
+	r, err := wal.ReadOnly(dir)
+	if err != nil {
+		return LogShape{}, err
+	}
+	var s LogShape
+	err = r.Scan(0, 0, func(rec *wal.Record) bool { s.Last = max(s.Last, rec.Index); return true })
+	s.Floor = r.Floor()
+	return s, err
+}
+
+// LogShapeOf reads member i's log on disk (read-only; the member should
+// be stopped).
+func (p *Procs) LogShapeOf(i int) (LogShape, error) { return shapeOf(logDir(p.Cfgs[i].DataDir)) }
+
+// LoseLog is the power loss of member i's lying disk: the member must be
+// stopped (Kill); its log's segments are replaced by the copy its POST
+// /lie took, so everything its log wrote since is lost, floor marks
+// included (they live in the segments), while its stable store and
+// snapshots stay as they are. The copy is consumed. It returns the log's
+// shape before and after.
+func (p *Procs) LoseLog(i int) (before, after LogShape, err error) {
+	if p.Running(i) {
+		return before, after, fmt.Errorf("ctltest: lose log of %s: the member runs", p.Cfgs[i].ID)
+	}
+	dd := p.Cfgs[i].DataDir
+	before, _ = shapeOf(logDir(dd))
+	if err := faultfs.Restore(logDir(dd), lieDir(dd), isSegment); err != nil {
+		return before, after, err
+	}
+	after, _ = shapeOf(logDir(dd))
+	return before, after, os.RemoveAll(lieDir(dd))
 }

@@ -131,7 +131,7 @@ func runMember(mc MemberConfig) error {
 	var faults *memberFaults
 	var opts []nodeopt.Option
 	if mc.Faults {
-		faults = newMemberFaults()
+		faults = newMemberFaults(mc.DataDir)
 		opts = faults.options()
 	}
 	applied, err := history.OpenFile(mc.ID, historyPath(mc.DataDir), func(err error) {
@@ -242,6 +242,12 @@ type Reply struct {
 	Digest      string `json:"digest,omitempty"`
 	// Voters of the member's latest configuration (/status), sorted.
 	Voters []string `json:"voters,omitempty"`
+	// Diverged is raft.Status.Diverged (/status): the leader asked this
+	// member to cut entries at or below its commit floor and its guard
+	// refused; nil otherwise.
+	Diverged *raft.Divergence `json:"diverged,omitempty"`
+	// GuardRefusals is raft.Status.GuardRefusals (/status).
+	GuardRefusals uint64 `json:"guard_refusals,omitempty"`
 }
 
 func view(j jobraft.Job) *JobView {
@@ -370,7 +376,8 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 	handle("/status", func(ctx context.Context, r Request) Reply {
 		s := ctl.Node().Status()
 		rep := Reply{Outcome: OutcomeOK, Role: s.Role, Term: s.Term, Applied: s.AppliedIndex, Commit: s.CommitIndex, Leader: s.LeaderID,
-			Last: s.LastIndex, DigestIndex: s.Digest.Index, Digest: fmt.Sprintf("%x", s.Digest.Sum)}
+			Last: s.LastIndex, DigestIndex: s.Digest.Index, Digest: fmt.Sprintf("%x", s.Digest.Sum),
+			Diverged: s.Diverged, GuardRefusals: s.GuardRefusals}
 		for _, m := range s.Members {
 			if m.Voter {
 				rep.Voters = append(rep.Voters, m.ID)

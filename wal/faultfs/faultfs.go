@@ -1,12 +1,15 @@
 // Package faultfs is a wal.FS that injects the faults of a failing disk
-// (write errors, short writes, fsync errors, a full disk) for tests. It is a
+// (write errors, short writes, fsync errors, a full disk, a stall) for
+// tests, and the two halves of a lying one (Checkpoint, Restore). It is a
 // separate package so that no host binary links it; a log takes it through
 // wal.WithFS.
 package faultfs
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -20,6 +23,12 @@ import (
 // use it; it is never used by default.
 type FS struct {
 	inner wal.FS
+
+	// ops is held shared by every call that changes what is on disk
+	// (writes, syncs, truncations, creations, removals, renames) for its
+	// whole length, and exclusively by Checkpoint: no change interleaves
+	// with a checkpoint's copy.
+	ops sync.RWMutex
 
 	mu         sync.Mutex
 	writeErr   error
@@ -90,6 +99,10 @@ func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error)
 			return nil, &os.PathError{Op: "open", Path: name, Err: err}
 		}
 	}
+	if flag&os.O_CREATE != 0 {
+		f.ops.RLock()
+		defer f.ops.RUnlock()
+	}
 	inner, err := f.inner.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -98,10 +111,18 @@ func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error)
 }
 
 // Remove implements wal.FS.
-func (f *FS) Remove(name string) error { return f.inner.Remove(name) }
+func (f *FS) Remove(name string) error {
+	f.ops.RLock()
+	defer f.ops.RUnlock()
+	return f.inner.Remove(name)
+}
 
 // Rename implements wal.FS.
-func (f *FS) Rename(o, n string) error { return f.inner.Rename(o, n) }
+func (f *FS) Rename(o, n string) error {
+	f.ops.RLock()
+	defer f.ops.RUnlock()
+	return f.inner.Rename(o, n)
+}
 
 // ReadDirNames implements wal.FS.
 func (f *FS) ReadDirNames(dir string) ([]string, error) { return f.inner.ReadDirNames(dir) }
@@ -111,6 +132,8 @@ func (f *FS) MkdirAll(dir string, perm os.FileMode) error { return f.inner.Mkdir
 
 // SyncDir implements wal.FS.
 func (f *FS) SyncDir(dir string) error {
+	f.ops.RLock()
+	defer f.ops.RUnlock()
 	f.mu.Lock()
 	err := f.syncErr
 	f.mu.Unlock()
@@ -127,6 +150,12 @@ type faultFile struct {
 
 func (ff *faultFile) Write(p []byte) (int, error) { return ff.faulty(p, ff.File.Write) }
 
+func (ff *faultFile) Truncate(size int64) error {
+	ff.fs.ops.RLock()
+	defer ff.fs.ops.RUnlock()
+	return ff.File.Truncate(size)
+}
+
 func (ff *faultFile) WriteAt(p []byte, off int64) (int, error) {
 	return ff.faulty(p, func(b []byte) (int, error) { return ff.File.WriteAt(b, off) })
 }
@@ -134,6 +163,8 @@ func (ff *faultFile) WriteAt(p []byte, off int64) (int, error) {
 // faulty applies the armed write faults to one write of p done by write.
 func (ff *faultFile) faulty(p []byte, write func([]byte) (int, error)) (int, error) {
 	f := ff.fs
+	f.ops.RLock()
+	defer f.ops.RUnlock()
 	f.mu.Lock()
 	werr, short, space := f.writeErr, f.shortWrite, f.space
 	f.mu.Unlock()
@@ -168,6 +199,8 @@ func (ff *faultFile) faulty(p []byte, write func([]byte) (int, error)) (int, err
 
 func (ff *faultFile) Sync() error {
 	f := ff.fs
+	f.ops.RLock()
+	defer f.ops.RUnlock()
 	f.mu.Lock()
 	if hold := f.hold; hold != nil {
 		f.held++
@@ -193,5 +226,75 @@ func (ff *faultFile) Sync() error {
 	f.mu.Lock()
 	f.syncs++
 	f.mu.Unlock()
+	return nil
+}
+
+// A lying disk acknowledges every fsync while the data sits in a volatile
+// cache, and loses what it cached when the power goes. Checkpoint and
+// Restore are its two halves, for a harness that owns the process: from a
+// Checkpoint on, the disk "lies" (nothing changes in how the FS behaves:
+// writes reach the page cache and fsyncs succeed, as they would), and at
+// the power loss the harness kills the process and Restores the checkpoint,
+// so everything written since is gone. The page cache survives a SIGKILL;
+// the loss has to be made by whoever killed the process.
+
+// Checkpoint copies every regular file of dir whose name keep accepts into
+// dst (removed first, then created), while no write, sync, truncation,
+// creation, removal or rename through f is under way: the copy is a state
+// dir could be found in after a crash at that instant (every write made so
+// far whole, the log's batches whole). Only the files named by keep are
+// copied: a member's stable store in the same directory, written outside
+// f, keeps its own durability.
+func (f *FS) Checkpoint(dir, dst string, keep func(name string) bool) error {
+	f.ops.Lock()
+	defer f.ops.Unlock()
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	return copyFiles(dir, dst, keep)
+}
+
+// Restore replaces the files of dir that keep accepts by those of src (a
+// Checkpoint): the power loss of a lying disk. The process writing dir must
+// not run.
+func Restore(dir, src string, keep func(name string) bool) error {
+	if _, err := os.Stat(src); err != nil {
+		return fmt.Errorf("faultfs: restore: no checkpoint: %w", err)
+	}
+	names, err := wal.OSFS{}.ReadDirNames(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if keep(n) {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return copyFiles(src, dir, keep)
+}
+
+// copyFiles copies the regular files of from that keep accepts into to.
+func copyFiles(from, to string, keep func(name string) bool) error {
+	ents, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !keep(e.Name()) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
+			return err
+		}
+	}
 	return nil
 }
