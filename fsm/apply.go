@@ -162,7 +162,7 @@ func (s *state) promote(now int64) {
 			if it.a > now {
 				return false
 			}
-			due = append(due, it.j)
+			due = append(due, s.rec(it))
 			return true
 		})
 		return true
@@ -213,7 +213,7 @@ func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
 		if best < 0 {
 			break
 		}
-		old := src.heads[best].j
+		old := s.rec(src.heads[best])
 		n := old.clone()
 		n.state = StateRunning
 		n.attempts++
@@ -262,7 +262,7 @@ func (s *state) readySources(qs []*queue, kinds []string) *sources {
 }
 
 // reset empties src, keeping its storage, and drops its references to
-// records.
+// trees.
 func (src *sources) reset() {
 	clear(src.trees)
 	clear(src.heads)
@@ -475,8 +475,8 @@ func (s *state) expire(e Entry, now int64, c *ExpireCmd, r *result) {
 			if it.a > now {
 				return false
 			}
-			if expirable(it.j.lease, now, e.Term, since) {
-				due = append(due, it.j)
+			if j := s.rec(it); expirable(j.lease, now, e.Term, since) {
+				due = append(due, j)
 			}
 			return true
 		})
@@ -508,7 +508,7 @@ func (s *state) sweep(now int64, c *SweepCmd, r *result) {
 			default:
 				return false
 			}
-			gone = append(gone, it.j)
+			gone = append(gone, s.rec(it))
 			keep--
 			return true
 		})

@@ -325,14 +325,15 @@ func (m *Jobs) List(q ListQuery) (ListPage, error) {
 		if after && !itemLess(pivot, it) {
 			return true
 		}
-		if it.j.state != q.State {
+		j := m.st.rec(it)
+		if j.state != q.State {
 			return true
 		}
 		if len(page.Jobs) == limit {
 			more = true
 			return false
 		}
-		page.Jobs = append(page.Jobs, it.j.public(true))
+		page.Jobs = append(page.Jobs, j.public(true))
 		last = it
 		return true
 	}

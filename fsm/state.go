@@ -17,11 +17,14 @@ import (
 //	running:           a = lease deadline, seq
 //	done (terminal):   a = finish time, seq
 //
-// seq is unique per job, so items never tie.
+// seq is unique per job, so items never tie. h is the job's handle
+// (state.slots): items hold no pointer, so shifting them inside a tree node
+// costs a plain copy (no write barriers while the collector marks) and the
+// collector never scans queue trees.
 type item struct {
 	a, b int64
 	seq  uint64
-	j    *job
+	h    uint32
 }
 
 func itemLess(x, y item) bool {
@@ -34,16 +37,18 @@ func itemLess(x, y item) bool {
 	return x.seq < y.seq
 }
 
+// itemOf is j's item in its state's index (j.slot must be set).
 func itemOf(j *job) item {
+	h := j.slot.h
 	switch j.state {
 	case StatePending:
-		return item{a: -int64(j.prio), b: j.runAt, seq: j.seq, j: j}
+		return item{a: -int64(j.prio), b: j.runAt, seq: j.seq, h: h}
 	case StateScheduled:
-		return item{a: j.runAt, seq: j.seq, j: j}
+		return item{a: j.runAt, seq: j.seq, h: h}
 	case StateRunning:
-		return item{a: j.lease.deadline, seq: j.seq, j: j}
+		return item{a: j.lease.deadline, seq: j.seq, h: h}
 	}
-	return item{a: j.updated, seq: j.seq, j: j}
+	return item{a: j.updated, seq: j.seq, h: h}
 }
 
 type tree = btree.BTreeG[item]
@@ -97,10 +102,9 @@ func (q *queue) kindTree(kind string, s State) *tree {
 	return nil
 }
 
-// index adds (or with add false removes) it to its kind's tree when the
-// job is pending or scheduled.
-func (q *queue) index(it item, add bool) {
-	j := it.j
+// index adds (or with add false removes) j's item it to its kind's tree
+// when the job is pending or scheduled.
+func (q *queue) index(j *job, it item, add bool) {
 	if j.state != StatePending && j.state != StateScheduled {
 		return
 	}
@@ -143,17 +147,43 @@ func (q *queue) tree(s State) *tree {
 
 type keyEnt struct{ key, id string }
 
+// slot is one job's entry in the job-ID tree: its current record, the
+// record's digest contribution (hash), and the snapshot generation the slot
+// was made in. While gen is the state's, no snapshot's tree holds the slot
+// and the apply goroutine may write it in place (under the write lock, so
+// queries see whole changes); once a snapshot is taken it is frozen.
+type slot struct {
+	id  string
+	j   *job
+	sum [4]uint64
+	gen uint64
+	h   uint32 // the job's handle: state.slots[h] is its live slot
+}
+
 // state is the whole replicated state plus its indexes.
 type state struct {
 	index uint64 // last applied raft index
 	seq   uint64 // last submit sequence
 	// jobs is the job-ID index, ordered and copy-on-write (snapshots
-	// copy it). A hash map beside it for point lookups was measured
-	// (fsm BenchmarkApplyCycle) and cost more CPU than it saved: its
-	// inserts, growth and the pointers the GC scans outweigh the few
-	// lookups a job's cycle makes, while every change updates the tree
-	// anyway.
-	jobs *btree.BTreeG[*job]
+	// copy it). It holds slots, not records: a change of a job whose slot
+	// no snapshot shares (gen) swaps the record inside the slot and
+	// touches no tree node; only the first change of a job after a
+	// snapshot copies its slot and sets the copy in the tree. A hash map
+	// beside the tree for point lookups was measured (fsm
+	// BenchmarkApplyCycle) and cost more CPU than it saved.
+	jobs *btree.BTreeG[*slot]
+	// gen counts snapshots taken: slots of an older generation may be
+	// read by a snapshot's tree and are never written again.
+	gen uint64
+	// slots maps a live job's handle (queue items hold handles, not
+	// pointers) to its live slot; free lists unused handles. Handles are
+	// internal: no result, record or order depends on them.
+	slots []*slot
+	free  []uint32
+	// hint remembers the path of the last job-ID tree search (apply
+	// goroutine only): a submit's duplicate check and its insert search
+	// the same path.
+	hint btree.PathHint
 	// claims indexes running leases granted by claims with an ID: claim
 	// ID -> IDs of its jobs still running under that claim's lease.
 	// Derived from the records (rebuilt on restore); looked up by key
@@ -170,7 +200,7 @@ type state struct {
 	kinds    map[string]string
 	backoffs map[Backoff]*Backoff
 
-	probe  job     // scratch key for job lookups on the apply goroutine
+	probe  slot    // scratch key for job lookups on the apply goroutine
 	qprobe queue   // scratch key for queue lookups on the apply goroutine
 	src    sources // scratch claim sources on the apply goroutine
 	// scheds counts jobs entering the scheduled state; promo is the last
@@ -186,7 +216,7 @@ type state struct {
 
 func newState() *state {
 	return &state{
-		jobs:   btree.NewBTreeGOptions(func(a, b *job) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
+		jobs:   btree.NewBTreeGOptions(func(a, b *slot) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
 		claims: map[string][]string{},
 		keys:   btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
 		queues: btree.NewBTreeGOptions(func(a, b *queue) bool { return a.name < b.name },
@@ -228,18 +258,24 @@ func (s *state) backoff(b Backoff) *Backoff {
 	return p
 }
 
-// get looks a job up by ID (apply goroutine only: uses the scratch probe).
+// get looks a job up by ID (apply goroutine only: uses the scratch probe
+// and hint).
 func (s *state) get(id string) *job {
 	s.probe.id = id
-	j, _ := s.jobs.Get(&s.probe)
+	sl, _ := s.jobs.GetHint(&s.probe, &s.hint)
 	s.probe.id = ""
-	return j
+	if sl == nil {
+		return nil
+	}
+	return sl.j
 }
 
 // getShared looks a job up for a query (under the read lock).
 func (s *state) getShared(id string) *job {
-	j, _ := s.jobs.Get(&job{id: id})
-	return j
+	if sl, _ := s.jobs.Get(&slot{id: id}); sl != nil {
+		return sl.j
+	}
+	return nil
 }
 
 func (s *state) queue(name string) *queue {
@@ -267,8 +303,9 @@ func (s *state) dropIfEmpty(q *queue) {
 }
 
 // hash is a record's digest contribution: SHA-256 of its encoding with
-// payload, as four little-endian lanes. (Caching it in the record would
-// save one hash per change but cost 32 B per job, a larger size class.)
+// payload, as four little-endian lanes. It is computed once per record,
+// when the record is published, and kept in the record's slot (removing or
+// replacing the record subtracts the kept sum).
 func (s *state) hash(j *job) (sum [4]uint64) {
 	s.buf = appendJob(s.buf[:0], j, true)
 	h := sha256.Sum256(s.buf)
@@ -278,14 +315,16 @@ func (s *state) hash(j *job) (sum [4]uint64) {
 	return sum
 }
 
-// accAdd adds (sign > 0) or removes a record's contribution.
-func (s *state) accAdd(j *job, sign int) {
-	for i, v := range s.hash(j) {
-		if sign > 0 {
-			s.acc[i] += v
-		} else {
-			s.acc[i] -= v
-		}
+// accAdd adds a slot's contribution to the accumulator; accSub removes it.
+func (s *state) accAdd(sl *slot) {
+	for i, v := range sl.sum {
+		s.acc[i] += v
+	}
+}
+
+func (s *state) accSub(sl *slot) {
+	for i, v := range sl.sum {
+		s.acc[i] -= v
 	}
 }
 
@@ -296,22 +335,25 @@ func (s *state) put(j *job) bool {
 	j.queue = q.name // share the name's bytes
 	j.kind = s.intern(j.kind)
 	j.bo = s.backoff(*j.bo)
+	sl := &slot{id: j.id, j: j, sum: s.hash(j), gen: s.gen, h: s.handle()}
+	j.slot = sl
+	s.slots[sl.h] = sl
 	it := itemOf(j)
 	if _, replaced := q.tree(j.state).Set(it); replaced {
 		return false
 	}
-	q.index(it, true)
+	q.index(j, it, true)
 	q.counts[j.state]++
 	q.total++
 	if j.state == StateScheduled {
 		s.scheds++
 	}
-	s.jobs.Set(j)
+	s.jobs.SetHint(sl, &s.hint)
 	s.indexClaim(j, true)
 	if j.key != "" {
 		s.keys.Set(keyEnt{key: j.key, id: j.id})
 	}
-	s.accAdd(j, +1)
+	s.accAdd(sl)
 	return true
 }
 
@@ -321,21 +363,50 @@ func (s *state) replace(old, n *job) {
 	q := s.queue(old.queue)
 	oi, ni := itemOf(old), itemOf(n)
 	q.tree(old.state).Delete(oi)
-	q.index(oi, false)
+	q.index(old, oi, false)
 	q.counts[old.state]--
 	q.tree(n.state).Set(ni)
-	q.index(ni, true)
+	q.index(n, ni, true)
 	q.counts[n.state]++
 	if n.state == StateScheduled {
 		s.scheds++
 	}
-	s.jobs.Set(n)
+	s.publish(old, n)
 	if claimOf(old) != claimOf(n) {
 		s.indexClaim(old, false)
 		s.indexClaim(n, true)
 	}
-	s.accAdd(old, -1)
-	s.accAdd(n, +1)
+}
+
+// handle returns an unused job handle, growing slots if none is free.
+func (s *state) handle() uint32 {
+	if n := len(s.free); n > 0 {
+		h := s.free[n-1]
+		s.free = s.free[:n-1]
+		return h
+	}
+	s.slots = append(s.slots, nil)
+	return uint32(len(s.slots) - 1)
+}
+
+// rec is the live record an item of a queue index names.
+func (s *state) rec(it item) *job { return s.slots[it.h].j }
+
+// publish makes n, the modified copy of the published record old, the
+// job's record in the job-ID index and the digest accumulator: in place
+// when old's slot is of this generation (no snapshot holds it), else in a
+// new slot set in the tree (the snapshot keeps the old one).
+func (s *state) publish(old, n *job) {
+	sl := old.slot
+	s.accSub(sl)
+	if sl.gen != s.gen {
+		sl = &slot{id: sl.id, gen: s.gen, h: sl.h}
+		s.jobs.SetHint(sl, &s.hint)
+		s.slots[sl.h] = sl
+	}
+	sl.j, sl.sum = n, s.hash(n)
+	n.slot = sl
+	s.accAdd(sl)
 }
 
 // claimOf is the (claim ID, token) of j's lease, zero if it has none or
@@ -390,15 +461,17 @@ func (s *state) remove(j *job) {
 	q := s.queue(j.queue)
 	it := itemOf(j)
 	q.tree(j.state).Delete(it)
-	q.index(it, false)
+	q.index(j, it, false)
 	q.counts[j.state]--
 	q.total--
-	s.jobs.Delete(j)
+	s.jobs.DeleteHint(j.slot, &s.hint)
+	s.slots[j.slot.h] = nil
+	s.free = append(s.free, j.slot.h)
 	s.indexClaim(j, false)
 	if j.key != "" {
 		s.keys.Delete(keyEnt{key: j.key})
 	}
-	s.accAdd(j, -1)
+	s.accSub(j.slot)
 	s.dropIfEmpty(q)
 }
 

@@ -1,0 +1,144 @@
+package fsm
+
+import (
+	"bytes"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// checkIndexes asserts that the job-ID tree, the handle table (slots), the
+// queue indexes and the digest accumulator all describe the same jobs: every
+// slot in the tree is its job's live slot and names the live record, whose
+// kept hash is the record's; every queue item resolves to a live record
+// whose item it is; the accumulator is the sum of the kept hashes.
+func checkIndexes(t fataler, st *state) {
+	t.Helper()
+	var acc [4]uint64
+	live := 0
+	st.jobs.Scan(func(sl *slot) bool {
+		live++
+		switch {
+		case int(sl.h) >= len(st.slots) || st.slots[sl.h] != sl:
+			t.Fatalf("job %q: tree slot is not its handle's live slot", sl.id)
+		case sl.j == nil || sl.j.slot != sl || sl.j.id != sl.id:
+			t.Fatalf("job %q: slot and record disagree", sl.id)
+		case sl.sum != st.hash(sl.j):
+			t.Fatalf("job %q: kept hash is not the record's", sl.id)
+		case sl.gen > st.gen:
+			t.Fatalf("job %q: slot of generation %d, state at %d", sl.id, sl.gen, st.gen)
+		}
+		for i, v := range sl.sum {
+			acc[i] += v
+		}
+		return true
+	})
+	if acc != st.acc {
+		t.Fatalf("accumulator %x, sum of kept hashes %x", st.acc, acc)
+	}
+	used := 0
+	for _, sl := range st.slots {
+		if sl != nil {
+			used++
+		}
+	}
+	seen := map[uint32]bool{}
+	for _, h := range st.free {
+		if int(h) >= len(st.slots) || st.slots[h] != nil || seen[h] {
+			t.Fatalf("free handle %d is in use or listed twice", h)
+		}
+		seen[h] = true
+	}
+	if used != live || used+len(st.free) != len(st.slots) {
+		t.Fatalf("%d live handles, %d free, table of %d, %d jobs in the tree", used, len(st.free), len(st.slots), live)
+	}
+	total := 0
+	// check asserts tree's items are records of q in a state ok accepts
+	// (and of kind, unless empty).
+	check := func(q *queue, tr *tree, kind string, ok func(State) bool) {
+		tr.Scan(func(it item) bool {
+			j := st.rec(it)
+			if j == nil || itemOf(j) != it || j.queue != q.name || !ok(j.state) || (kind != "" && j.kind != kind) {
+				t.Fatalf("queue %q kind %q: item %+v does not match its record", q.name, kind, it)
+			}
+			if got, found := st.jobs.Get(&slot{id: j.id}); !found || got.j != j {
+				t.Fatalf("queue %q: job %q is not the job-ID tree's record", q.name, j.id)
+			}
+			return true
+		})
+	}
+	is := func(s State) func(State) bool { return func(x State) bool { return x == s } }
+	st.queues.Scan(func(q *queue) bool {
+		check(q, q.ready, "", is(StatePending))
+		check(q, q.sched, "", is(StateScheduled))
+		check(q, q.running, "", is(StateRunning))
+		check(q, q.done, "", State.Terminal)
+		total += q.ready.Len() + q.sched.Len() + q.running.Len() + q.done.Len()
+		for kind, k := range q.byKind {
+			check(q, k.ready, kind, is(StatePending))
+			check(q, k.sched, kind, is(StateScheduled))
+		}
+		return true
+	})
+	if total != live {
+		t.Fatalf("queue indexes hold %d jobs, the job-ID tree %d", total, live)
+	}
+}
+
+// TestSlotsAgreeUnderSnapshots applies random entries while up to three
+// snapshots stay open across many of them (the in-place record swaps must
+// never reach a snapshot), checking every index after each entry and that
+// each snapshot persists, whenever it is persisted, the bytes it persisted
+// when taken, which restore to the digest of that point.
+func TestSlotsAgreeUnderSnapshots(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := newWorld(t)
+		type open struct {
+			snap  Snapshot
+			bytes []byte
+			at    Digest
+		}
+		var snaps []open
+		persist := func(s Snapshot) []byte {
+			var buf bytes.Buffer
+			if err := s.Persist(&buf); err != nil {
+				t.Fatal(err)
+			}
+			return buf.Bytes()
+		}
+		steps := rapid.IntRange(1, 150).Draw(t, "steps")
+		for i := 0; i < steps; i++ {
+			w.step(t)
+			checkIndexes(t, w.real.st)
+			if len(snaps) < 3 && rapid.IntRange(0, 6).Draw(t, "take") == 0 {
+				s, err := w.real.Snapshot()
+				if err != nil {
+					t.Fatal(err)
+				}
+				snaps = append(snaps, open{s, persist(s), w.real.Digest()})
+			}
+			if len(snaps) > 0 && (rapid.IntRange(0, 8).Draw(t, "release") == 0 || i == steps-1) {
+				k := rapid.IntRange(0, len(snaps)-1).Draw(t, "which")
+				o := snaps[k]
+				if got := persist(o.snap); !bytes.Equal(got, o.bytes) {
+					t.Fatalf("snapshot at %d persisted other bytes after later entries", o.at.Index)
+				}
+				r := New()
+				if err := r.Restore(bytes.NewReader(o.bytes)); err != nil {
+					t.Fatal(err)
+				}
+				if r.Digest() != o.at {
+					t.Fatalf("snapshot at %d restored to another digest", o.at.Index)
+				}
+				checkIndexes(t, r.st)
+				o.snap.Release()
+				snaps = append(snaps[:k], snaps[k+1:]...)
+			}
+		}
+	})
+}
