@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // This file is the job state machine proper: one handler per command. Every
@@ -90,16 +91,34 @@ func (s *state) applyOne(e Entry, now int64, c Command, r *result) {
 
 // derivedID names a job submitted without an ID: unique per (entry, batch
 // position), and outside the caller's ID space (callers may not use '@').
-func derivedID(index uint64, pos int) string {
-	b := make([]byte, 0, 24)
+func derivedID(index uint64, pos int) string { return string(appendDerivedID(nil, index, pos)) }
+
+// appendDerivedID appends derivedID(index, pos) to b: '@', the index in 16
+// hex digits, '.', the position in hex.
+func appendDerivedID(b []byte, index uint64, pos int) []byte {
+	var h [16]byte
+	hex := strconv.AppendUint(h[:0], index, 16)
 	b = append(b, '@')
-	h := strconv.AppendUint(nil, index, 16)
-	for i := len(h); i < 16; i++ {
+	for i := len(hex); i < 16; i++ {
 		b = append(b, '0')
 	}
-	b = append(b, h...)
+	b = append(b, hex...)
 	b = append(b, '.')
-	return string(strconv.AppendInt(b, int64(pos), 16))
+	return strconv.AppendInt(b, int64(pos), 16)
+}
+
+// newDerivedID is derivedID(index, pos) in the state's ID chunk (apply
+// goroutine only): a submit's derived IDs share one allocation per
+// arenaChunk bytes instead of one each. As with the decoder's strings, a
+// kept ID keeps its chunk alive; bytes once written there never change.
+func (s *state) newDerivedID(index uint64, pos int) string {
+	const most = 1 + 16 + 1 + 16
+	if cap(s.ids)-len(s.ids) < most {
+		s.ids = make([]byte, 0, arenaChunk)
+	}
+	at := len(s.ids)
+	s.ids = appendDerivedID(s.ids, index, pos)
+	return unsafe.String(&s.ids[at], len(s.ids)-at)
 }
 
 func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
@@ -118,14 +137,14 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 		}
 		id := nj.ID
 		if id == "" {
-			id = derivedID(e.Index, i)
+			id = s.newDerivedID(e.Index, i)
 		}
 		if old := s.get(id); old != nil {
 			if !bugs.On("dedupe") {
 				r.subs = append(r.subs, sub{outcome: OutcomeDuplicate, job: old})
 				continue
 			}
-			id = derivedID(e.Index, i)
+			id = s.newDerivedID(e.Index, i)
 		}
 		s.seq++
 		j := &job{

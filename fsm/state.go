@@ -212,6 +212,7 @@ type state struct {
 		scheds uint64
 	}
 	buf []byte
+	ids []byte // the chunk newDerivedID writes submitted jobs' IDs into
 }
 
 func newState() *state {
