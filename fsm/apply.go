@@ -122,7 +122,9 @@ func (s *state) newDerivedID(index uint64, pos int) string {
 }
 
 func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
-	r.subs = make([]sub, 0, len(c.Jobs))
+	if r.subs = s.subs[:0]; cap(r.subs) < len(c.Jobs) {
+		r.subs = make([]sub, 0, len(c.Jobs))
+	}
 	for i := range c.Jobs {
 		nj := &c.Jobs[i]
 		if rf := nj.validate(); rf != nil {

@@ -213,6 +213,9 @@ type state struct {
 	}
 	buf []byte
 	ids []byte // the chunk newDerivedID writes submitted jobs' IDs into
+	// subs is Jobs.Apply's scratch for a submit's answers, set while it
+	// applies an entry (nil otherwise).
+	subs []sub
 }
 
 func newState() *state {
