@@ -229,7 +229,7 @@ func decodeCommand(b []byte, scratch []NewJob) (Command, error) {
 		n := d.count(MaxSubmit, minJobWire)
 		d.pooled = true // batch-level allocation of the jobs' fields
 		var jobs []NewJob
-		if n <= cap(scratch) {
+		if n > 0 && n <= cap(scratch) {
 			jobs = scratch[:n]
 		} else {
 			jobs = make([]NewJob, n)
