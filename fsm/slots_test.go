@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -79,9 +80,29 @@ func checkIndexes(t fataler, st *state) {
 		check(q, q.running, "", is(StateRunning))
 		check(q, q.done, "", State.Terminal)
 		total += q.ready.Len() + q.sched.Len() + q.running.Len() + q.done.Len()
+		n := map[string]int{}
+		for _, tr := range []*tree{q.ready, q.sched} {
+			tr.Scan(func(it item) bool {
+				n[st.rec(it).kind]++
+				return true
+			})
+		}
+		if len(n) != len(q.byKind) || (len(n) > 1 && !q.split) {
+			t.Fatalf("queue %q: %d kinds pending or scheduled, %d counted (split %v)", q.name, len(n), len(q.byKind), q.split)
+		}
 		for kind, k := range q.byKind {
-			check(q, k.ready, kind, is(StatePending))
-			check(q, k.sched, kind, is(StateScheduled))
+			if k.n != n[kind] {
+				t.Fatalf("queue %q kind %q: counted %d, holds %d", q.name, kind, k.n, n[kind])
+			}
+			if q.split {
+				check(q, k.ready, kind, is(StatePending))
+				check(q, k.sched, kind, is(StateScheduled))
+				if k.ready.Len()+k.sched.Len() != k.n {
+					t.Fatalf("queue %q kind %q: trees hold %d, counted %d", q.name, kind, k.ready.Len()+k.sched.Len(), k.n)
+				}
+			} else if k.ready != nil && k.ready.Len()+k.sched.Len() != 0 {
+				t.Fatalf("queue %q kind %q: unsplit queue with a filled kind tree", q.name, kind)
+			}
 		}
 		return true
 	})
@@ -141,4 +162,60 @@ func TestSlotsAgreeUnderSnapshots(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestKindSplit walks a queue from one kind (no kind trees: the queue's
+// own trees serve claims naming that kind) to two (split: trees built from
+// the queue's) and back to none, checking claims by kind, Claimable and
+// every index at each step.
+func TestKindSplit(t *testing.T) {
+	h := newHarness(t)
+	q := func() *queue { return h.m.st.queue("q") }
+	claimKinds := func(kinds ...string) []string {
+		var ids []string
+		for _, j := range h.ok(&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 10, TTL: time.Minute, Kinds: kinds}).Jobs {
+			ids = append(ids, j.ID)
+		}
+		checkIndexes(t, h.m.st)
+		return ids
+	}
+	claimable := func(kind string) bool { return h.m.Claimable([]string{"q"}, []string{kind}, h.now) }
+	h.submit(NewJob{ID: "a1", Queue: "q", Kind: "a"})
+	h.submit(NewJob{ID: "a2", Queue: "q", Kind: "a", RunAt: h.now.Add(time.Hour)})
+	checkIndexes(t, h.m.st)
+	if q().split || !claimable("a") || claimable("b") {
+		t.Fatalf("one kind: split %v, claimable a %v b %v", q().split, claimable("a"), claimable("b"))
+	}
+	if got := claimKinds("b"); len(got) != 0 {
+		t.Fatalf("claim of kind b took %v", got)
+	}
+	h.submit(NewJob{ID: "b1", Queue: "q", Kind: "b"})
+	h.submit(NewJob{ID: "a3", Queue: "q", Kind: "a"})
+	checkIndexes(t, h.m.st)
+	if !q().split || !claimable("b") {
+		t.Fatalf("two kinds: split %v, claimable b %v", q().split, claimable("b"))
+	}
+	if got := claimKinds("b"); len(got) != 1 || got[0] != "b1" {
+		t.Fatalf("claim of kind b took %v, want b1", got)
+	}
+	if !q().split {
+		t.Fatal("a queue left with one kind merged its kind trees (it stays split until it holds none)")
+	}
+	if got := claimKinds("a", "b"); len(got) != 2 {
+		t.Fatalf("claim of kinds a, b took %v, want a1 and a3", got)
+	}
+	h.now = h.now.Add(2 * time.Hour) // a2 is due
+	if got := claimKinds("a"); len(got) != 1 || got[0] != "a2" {
+		t.Fatalf("claim of kind a took %v, want a2", got)
+	}
+	if q().split || len(q().byKind) != 0 || claimable("a") {
+		t.Fatalf("no pending job: split %v, %d kinds counted", q().split, len(q().byKind))
+	}
+	h.submit(NewJob{ID: "b2", Queue: "q", Kind: "b"})
+	if got := claimKinds("a"); len(got) != 0 || q().split {
+		t.Fatalf("one kind again: claim of kind a took %v, split %v", got, q().split)
+	}
+	if got := claimKinds("b"); len(got) != 1 || got[0] != "b2" {
+		t.Fatalf("claim of kind b took %v, want b2", got)
+	}
 }

@@ -69,67 +69,113 @@ type queue struct {
 	sched   *tree
 	running *tree
 	done    *tree
-	// byKind indexes the pending and scheduled jobs again per kind (same
-	// items, same order), for claims that name kinds. An entry exists
-	// while it holds a job. Only ever looked up by key, never iterated:
-	// map order cannot reach a result.
+	// byKind counts the pending and scheduled jobs per kind and, once
+	// split, indexes them again per kind (same items, same order), for
+	// claims that name kinds. An entry exists while it counts a job. Only
+	// ever looked up by key, never iterated: map order cannot reach a
+	// result.
 	byKind map[string]*kindIndex
+	// split: the kind trees are built. While every pending and scheduled
+	// job is of one kind they are not: that kind's trees are ready and
+	// sched themselves (most queues hold one kind, and building them cost
+	// every submit and claim a second tree update). The second kind to
+	// arrive splits the queue, building the trees from ready and sched
+	// once; it stays split until it holds no pending or scheduled job.
+	split bool
 	// spare is an emptied kind index kept for the next kind to need one
 	// (a queue that drains and refills would otherwise build two trees
 	// per cycle). Empty, so nothing of it can reach a result.
 	spare *kindIndex
 }
 
-// kindIndex is one kind's share of a queue's ready and sched trees.
-type kindIndex struct{ ready, sched *tree }
+// kindIndex is one kind's share of a queue's ready and sched trees: its
+// count of pending and scheduled jobs and, in a split queue, its trees.
+type kindIndex struct {
+	n            int
+	ready, sched *tree
+}
 
 func newQueue(name string) *queue {
 	return &queue{name: name, ready: newTree(), sched: newTree(), running: newTree(), done: newTree(), byKind: map[string]*kindIndex{}}
 }
 
 // kindTree returns kind's tree for state s (pending or scheduled), nil if
-// the queue holds no such job.
+// the queue holds no pending or scheduled job of that kind.
 func (q *queue) kindTree(kind string, s State) *tree {
 	k := q.byKind[kind]
 	switch {
-	case k == nil:
+	case k == nil || (s != StatePending && s != StateScheduled):
 		return nil
+	case !q.split:
+		return q.tree(s) // the only kind
 	case s == StatePending:
 		return k.ready
-	case s == StateScheduled:
-		return k.sched
 	}
-	return nil
+	return k.sched
 }
 
-// index adds (or with add false removes) j's item it to its kind's tree
-// when the job is pending or scheduled.
-func (q *queue) index(j *job, it item, add bool) {
+// tree returns k's tree for state s (pending or scheduled), building
+// k's trees if it has none yet.
+func (k *kindIndex) tree(s State) *tree {
+	if k.ready == nil {
+		k.ready, k.sched = newTree(), newTree()
+	}
+	if s == StateScheduled {
+		return k.sched
+	}
+	return k.ready
+}
+
+// index counts (or with add false uncounts) j under its kind when the job
+// is pending or scheduled, and adds (removes) its item it to (from) its
+// kind's tree when the queue is split. The queue's ready or sched tree
+// already holds (no longer holds) it.
+func (q *queue) index(st *state, j *job, it item, add bool) {
 	if j.state != StatePending && j.state != StateScheduled {
 		return
 	}
 	k := q.byKind[j.kind]
-	if k == nil {
-		if !add {
-			return
-		}
-		if k, q.spare = q.spare, nil; k == nil {
-			k = &kindIndex{ready: newTree(), sched: newTree()}
-		}
-		q.byKind[j.kind] = k
-	}
-	t := k.ready
-	if j.state == StateScheduled {
-		t = k.sched
-	}
 	if add {
-		t.Set(it)
+		if k == nil {
+			if k, q.spare = q.spare, nil; k == nil {
+				k = &kindIndex{}
+			}
+			q.byKind[j.kind] = k
+		}
+		k.n++
+		switch {
+		case q.split:
+			k.tree(j.state).Set(it)
+		case len(q.byKind) > 1:
+			q.splitKinds(st) // it included: ready or sched holds it
+		}
 		return
 	}
-	t.Delete(it)
-	if k.ready.Len() == 0 && k.sched.Len() == 0 {
+	if k == nil {
+		return
+	}
+	k.n--
+	if q.split {
+		k.tree(j.state).Delete(it)
+	}
+	if k.n == 0 {
 		delete(q.byKind, j.kind)
 		q.spare = k
+		if len(q.byKind) == 0 {
+			q.split = false // every kind tree is empty
+		}
+	}
+}
+
+// splitKinds builds every kind's trees from the queue's ready and sched
+// trees (once, when a second kind arrives).
+func (q *queue) splitKinds(st *state) {
+	q.split = true
+	for _, s := range [...]State{StatePending, StateScheduled} {
+		q.tree(s).Scan(func(it item) bool {
+			q.byKind[st.rec(it).kind].tree(s).Set(it)
+			return true
+		})
 	}
 }
 
@@ -346,7 +392,7 @@ func (s *state) put(j *job) bool {
 	if _, replaced := q.tree(j.state).Set(it); replaced {
 		return false
 	}
-	q.index(j, it, true)
+	q.index(s, j, it, true)
 	q.counts[j.state]++
 	q.total++
 	if j.state == StateScheduled {
@@ -367,10 +413,10 @@ func (s *state) replace(old, n *job) {
 	q := s.queue(old.queue)
 	oi, ni := itemOf(old), itemOf(n)
 	q.tree(old.state).Delete(oi)
-	q.index(old, oi, false)
+	q.index(s, old, oi, false)
 	q.counts[old.state]--
 	q.tree(n.state).Set(ni)
-	q.index(n, ni, true)
+	q.index(s, n, ni, true)
 	q.counts[n.state]++
 	if n.state == StateScheduled {
 		s.scheds++
@@ -465,7 +511,7 @@ func (s *state) remove(j *job) {
 	q := s.queue(j.queue)
 	it := itemOf(j)
 	q.tree(j.state).Delete(it)
-	q.index(j, it, false)
+	q.index(s, j, it, false)
 	q.counts[j.state]--
 	q.total--
 	s.jobs.DeleteHint(j.slot, &s.hint)
