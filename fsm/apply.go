@@ -125,6 +125,13 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 	if r.subs = s.subs[:0]; cap(r.subs) < len(c.Jobs) {
 		r.subs = make([]sub, 0, len(c.Jobs))
 	}
+	// The previous job's queue, kind and policy: a submit's jobs mostly
+	// share them, so most jobs need no lookup.
+	var (
+		q          *queue
+		kind, kept string // kind as submitted, interned
+		bo         *Backoff
+	)
 	for i := range c.Jobs {
 		nj := &c.Jobs[i]
 		if rf := nj.validate(); rf != nil {
@@ -148,11 +155,20 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 			}
 			id = s.newDerivedID(e.Index, i)
 		}
+		if q == nil || q.name != nj.Queue {
+			q = s.queueOrCreate(nj.Queue)
+		}
+		if kept == "" || kind != nj.Kind {
+			kind, kept = nj.Kind, s.intern(nj.Kind)
+		}
+		if b := nj.Backoff.withDefaults(); bo == nil || *bo != b {
+			bo = s.backoff(b)
+		}
 		s.seq++
 		j := &job{
-			id: id, queue: nj.Queue, kind: s.intern(nj.Kind), key: nj.IdempotencyKey,
+			id: id, kind: kept, key: nj.IdempotencyKey,
 			payload: nj.Payload, runAt: toNanos(nj.RunAt), created: now, updated: now,
-			seq: s.seq, bo: s.backoff(nj.Backoff.withDefaults()), prio: nj.Priority,
+			seq: s.seq, bo: bo, prio: nj.Priority,
 			maxAtt: nj.MaxAttempts, state: StatePending,
 		}
 		if j.maxAtt == 0 {
@@ -163,7 +179,7 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 		} else {
 			j.state = StateScheduled
 		}
-		s.put(j)
+		s.insert(q, j)
 		r.subs = append(r.subs, sub{outcome: OutcomeCreated, job: j})
 	}
 }

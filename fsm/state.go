@@ -382,9 +382,15 @@ func (s *state) accSub(sl *slot) {
 // queue-index key collides (only possible with a corrupt snapshot).
 func (s *state) put(j *job) bool {
 	q := s.queueOrCreate(j.queue)
-	j.queue = q.name // share the name's bytes
 	j.kind = s.intern(j.kind)
 	j.bo = s.backoff(*j.bo)
+	return s.insert(q, j)
+}
+
+// insert is put for a job whose kind and backoff policy are interned
+// already, of queue q (which exists).
+func (s *state) insert(q *queue, j *job) bool {
+	j.queue = q.name // share the name's bytes
 	sl := &slot{id: j.id, j: j, sum: s.hash(j), gen: s.gen, h: s.handle()}
 	j.slot = sl
 	s.slots[sl.h] = sl
