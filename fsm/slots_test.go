@@ -2,8 +2,10 @@ package fsm
 
 import (
 	"bytes"
+	"math"
 	"testing"
 	"time"
+	"unsafe"
 
 	"pgregory.net/rapid"
 )
@@ -113,12 +115,14 @@ func checkIndexes(t fataler, st *state) {
 
 // TestSlotsAgreeUnderSnapshots applies random entries while up to three
 // snapshots stay open across many of them (the in-place record swaps must
-// never reach a snapshot), checking every index after each entry and that
+// never reach a snapshot; the generation counter wraps on the way), checking every index after each entry and that
 // each snapshot persists, whenever it is persisted, the bytes it persisted
 // when taken, which restore to the digest of that point.
 func TestSlotsAgreeUnderSnapshots(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := newWorld(t)
+		// Start a few snapshots short of the generation's wrap.
+		w.real.st.gen = math.MaxUint32 - uint32(rapid.IntRange(0, 3).Draw(t, "wrap"))
 		type open struct {
 			snap  Snapshot
 			bytes []byte
@@ -217,5 +221,46 @@ func TestKindSplit(t *testing.T) {
 	}
 	if got := claimKinds("b"); len(got) != 1 || got[0] != "b2" {
 		t.Fatalf("claim of kind b took %v, want b2", got)
+	}
+}
+
+// TestGenerationWrap: when the snapshot generation wraps, a slot made
+// 2^32 snapshots ago (whose generation the counter reaches again) must not
+// be taken for a live one: the snapshot taken at the wrap keeps its record.
+func TestGenerationWrap(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "old", Queue: "q", Kind: "k"})
+	st := h.m.st
+	st.gen = math.MaxUint32
+	st.slots[st.jobs.Len()-1].gen = 1 // as if made 2^32 snapshots ago
+	s, err := h.m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after bytes.Buffer
+	if err := s.Persist(&before); err != nil {
+		t.Fatal(err)
+	}
+	if st.gen != 1 {
+		t.Fatalf("generation %d after the wrap, want 1", st.gen)
+	}
+	h.claim1("q", time.Minute)
+	checkIndexes(t, st)
+	if err := s.Persist(&after); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before.Bytes(), after.Bytes()) {
+		t.Fatal("the claim after the wrap changed the snapshot taken at it")
+	}
+}
+
+// TestSlotSize pins the slot to the 64-byte size class and the record to
+// 176 bytes (its slot pointer took padding room, not a larger class).
+func TestSlotSize(t *testing.T) {
+	if n := unsafe.Sizeof(slot{}); n != 64 {
+		t.Errorf("slot is %d bytes, want 64", n)
+	}
+	if n := unsafe.Sizeof(job{}); n > 176 {
+		t.Errorf("job record is %d bytes, want at most 176", n)
 	}
 }

@@ -72,7 +72,7 @@ func (m *Jobs) Snapshot() (Snapshot, error) {
 	m.mu.Lock() // Copy marks the live tree's nodes shared: a write.
 	defer m.mu.Unlock()
 	st := m.st
-	st.gen++ // every slot the copy shares is now frozen (state.go)
+	st.freeze() // every slot the copy shares is now frozen (state.go)
 	return &snapshot{index: st.index, seq: st.seq, clock: st.clock, sum: st.sum(), paused: st.pausedNames(), jobs: st.jobs.Copy()}, nil
 }
 

@@ -3,6 +3,7 @@ package fsm
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"slices"
 	"strings"
 
@@ -198,12 +199,32 @@ type keyEnt struct{ key, id string }
 // was made in. While gen is the state's, no snapshot's tree holds the slot
 // and the apply goroutine may write it in place (under the write lock, so
 // queries see whole changes); once a snapshot is taken it is frozen.
+//
+// 64 bytes: gen is 32 bits, and when it would wrap, freeze starts over at
+// 1 and marks every live slot of generation 0, so no slot a snapshot holds
+// ever carries the live generation.
 type slot struct {
 	id  string
 	j   *job
 	sum [4]uint64
-	gen uint64
+	gen uint32
 	h   uint32 // the job's handle: state.slots[h] is its live slot
+}
+
+// freeze starts a new generation: every slot existing now is frozen (a
+// snapshot is about to copy the tree). Apply goroutine, under the write
+// lock; a frozen slot's gen is read and written only there.
+func (s *state) freeze() {
+	if s.gen < math.MaxUint32 {
+		s.gen++
+		return
+	}
+	s.gen = 1
+	for _, sl := range s.slots {
+		if sl != nil {
+			sl.gen = 0
+		}
+	}
 }
 
 // state is the whole replicated state plus its indexes.
@@ -218,9 +239,10 @@ type state struct {
 	// beside the tree for point lookups was measured (fsm
 	// BenchmarkApplyCycle) and cost more CPU than it saved.
 	jobs *btree.BTreeG[*slot]
-	// gen counts snapshots taken: slots of an older generation may be
-	// read by a snapshot's tree and are never written again.
-	gen uint64
+	// gen counts snapshots taken (freeze): slots of another generation
+	// may be read by a snapshot's tree and their records are never
+	// written again.
+	gen uint32
 	// slots maps a live job's handle (queue items hold handles, not
 	// pointers) to its live slot; free lists unused handles. Handles are
 	// internal: no result, record or order depends on them.
