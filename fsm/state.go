@@ -146,7 +146,7 @@ func (q *queue) index(st *state, j *job, it item, add bool) {
 		k.n++
 		switch {
 		case q.split:
-			k.tree(j.state).Load(it) // Set, fast when it goes last (see insert)
+			k.tree(j.state).Load(it) // Set, without a search when it goes last
 		case len(q.byKind) > 1:
 			q.splitKinds(st) // it included: ready or sched holds it
 		}
