@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // This file is the job state machine proper: one handler per command. Every
@@ -90,20 +91,47 @@ func (s *state) applyOne(e Entry, now int64, c Command, r *result) {
 
 // derivedID names a job submitted without an ID: unique per (entry, batch
 // position), and outside the caller's ID space (callers may not use '@').
-func derivedID(index uint64, pos int) string {
-	b := make([]byte, 0, 24)
+func derivedID(index uint64, pos int) string { return string(appendDerivedID(nil, index, pos)) }
+
+// appendDerivedID appends derivedID(index, pos) to b: '@', the index in 16
+// hex digits, '.', the position in hex.
+func appendDerivedID(b []byte, index uint64, pos int) []byte {
+	var h [16]byte
+	hex := strconv.AppendUint(h[:0], index, 16)
 	b = append(b, '@')
-	h := strconv.AppendUint(nil, index, 16)
-	for i := len(h); i < 16; i++ {
+	for i := len(hex); i < 16; i++ {
 		b = append(b, '0')
 	}
-	b = append(b, h...)
+	b = append(b, hex...)
 	b = append(b, '.')
-	return string(strconv.AppendInt(b, int64(pos), 16))
+	return strconv.AppendInt(b, int64(pos), 16)
+}
+
+// newDerivedID is derivedID(index, pos) in the state's ID chunk (apply
+// goroutine only): a submit's derived IDs share one allocation per
+// arenaChunk bytes instead of one each. As with the decoder's strings, a
+// kept ID keeps its chunk alive; bytes once written there never change.
+func (s *state) newDerivedID(index uint64, pos int) string {
+	const most = 1 + 16 + 1 + 16
+	if cap(s.ids)-len(s.ids) < most {
+		s.ids = make([]byte, 0, arenaChunk)
+	}
+	at := len(s.ids)
+	s.ids = appendDerivedID(s.ids, index, pos)
+	return unsafe.String(&s.ids[at], len(s.ids)-at)
 }
 
 func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
-	r.subs = make([]sub, 0, len(c.Jobs))
+	if r.subs = s.subs[:0]; cap(r.subs) < len(c.Jobs) {
+		r.subs = make([]sub, 0, len(c.Jobs))
+	}
+	// The previous job's queue, kind and policy: a submit's jobs mostly
+	// share them, so most jobs need no lookup.
+	var (
+		q          *queue
+		kind, kept string // kind as submitted, interned
+		bo         *Backoff
+	)
 	for i := range c.Jobs {
 		nj := &c.Jobs[i]
 		if rf := nj.validate(); rf != nil {
@@ -118,20 +146,29 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 		}
 		id := nj.ID
 		if id == "" {
-			id = derivedID(e.Index, i)
+			id = s.newDerivedID(e.Index, i)
 		}
 		if old := s.get(id); old != nil {
 			if !bugs.On("dedupe") {
 				r.subs = append(r.subs, sub{outcome: OutcomeDuplicate, job: old})
 				continue
 			}
-			id = derivedID(e.Index, i)
+			id = s.newDerivedID(e.Index, i)
+		}
+		if q == nil || q.name != nj.Queue {
+			q = s.queueOrCreate(nj.Queue)
+		}
+		if kept == "" || kind != nj.Kind {
+			kind, kept = nj.Kind, s.intern(nj.Kind)
+		}
+		if b := nj.Backoff.withDefaults(); bo == nil || *bo != b {
+			bo = s.backoff(b)
 		}
 		s.seq++
 		j := &job{
-			id: id, queue: nj.Queue, kind: s.intern(nj.Kind), key: nj.IdempotencyKey,
+			id: id, kind: kept, key: nj.IdempotencyKey,
 			payload: nj.Payload, runAt: toNanos(nj.RunAt), created: now, updated: now,
-			seq: s.seq, bo: s.backoff(nj.Backoff.withDefaults()), prio: nj.Priority,
+			seq: s.seq, bo: bo, prio: nj.Priority,
 			maxAtt: nj.MaxAttempts, state: StatePending,
 		}
 		if j.maxAtt == 0 {
@@ -142,7 +179,7 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 		} else {
 			j.state = StateScheduled
 		}
-		s.put(j)
+		s.insert(q, j)
 		r.subs = append(r.subs, sub{outcome: OutcomeCreated, job: j})
 	}
 }
@@ -162,7 +199,7 @@ func (s *state) promote(now int64) {
 			if it.a > now {
 				return false
 			}
-			due = append(due, it.j)
+			due = append(due, s.rec(it))
 			return true
 		})
 		return true
@@ -213,7 +250,7 @@ func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
 		if best < 0 {
 			break
 		}
-		old := src.heads[best].j
+		old := s.rec(src.heads[best])
 		n := old.clone()
 		n.state = StateRunning
 		n.attempts++
@@ -262,7 +299,7 @@ func (s *state) readySources(qs []*queue, kinds []string) *sources {
 }
 
 // reset empties src, keeping its storage, and drops its references to
-// records.
+// trees.
 func (src *sources) reset() {
 	clear(src.trees)
 	clear(src.heads)
@@ -475,8 +512,8 @@ func (s *state) expire(e Entry, now int64, c *ExpireCmd, r *result) {
 			if it.a > now {
 				return false
 			}
-			if expirable(it.j.lease, now, e.Term, since) {
-				due = append(due, it.j)
+			if j := s.rec(it); expirable(j.lease, now, e.Term, since) {
+				due = append(due, j)
 			}
 			return true
 		})
@@ -508,7 +545,7 @@ func (s *state) sweep(now int64, c *SweepCmd, r *result) {
 			default:
 				return false
 			}
-			gone = append(gone, it.j)
+			gone = append(gone, s.rec(it))
 			keep--
 			return true
 		})

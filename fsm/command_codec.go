@@ -207,7 +207,12 @@ func appendCommand(b []byte, c Command) []byte {
 // ErrUnsupportedVersion, ErrUnknownCommand, ErrTooLarge or ErrInvalidCommand.
 // The returned command owns its memory (nothing aliases b): a submit's
 // short strings are copied into shared chunks (decoder.keep).
-func DecodeCommand(b []byte) (Command, error) {
+func DecodeCommand(b []byte) (Command, error) { return decodeCommand(b, nil) }
+
+// decodeCommand is DecodeCommand decoding a submit's jobs into scratch when
+// it is large enough (Apply's reused slice: the jobs' strings and payloads
+// are still their own, the NewJob structs not).
+func decodeCommand(b []byte, scratch []NewJob) (Command, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes, truncated header", ErrInvalidCommand, len(b))
 	}
@@ -223,7 +228,12 @@ func DecodeCommand(b []byte) (Command, error) {
 	case CmdSubmit:
 		n := d.count(MaxSubmit, minJobWire)
 		d.pooled = true // batch-level allocation of the jobs' fields
-		jobs := make([]NewJob, n)
+		var jobs []NewJob
+		if n > 0 && n <= cap(scratch) {
+			jobs = scratch[:n]
+		} else {
+			jobs = make([]NewJob, n)
+		}
 		for i := range jobs {
 			nj := &jobs[i]
 			nj.ID = d.str()

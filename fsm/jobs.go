@@ -19,7 +19,15 @@ import (
 type Jobs struct {
 	mu sync.RWMutex
 	st *state
+	// Scratch of the goroutine calling Apply, reused across entries and
+	// cleared after each: a submit's decoded jobs and its result's
+	// per-job answers (neither outlives the entry).
+	newJobs []NewJob
+	subs    []sub
 }
+
+// maxScratch bounds the jobs a submit's reused scratch keeps room for.
+const maxScratch = 1024
 
 var _ StateMachine = (*Jobs)(nil)
 
@@ -30,12 +38,32 @@ func New() *Jobs { return &Jobs{st: newState()} }
 // an encoded Result (DecodeResult). It never panics on input; a refused
 // command changes nothing but the applied index.
 func (m *Jobs) Apply(e Entry) []byte {
-	c, err := DecodeCommand(e.Cmd)
+	c, err := decodeCommand(e.Cmd, m.newJobs)
 	m.mu.Lock()
+	m.st.subs = m.subs
 	r := m.st.apply(e, c, err)
 	m.mu.Unlock()
 	// Records referenced by r are immutable: encode outside the lock.
-	return appendResult(make([]byte, 0, resultSizeHint(r)), r)
+	out := appendResult(make([]byte, 0, resultSizeHint(r)), r)
+	if sc, ok := c.(*SubmitCmd); ok {
+		m.keepScratch(sc.Jobs, r.subs)
+	}
+	return out
+}
+
+// keepScratch clears a submit's decoded jobs and answers (they reference
+// payloads and records) and keeps their storage for the next submit when
+// not larger than maxScratch.
+func (m *Jobs) keepScratch(jobs []NewJob, subs []sub) {
+	clear(jobs)
+	clear(subs)
+	if cap(jobs) <= maxScratch && cap(jobs) > cap(m.newJobs) {
+		m.newJobs = jobs[:0]
+	}
+	if cap(subs) <= maxScratch && cap(subs) > cap(m.subs) {
+		m.subs = subs[:0]
+	}
+	m.st.subs = nil
 }
 
 // resultSizeHint is the length appendResult(nil, r) returns (exact for
@@ -325,14 +353,15 @@ func (m *Jobs) List(q ListQuery) (ListPage, error) {
 		if after && !itemLess(pivot, it) {
 			return true
 		}
-		if it.j.state != q.State {
+		j := m.st.rec(it)
+		if j.state != q.State {
 			return true
 		}
 		if len(page.Jobs) == limit {
 			more = true
 			return false
 		}
-		page.Jobs = append(page.Jobs, it.j.public(true))
+		page.Jobs = append(page.Jobs, j.public(true))
 		last = it
 		return true
 	}

@@ -21,6 +21,11 @@ type job struct {
 	state                State
 	endBy                EndKind // how the last lease ended (EndNone: none recorded)
 	endTok               uint64  // its token
+	// slot is the record's entry in the live job-ID index (state.go),
+	// set when the record is published; not part of the record's
+	// encoding or digest. Copies made by clone share it until replace
+	// decides.
+	slot *slot
 }
 
 type lease struct {

@@ -62,7 +62,7 @@ type snapshot struct {
 	clock      logClock
 	sum        [32]byte
 	paused     []string
-	jobs       *btree.BTreeG[*job]
+	jobs       *btree.BTreeG[*slot] // slots of generations before the live one: frozen
 }
 
 var _ Snapshot = (*snapshot)(nil)
@@ -72,6 +72,7 @@ func (m *Jobs) Snapshot() (Snapshot, error) {
 	m.mu.Lock() // Copy marks the live tree's nodes shared: a write.
 	defer m.mu.Unlock()
 	st := m.st
+	st.freeze() // every slot the copy shares is now frozen (state.go)
 	return &snapshot{index: st.index, seq: st.seq, clock: st.clock, sum: st.sum(), paused: st.pausedNames(), jobs: st.jobs.Copy()}, nil
 }
 
@@ -100,8 +101,8 @@ func (sn *snapshot) Persist(w io.Writer) error {
 	}
 	var werr error
 	rec := make([]byte, 0, 4096)
-	sn.jobs.Scan(func(j *job) bool {
-		rec = appendJob(rec[:0], j, true)
+	sn.jobs.Scan(func(sl *slot) bool {
+		rec = appendJob(rec[:0], sl.j, true)
 		b = append(b[:0], 'J')
 		b = binary.AppendUvarint(b, uint64(len(rec)))
 		if _, werr = bw.Write(b); werr == nil {

@@ -3,6 +3,7 @@ package fsm
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"slices"
 	"strings"
 
@@ -17,11 +18,14 @@ import (
 //	running:           a = lease deadline, seq
 //	done (terminal):   a = finish time, seq
 //
-// seq is unique per job, so items never tie.
+// seq is unique per job, so items never tie. h is the job's handle
+// (state.slots): items hold no pointer, so shifting them inside a tree node
+// costs a plain copy (no write barriers while the collector marks) and the
+// collector never scans queue trees.
 type item struct {
 	a, b int64
 	seq  uint64
-	j    *job
+	h    uint32
 }
 
 func itemLess(x, y item) bool {
@@ -34,16 +38,18 @@ func itemLess(x, y item) bool {
 	return x.seq < y.seq
 }
 
+// itemOf is j's item in its state's index (j.slot must be set).
 func itemOf(j *job) item {
+	h := j.slot.h
 	switch j.state {
 	case StatePending:
-		return item{a: -int64(j.prio), b: j.runAt, seq: j.seq, j: j}
+		return item{a: -int64(j.prio), b: j.runAt, seq: j.seq, h: h}
 	case StateScheduled:
-		return item{a: j.runAt, seq: j.seq, j: j}
+		return item{a: j.runAt, seq: j.seq, h: h}
 	case StateRunning:
-		return item{a: j.lease.deadline, seq: j.seq, j: j}
+		return item{a: j.lease.deadline, seq: j.seq, h: h}
 	}
-	return item{a: j.updated, seq: j.seq, j: j}
+	return item{a: j.updated, seq: j.seq, h: h}
 }
 
 type tree = btree.BTreeG[item]
@@ -64,68 +70,113 @@ type queue struct {
 	sched   *tree
 	running *tree
 	done    *tree
-	// byKind indexes the pending and scheduled jobs again per kind (same
-	// items, same order), for claims that name kinds. An entry exists
-	// while it holds a job. Only ever looked up by key, never iterated:
-	// map order cannot reach a result.
+	// byKind counts the pending and scheduled jobs per kind and, once
+	// split, indexes them again per kind (same items, same order), for
+	// claims that name kinds. An entry exists while it counts a job. Only
+	// ever looked up by key, never iterated: map order cannot reach a
+	// result.
 	byKind map[string]*kindIndex
+	// split: the kind trees are built. While every pending and scheduled
+	// job is of one kind they are not: that kind's trees are ready and
+	// sched themselves (most queues hold one kind, and building them cost
+	// every submit and claim a second tree update). The second kind to
+	// arrive splits the queue, building the trees from ready and sched
+	// once; it stays split until it holds no pending or scheduled job.
+	split bool
 	// spare is an emptied kind index kept for the next kind to need one
 	// (a queue that drains and refills would otherwise build two trees
 	// per cycle). Empty, so nothing of it can reach a result.
 	spare *kindIndex
 }
 
-// kindIndex is one kind's share of a queue's ready and sched trees.
-type kindIndex struct{ ready, sched *tree }
+// kindIndex is one kind's share of a queue's ready and sched trees: its
+// count of pending and scheduled jobs and, in a split queue, its trees.
+type kindIndex struct {
+	n            int
+	ready, sched *tree
+}
 
 func newQueue(name string) *queue {
 	return &queue{name: name, ready: newTree(), sched: newTree(), running: newTree(), done: newTree(), byKind: map[string]*kindIndex{}}
 }
 
 // kindTree returns kind's tree for state s (pending or scheduled), nil if
-// the queue holds no such job.
+// the queue holds no pending or scheduled job of that kind.
 func (q *queue) kindTree(kind string, s State) *tree {
 	k := q.byKind[kind]
 	switch {
-	case k == nil:
+	case k == nil || (s != StatePending && s != StateScheduled):
 		return nil
+	case !q.split:
+		return q.tree(s) // the only kind
 	case s == StatePending:
 		return k.ready
-	case s == StateScheduled:
-		return k.sched
 	}
-	return nil
+	return k.sched
 }
 
-// index adds (or with add false removes) it to its kind's tree when the
-// job is pending or scheduled.
-func (q *queue) index(it item, add bool) {
-	j := it.j
+// tree returns k's tree for state s (pending or scheduled), building
+// k's trees if it has none yet.
+func (k *kindIndex) tree(s State) *tree {
+	if k.ready == nil {
+		k.ready, k.sched = newTree(), newTree()
+	}
+	if s == StateScheduled {
+		return k.sched
+	}
+	return k.ready
+}
+
+// index counts (or with add false uncounts) j under its kind when the job
+// is pending or scheduled, and adds (removes) its item it to (from) its
+// kind's tree when the queue is split. The queue's ready or sched tree
+// already holds (no longer holds) it.
+func (q *queue) index(st *state, j *job, it item, add bool) {
 	if j.state != StatePending && j.state != StateScheduled {
 		return
 	}
 	k := q.byKind[j.kind]
-	if k == nil {
-		if !add {
-			return
-		}
-		if k, q.spare = q.spare, nil; k == nil {
-			k = &kindIndex{ready: newTree(), sched: newTree()}
-		}
-		q.byKind[j.kind] = k
-	}
-	t := k.ready
-	if j.state == StateScheduled {
-		t = k.sched
-	}
 	if add {
-		t.Set(it)
+		if k == nil {
+			if k, q.spare = q.spare, nil; k == nil {
+				k = &kindIndex{}
+			}
+			q.byKind[j.kind] = k
+		}
+		k.n++
+		switch {
+		case q.split:
+			k.tree(j.state).Load(it) // Set, without a search when it goes last
+		case len(q.byKind) > 1:
+			q.splitKinds(st) // it included: ready or sched holds it
+		}
 		return
 	}
-	t.Delete(it)
-	if k.ready.Len() == 0 && k.sched.Len() == 0 {
+	if k == nil {
+		return
+	}
+	k.n--
+	if q.split {
+		k.tree(j.state).Delete(it)
+	}
+	if k.n == 0 {
 		delete(q.byKind, j.kind)
 		q.spare = k
+		if len(q.byKind) == 0 {
+			q.split = false // every kind tree is empty
+		}
+	}
+}
+
+// splitKinds builds every kind's trees from the queue's ready and sched
+// trees (once, when a second kind arrives).
+func (q *queue) splitKinds(st *state) {
+	q.split = true
+	for _, s := range [...]State{StatePending, StateScheduled} {
+		q.tree(s).Scan(func(it item) bool {
+			q.byKind[st.rec(it).kind].tree(s).Set(it)
+			return true
+		})
 	}
 }
 
@@ -143,17 +194,64 @@ func (q *queue) tree(s State) *tree {
 
 type keyEnt struct{ key, id string }
 
+// slot is one job's entry in the job-ID tree: its current record, the
+// record's digest contribution (hash), and the snapshot generation the slot
+// was made in. While gen is the state's, no snapshot's tree holds the slot
+// and the apply goroutine may write it in place (under the write lock, so
+// queries see whole changes); once a snapshot is taken it is frozen.
+//
+// 64 bytes: gen is 32 bits, and when it would wrap, freeze starts over at
+// 1 and marks every live slot of generation 0, so no slot a snapshot holds
+// ever carries the live generation.
+type slot struct {
+	id  string
+	j   *job
+	sum [4]uint64
+	gen uint32
+	h   uint32 // the job's handle: state.slots[h] is its live slot
+}
+
+// freeze starts a new generation: every slot existing now is frozen (a
+// snapshot is about to copy the tree). Apply goroutine, under the write
+// lock; a frozen slot's gen is read and written only there.
+func (s *state) freeze() {
+	if s.gen < math.MaxUint32 {
+		s.gen++
+		return
+	}
+	s.gen = 1
+	for _, sl := range s.slots {
+		if sl != nil {
+			sl.gen = 0
+		}
+	}
+}
+
 // state is the whole replicated state plus its indexes.
 type state struct {
 	index uint64 // last applied raft index
 	seq   uint64 // last submit sequence
 	// jobs is the job-ID index, ordered and copy-on-write (snapshots
-	// copy it). A hash map beside it for point lookups was measured
-	// (fsm BenchmarkApplyCycle) and cost more CPU than it saved: its
-	// inserts, growth and the pointers the GC scans outweigh the few
-	// lookups a job's cycle makes, while every change updates the tree
-	// anyway.
-	jobs *btree.BTreeG[*job]
+	// copy it). It holds slots, not records: a change of a job whose slot
+	// no snapshot shares (gen) swaps the record inside the slot and
+	// touches no tree node; only the first change of a job after a
+	// snapshot copies its slot and sets the copy in the tree. A hash map
+	// beside the tree for point lookups was measured (fsm
+	// BenchmarkApplyCycle) and cost more CPU than it saved.
+	jobs *btree.BTreeG[*slot]
+	// gen counts snapshots taken (freeze): slots of another generation
+	// may be read by a snapshot's tree and their records are never
+	// written again.
+	gen uint32
+	// slots maps a live job's handle (queue items hold handles, not
+	// pointers) to its live slot; free lists unused handles. Handles are
+	// internal: no result, record or order depends on them.
+	slots []*slot
+	free  []uint32
+	// hint remembers the path of the last job-ID tree search (apply
+	// goroutine only): a submit's duplicate check and its insert search
+	// the same path.
+	hint btree.PathHint
 	// claims indexes running leases granted by claims with an ID: claim
 	// ID -> IDs of its jobs still running under that claim's lease.
 	// Derived from the records (rebuilt on restore); looked up by key
@@ -170,7 +268,7 @@ type state struct {
 	kinds    map[string]string
 	backoffs map[Backoff]*Backoff
 
-	probe  job     // scratch key for job lookups on the apply goroutine
+	probe  slot    // scratch key for job lookups on the apply goroutine
 	qprobe queue   // scratch key for queue lookups on the apply goroutine
 	src    sources // scratch claim sources on the apply goroutine
 	// scheds counts jobs entering the scheduled state; promo is the last
@@ -182,11 +280,15 @@ type state struct {
 		scheds uint64
 	}
 	buf []byte
+	ids []byte // the chunk newDerivedID writes submitted jobs' IDs into
+	// subs is Jobs.Apply's scratch for a submit's answers, set while it
+	// applies an entry (nil otherwise).
+	subs []sub
 }
 
 func newState() *state {
 	return &state{
-		jobs:   btree.NewBTreeGOptions(func(a, b *job) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
+		jobs:   btree.NewBTreeGOptions(func(a, b *slot) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
 		claims: map[string][]string{},
 		keys:   btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
 		queues: btree.NewBTreeGOptions(func(a, b *queue) bool { return a.name < b.name },
@@ -228,18 +330,24 @@ func (s *state) backoff(b Backoff) *Backoff {
 	return p
 }
 
-// get looks a job up by ID (apply goroutine only: uses the scratch probe).
+// get looks a job up by ID (apply goroutine only: uses the scratch probe
+// and hint).
 func (s *state) get(id string) *job {
 	s.probe.id = id
-	j, _ := s.jobs.Get(&s.probe)
+	sl, _ := s.jobs.GetHint(&s.probe, &s.hint)
 	s.probe.id = ""
-	return j
+	if sl == nil {
+		return nil
+	}
+	return sl.j
 }
 
 // getShared looks a job up for a query (under the read lock).
 func (s *state) getShared(id string) *job {
-	j, _ := s.jobs.Get(&job{id: id})
-	return j
+	if sl, _ := s.jobs.Get(&slot{id: id}); sl != nil {
+		return sl.j
+	}
+	return nil
 }
 
 func (s *state) queue(name string) *queue {
@@ -267,8 +375,9 @@ func (s *state) dropIfEmpty(q *queue) {
 }
 
 // hash is a record's digest contribution: SHA-256 of its encoding with
-// payload, as four little-endian lanes. (Caching it in the record would
-// save one hash per change but cost 32 B per job, a larger size class.)
+// payload, as four little-endian lanes. It is computed once per record,
+// when the record is published, and kept in the record's slot (removing or
+// replacing the record subtracts the kept sum).
 func (s *state) hash(j *job) (sum [4]uint64) {
 	s.buf = appendJob(s.buf[:0], j, true)
 	h := sha256.Sum256(s.buf)
@@ -278,14 +387,16 @@ func (s *state) hash(j *job) (sum [4]uint64) {
 	return sum
 }
 
-// accAdd adds (sign > 0) or removes a record's contribution.
-func (s *state) accAdd(j *job, sign int) {
-	for i, v := range s.hash(j) {
-		if sign > 0 {
-			s.acc[i] += v
-		} else {
-			s.acc[i] -= v
-		}
+// accAdd adds a slot's contribution to the accumulator; accSub removes it.
+func (s *state) accAdd(sl *slot) {
+	for i, v := range sl.sum {
+		s.acc[i] += v
+	}
+}
+
+func (s *state) accSub(sl *slot) {
+	for i, v := range sl.sum {
+		s.acc[i] -= v
 	}
 }
 
@@ -293,25 +404,34 @@ func (s *state) accAdd(j *job, sign int) {
 // queue-index key collides (only possible with a corrupt snapshot).
 func (s *state) put(j *job) bool {
 	q := s.queueOrCreate(j.queue)
-	j.queue = q.name // share the name's bytes
 	j.kind = s.intern(j.kind)
 	j.bo = s.backoff(*j.bo)
+	return s.insert(q, j)
+}
+
+// insert is put for a job whose kind and backoff policy are interned
+// already, of queue q (which exists).
+func (s *state) insert(q *queue, j *job) bool {
+	j.queue = q.name // share the name's bytes
+	sl := &slot{id: j.id, j: j, sum: s.hash(j), gen: s.gen, h: s.handle()}
+	j.slot = sl
+	s.slots[sl.h] = sl
 	it := itemOf(j)
-	if _, replaced := q.tree(j.state).Set(it); replaced {
+	if _, replaced := q.tree(j.state).Load(it); replaced {
 		return false
 	}
-	q.index(it, true)
+	q.index(s, j, it, true)
 	q.counts[j.state]++
 	q.total++
 	if j.state == StateScheduled {
 		s.scheds++
 	}
-	s.jobs.Set(j)
+	s.jobs.SetHint(sl, &s.hint)
 	s.indexClaim(j, true)
 	if j.key != "" {
 		s.keys.Set(keyEnt{key: j.key, id: j.id})
 	}
-	s.accAdd(j, +1)
+	s.accAdd(sl)
 	return true
 }
 
@@ -321,21 +441,50 @@ func (s *state) replace(old, n *job) {
 	q := s.queue(old.queue)
 	oi, ni := itemOf(old), itemOf(n)
 	q.tree(old.state).Delete(oi)
-	q.index(oi, false)
+	q.index(s, old, oi, false)
 	q.counts[old.state]--
-	q.tree(n.state).Set(ni)
-	q.index(ni, true)
+	q.tree(n.state).Load(ni)
+	q.index(s, n, ni, true)
 	q.counts[n.state]++
 	if n.state == StateScheduled {
 		s.scheds++
 	}
-	s.jobs.Set(n)
+	s.publish(old, n)
 	if claimOf(old) != claimOf(n) {
 		s.indexClaim(old, false)
 		s.indexClaim(n, true)
 	}
-	s.accAdd(old, -1)
-	s.accAdd(n, +1)
+}
+
+// handle returns an unused job handle, growing slots if none is free.
+func (s *state) handle() uint32 {
+	if n := len(s.free); n > 0 {
+		h := s.free[n-1]
+		s.free = s.free[:n-1]
+		return h
+	}
+	s.slots = append(s.slots, nil)
+	return uint32(len(s.slots) - 1)
+}
+
+// rec is the live record an item of a queue index names.
+func (s *state) rec(it item) *job { return s.slots[it.h].j }
+
+// publish makes n, the modified copy of the published record old, the
+// job's record in the job-ID index and the digest accumulator: in place
+// when old's slot is of this generation (no snapshot holds it), else in a
+// new slot set in the tree (the snapshot keeps the old one).
+func (s *state) publish(old, n *job) {
+	sl := old.slot
+	s.accSub(sl)
+	if sl.gen != s.gen {
+		sl = &slot{id: sl.id, gen: s.gen, h: sl.h}
+		s.jobs.SetHint(sl, &s.hint)
+		s.slots[sl.h] = sl
+	}
+	sl.j, sl.sum = n, s.hash(n)
+	n.slot = sl
+	s.accAdd(sl)
 }
 
 // claimOf is the (claim ID, token) of j's lease, zero if it has none or
@@ -390,15 +539,17 @@ func (s *state) remove(j *job) {
 	q := s.queue(j.queue)
 	it := itemOf(j)
 	q.tree(j.state).Delete(it)
-	q.index(it, false)
+	q.index(s, j, it, false)
 	q.counts[j.state]--
 	q.total--
-	s.jobs.Delete(j)
+	s.jobs.DeleteHint(j.slot, &s.hint)
+	s.slots[j.slot.h] = nil
+	s.free = append(s.free, j.slot.h)
 	s.indexClaim(j, false)
 	if j.key != "" {
 		s.keys.Delete(keyEnt{key: j.key})
 	}
-	s.accAdd(j, -1)
+	s.accSub(j.slot)
 	s.dropIfEmpty(q)
 }
 
