@@ -2,6 +2,7 @@ package raft
 
 import (
 	"sync/atomic"
+	"time"
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/wal"
@@ -110,11 +111,17 @@ func (n *Node) awaitDurable(index uint64) bool {
 	}
 }
 
-// stepDownOnFailedLog makes a leader whose log failed step down now. Its
-// own appends are deferred, so the failure may be its writer's, which raft
+// stepDownOnFailedLog makes a leader whose log failed step down. Its own
+// appends are deferred, so the failure may be its writer's, which raft
 // does not see: hashicorp/raft steps down when a StoreLogs fails, so a
 // barrier makes it try one (it fails at once: the log refuses every write
-// once failed). Called by the log's failure report; it must not wait.
+// once failed). First it lets its replicators finish, until raft's commit
+// index reaches its last index (a majority's followers then hold every
+// entry it appended) or an election timeout passes: raft's last index
+// still counts the entries its disk never took, and a member votes only
+// for a log as long as its own, so a follower missing them could never be
+// elected with this member's vote — with one member down, no leader at
+// all. Called by the log's failure report; it must not wait.
 func (n *Node) stepDownOnFailedLog() {
 	r := n.raftNow()
 	if r == nil || r.State() != hraft.Leader {
@@ -123,6 +130,17 @@ func (n *Node) stepDownOnFailedLog() {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
+		deadline := time.After(n.cfg.ElectionTimeout)
+		for r.State() == hraft.Leader && r.CommitIndex() < r.LastIndex() {
+			select {
+			case <-deadline:
+			case <-n.closed:
+				return
+			case <-time.After(n.cfg.HeartbeatTimeout / 20): // polling raft's commit index
+				continue
+			}
+			break
+		}
 		// A barrier's future is not answered when raft shuts down first.
 		_ = waitFuture(n.closedCtx(), r.Barrier(n.cfg.ApplyTimeout)) // fails: the log is failed
 	}()

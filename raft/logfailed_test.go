@@ -142,7 +142,14 @@ func TestMemberWithFailedLogIsNeverElected(t *testing.T) {
 	}
 	drain() // its own leadership before the step-down
 	w := stalltest.Start()
-	bound := 2*10*et + 6*et // the healthy member's timeout, then an election
+	// The healthy member's timeout, then an election. hashicorp/raft's
+	// follower checks its last contact when a timer armed for a random
+	// [1, 2) heartbeat timeouts fires, and re-arms it when the contact was
+	// recent: a timer firing just under one timeout after the last contact
+	// notices only up to two timeouts later, three after it (the earlier
+	// bound, two, failed under load at 7.9 s with the healthy member's
+	// first election not yet started).
+	bound := 3*10*et + 6*et
 	nodetest.WaitFor(t, wait, "the healthy member to lead", func() bool {
 		select {
 		case <-obs:
