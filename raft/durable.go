@@ -99,6 +99,9 @@ func (n *Node) durableCommit(r *hraft.Raft) uint64 {
 // machine is either applied or the log has failed — never skipped while a
 // later one is applied (the adapter refuses everything after a false).
 func (n *Node) awaitDurable(index uint64) bool {
+	if n.log.Durable() >= index {
+		return true // the common case: no lock, no channel
+	}
 	for {
 		ch := n.log.DurableChanged()
 		if n.log.Durable() >= index {

@@ -65,6 +65,7 @@ type Node struct {
 const (
 	methodPropose   = "jr.propose"
 	methodReadIndex = "jr.readindex"
+	methodTerm      = "jr.term"
 	methodStatus    = "jr.status"
 	methodAdd       = "jr.member.add"
 	methodRemove    = "jr.member.remove"
@@ -231,6 +232,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	n.mon = newMonitor(n)
 	n.mux.Handle(methodPropose, n.handlePropose)
 	n.mux.Handle(methodReadIndex, n.handleReadIndex)
+	n.mux.Handle(methodTerm, n.handleTerm)
 	n.mux.Handle(methodStatus, n.handleStatus)
 	n.mux.Handle(methodAdd, n.handleAdd)
 	n.mux.Handle(methodRemove, n.handleRemove)

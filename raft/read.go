@@ -74,10 +74,78 @@ func (n *Node) readIndexLocal(ctx context.Context) (uint64, error) {
 		n.readyTerm.Store(term)
 	}
 	idx := n.r.CommitIndex()
-	if err := waitFuture(ctx, n.r.VerifyLeader()); err != nil {
+	if err := n.confirmTerm(ctx, term); err != nil {
 		return 0, err
 	}
 	return idx, nil
+}
+
+// confirmTerm returns once a majority of the voters, this member counting,
+// answered a request sent after it was called with a term no later than
+// term (U12). A leader of a later term needs a majority that voted in it,
+// and a member's term never goes back: so no write a later leader
+// acknowledged before the call can exist, and the commit index this leader
+// read before the call covers every acknowledged write. hashicorp/raft's
+// VerifyLeader is not used for this: its heartbeat goroutine counts an
+// answer for every verification waiting when the answer arrives, also
+// those that began after the heartbeat was sent, so a leader paused with a
+// heartbeat in flight resumes, reads the old answer and "verifies" a read
+// that began after a new leader's writes.
+func (n *Node) confirmTerm(ctx context.Context, term uint64) error {
+	f := n.r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	var others []hraft.Server
+	voters, self := 0, false
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage != hraft.Voter {
+			continue
+		}
+		voters++
+		if string(s.ID) == n.cfg.ID {
+			self = true // its own term is term: it counts
+		} else {
+			others = append(others, s)
+		}
+	}
+	need := voters/2 + 1
+	if self {
+		need--
+	}
+	if n.r.CurrentTerm() != term {
+		return ErrNotLeader
+	}
+	if need <= 0 {
+		return nil
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make(chan bool, len(others))
+	for _, s := range others {
+		go func() {
+			reply, err := n.caller.Call(transport.ExpectPeer(cctx, string(s.ID)), string(s.Address), methodTerm, nil)
+			answers <- err == nil && len(reply) == 8 && binary.LittleEndian.Uint64(reply) <= term
+		}()
+	}
+	for range others {
+		select {
+		case ok := <-answers:
+			if ok {
+				if need--; need == 0 {
+					return nil
+				}
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("%w: a majority of the voters did not confirm term %d", ErrNotLeader, term)
+}
+
+// handleTerm answers a leader's confirmTerm: this member's current term.
+func (n *Node) handleTerm(_ context.Context, _ []byte) ([]byte, error) {
+	return binary.LittleEndian.AppendUint64(nil, n.r.CurrentTerm()), nil
 }
 
 func waitFuture(ctx context.Context, f hraft.Future) error {

@@ -2,12 +2,18 @@ package raft_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/jobraft/jobraft/internal/nodeopt"
+	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport"
 )
 
 // A linearizable read right after a leader change never misses an
@@ -68,4 +74,54 @@ func TestLinearizableReadAfterLeaderKill(t *testing.T) {
 	}
 	h.WaitConverged(wait)
 	h.CheckAlive()
+}
+
+// termLiar answers the leader's term confirmations (the jr.term RPC) with a
+// later term while lying is set: followers that moved on to a new leader,
+// while raft's own heartbeats between the same members still succeed — the
+// shape of a leader resumed with a heartbeat's old answer in flight (U12).
+type termLiar struct {
+	transport.Caller
+	lying *atomic.Bool
+}
+
+func (c termLiar) Call(ctx context.Context, addr, method string, req []byte) ([]byte, error) {
+	if method == "jr.term" && c.lying.Load() {
+		return binary.LittleEndian.AppendUint64(nil, 1<<40), nil
+	}
+	return c.Caller.Call(ctx, addr, method, req)
+}
+
+// A leader serves a linearizable read only once a majority answered, to
+// requests sent after the read began, with no later term than its own.
+// hashicorp/raft's VerifyLeader would pass here (its heartbeats succeed),
+// and did pass on a resumed old leader (TestScenarioPausedLeader, a stale
+// read under load).
+func TestReadNeedsAMajorityInTheLeadersTermNow(t *testing.T) {
+	var lying atomic.Bool
+	c := nodetest.StartOpts(t, 3, nil, nil, nil, func(int) []nodeopt.Option {
+		return []nodeopt.Option{nodeopt.WrapCaller(func(_ string, inner transport.Caller) transport.Caller {
+			return termLiar{Caller: inner, lying: &lying}
+		})}
+	})
+	l := c.WaitLeader(wait)
+	if _, err := c.Propose(l, "set k v", wait); err != nil {
+		t.Fatal(err)
+	}
+	lying.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	idx, err := c.Nodes[l].LinearizableRead(ctx)
+	cancel()
+	if err == nil {
+		t.Fatalf("read served at index %d while a majority answered a later term", idx)
+	}
+	if _, err := c.Propose(l, "set k2 v", wait); err != nil {
+		t.Fatalf("propose while only the term answers lie (raft's heartbeats fine): %v", err)
+	}
+	lying.Store(false)
+	ctx, cancel = context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if _, err := c.Nodes[l].LinearizableRead(ctx); err != nil {
+		t.Fatalf("read once the term answers are true: %v", err)
+	}
 }

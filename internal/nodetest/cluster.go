@@ -35,6 +35,7 @@ type Cluster struct {
 	// (re)start: a test may change them between a stop and a start.
 	WAL     [][]wal.Option
 	walOpts func(i int) []wal.Option
+	extra   func(i int) []nodeopt.Option
 	tweak   func(*raft.Config)
 	base    string
 	applied *history.Checker
@@ -78,8 +79,15 @@ func Start(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Confi
 // Join gets walOpts of its index too.
 func StartWAL(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config), walOpts func(i int) []wal.Option) *Cluster {
 	t.Helper()
+	return StartOpts(t, n, faults, tweak, walOpts, nil)
+}
+
+// StartOpts is StartWAL with extra internal options for member i from
+// extra(i) (nil: none), used at every (re)start.
+func StartOpts(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config), walOpts func(i int) []wal.Option, extra func(i int) []nodeopt.Option) *Cluster {
+	t.Helper()
 	base := t.TempDir()
-	c := &Cluster{t: t, Faults: faults, walOpts: walOpts, tweak: tweak, base: base, applied: history.NewChecker()}
+	c := &Cluster{t: t, Faults: faults, walOpts: walOpts, extra: extra, tweak: tweak, base: base, applied: history.NewChecker()}
 	var members []raft.Member
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("m%d", i)
@@ -135,6 +143,9 @@ func (c *Cluster) options(i int) []nodeopt.Option {
 	opts := append([]nodeopt.Option{nodeopt.Applied(c.Applied[i])}, FaultOptions(c.Faults)...)
 	if len(c.WAL[i]) > 0 {
 		opts = append(opts, nodeopt.WALOptions(c.WAL[i]...))
+	}
+	if c.extra != nil {
+		opts = append(opts, c.extra(i)...)
 	}
 	return opts
 }
