@@ -76,9 +76,9 @@ func TestCheckpointWaitsForASyncUnderWay(t *testing.T) {
 	defer f.Close()
 	const d = 200 * time.Millisecond
 	fs.StallNextSync(d)
-	synced := make(chan time.Time, 1)
+	synced := make(chan struct{}, 1)
 	started := time.Now()
-	go func() { _ = f.Sync(); synced <- time.Now() }()
+	go func() { _ = f.Sync(); synced <- struct{}{} }()
 	deadline := time.Now().Add(5 * time.Second)
 	for { // poll until the Sync holds the FS (its stall is taken)
 		fs.mu.Lock()
@@ -96,9 +96,11 @@ func TestCheckpointWaitsForASyncUnderWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := time.Now()
-	if at := <-synced; done.Before(at) {
-		t.Fatalf("the checkpoint finished %s before the Sync it should have waited for", at.Sub(done))
-	}
+	<-synced
+	// The Sync's own return time is taken after it released the FS, so it
+	// does not order against the checkpoint (under load it came 13 µs
+	// later); that the checkpoint outlasted the stall is what shows it
+	// waited for the Sync.
 	if done.Sub(started) < d {
 		t.Fatalf("the checkpoint finished %s after the stalled Sync began, before its stall of %s", done.Sub(started), d)
 	}
