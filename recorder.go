@@ -42,9 +42,10 @@ type ringEntry struct {
 	index  uint64
 	events []Event
 	size   int
-	// A successful submit is recorded undecoded (raw result, entry time)
-	// and turned into events when a watcher first reads it: submits are
-	// the hot path, watchers are few.
+	// A successful submit, and a successful batch of lease commands while
+	// no fence waits, is recorded undecoded (raw result, entry time) and
+	// turned into events when a watcher (or leaseEnd) first reads it: they
+	// are the hot path, watchers are few.
 	raw []byte
 	at  time.Time
 }
@@ -66,6 +67,9 @@ func (r *recorder) Apply(e fsm.Entry) []byte {
 		r.append(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, true)
 		return out
 	}
+	if r.appendBatchRaw(e, out) {
+		return out
+	}
 	res, err := fsm.DecodeResultWithoutPayloads(out) // events carry no payload
 	if err != nil || res.Err() != nil {
 		return out
@@ -76,6 +80,30 @@ func (r *recorder) Apply(e fsm.Entry) []byte {
 	}
 	r.record(e.Index, evs, ready)
 	return out
+}
+
+// appendBatchRaw records a successful batch's result undecoded, as a
+// submit's is, when no fence waits on any job (a fence must end when the
+// entry is applied, so its events are needed now); whether it wakes
+// claimers is read from the result's headers (fsm.BatchRequeues). It
+// reports false when the entry is not such a batch or a fence is set: the
+// caller decodes it. The check and the append are under one lock: a fence
+// set after it finds the entry in the history (leaseEnd decodes it).
+func (r *recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
+	if len(out) < 3 || fsm.CommandType(out[1]) != fsm.CmdBatch || fsm.Code(out[2]) != fsm.CodeOK {
+		return false
+	}
+	ready, ok := fsm.BatchRequeues(out)
+	if !ok {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.fences) > 0 {
+		return false
+	}
+	r.appendLocked(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, ready)
+	return true
 }
 
 // events turns an applied command's result into job events, in one
@@ -208,26 +236,7 @@ func (r *recorder) record(index uint64, evs []Event, ready bool) {
 func (r *recorder) append(ent ringEntry, ready bool) {
 	evs := ent.events
 	r.mu.Lock()
-	r.ring = append(r.ring, ent)
-	r.bytes += ent.size
-	r.last = ent.index
-	for len(r.ring)-r.start > r.maxEntries || (r.bytes > r.maxBytes && len(r.ring)-r.start > 1) {
-		old := &r.ring[r.start]
-		r.bytes -= old.size
-		r.oldest = old.index + 1
-		*old = ringEntry{}
-		r.start++
-	}
-	if r.start > 1024 && r.start > len(r.ring)/2 {
-		r.ring = append(r.ring[:0:0], r.ring[r.start:]...)
-		r.start = 0
-	}
-	close(r.changed)
-	r.changed = make(chan struct{})
-	if ready {
-		close(r.ready)
-		r.ready = make(chan struct{})
-	}
+	r.appendLocked(ent, ready)
 	var ends []func(Event)
 	var endEv []Event
 	for i := range evs {
@@ -248,6 +257,43 @@ func (r *recorder) append(ent ringEntry, ready bool) {
 	for i, end := range ends {
 		end(endEv[i])
 	}
+}
+
+// appendLocked adds one entry to the history and wakes watchers (and
+// claimers when ready). mu held.
+func (r *recorder) appendLocked(ent ringEntry, ready bool) {
+	r.ring = append(r.ring, ent)
+	r.bytes += ent.size
+	r.last = ent.index
+	for len(r.ring)-r.start > r.maxEntries || (r.bytes > r.maxBytes && len(r.ring)-r.start > 1) {
+		old := &r.ring[r.start]
+		r.bytes -= old.size
+		r.oldest = old.index + 1
+		*old = ringEntry{}
+		r.start++
+	}
+	if r.start > 1024 && r.start > len(r.ring)/2 {
+		r.ring = append(r.ring[:0:0], r.ring[r.start:]...)
+		r.start = 0
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+	if ready {
+		close(r.ready)
+		r.ready = make(chan struct{})
+	}
+}
+
+// decodeLocked turns an entry recorded undecoded (a submit's or a batch's
+// raw result) into its events, once. mu held.
+func (r *recorder) decodeLocked(ent *ringEntry) {
+	if ent.raw == nil {
+		return
+	}
+	if res, err := fsm.DecodeResultWithoutPayloads(ent.raw); err == nil {
+		ent.events, _ = r.events(fsm.Entry{Index: ent.index, Time: ent.at}, &res)
+	}
+	ent.raw = nil
 }
 
 // fence registers f for job id; the returned func removes it.
@@ -290,12 +336,7 @@ func (r *recorder) since(from uint64, max int) (evs []Event, next uint64, change
 	i := sort.Search(len(live), func(i int) bool { return live[i].index >= from })
 	next = from
 	for n := 0; i < len(live) && n < max; i, n = i+1, n+1 {
-		if ent := &live[i]; ent.raw != nil {
-			if res, err := fsm.DecodeResult(ent.raw); err == nil {
-				ent.events, _ = r.events(fsm.Entry{Index: ent.index, Time: ent.at}, &res)
-			}
-			ent.raw = nil
-		}
+		r.decodeLocked(&live[i])
 		evs = append(evs, live[i].events...)
 		next = live[i].index + 1
 	}
@@ -318,8 +359,11 @@ func (r *recorder) leaseEnd(id string, token uint64) (kind EventKind, ok bool) {
 		return "", false
 	}
 	live := r.ring[r.start:]
-	// Undecoded (raw) entries are successful submits: they end no lease.
+	// An undecoded (raw) submit ends no lease; an undecoded batch may.
 	for i := sort.Search(len(live), func(i int) bool { return live[i].index > token }); i < len(live); i++ {
+		if raw := live[i].raw; raw != nil && fsm.CommandType(raw[1]) == fsm.CmdBatch {
+			r.decodeLocked(&live[i])
+		}
 		for _, ev := range live[i].events {
 			if ev.JobID != id {
 				continue

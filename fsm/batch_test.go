@@ -254,3 +254,55 @@ func TestDecodeResultWithoutPayloads(t *testing.T) {
 		t.Fatalf("without payloads:\n%+v\nwant\n%+v", lite, full)
 	}
 }
+
+// BatchRequeues reads from a batch's result headers alone whether a nak in
+// it put a job back in its queue: a nak that changed the job, not one
+// repeated, refused, or an ack; and it does not read other results.
+func TestBatchRequeues(t *testing.T) {
+	m := New()
+	var index uint64
+	apply := func(c Command) []byte {
+		t.Helper()
+		index++
+		return m.Apply(Entry{Index: index, Term: 1, Time: baseTime, Cmd: appendCommand(nil, c)})
+	}
+	apply(&SubmitCmd{Jobs: []NewJob{{ID: "a", Queue: "q", Kind: "k"}, {ID: "b", Queue: "q", Kind: "k"}, {ID: "c", Queue: "q", Kind: "k"}}})
+	claimed, err := DecodeResult(apply(&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 3, TTL: time.Minute}))
+	if err != nil || len(claimed.Jobs) != 3 {
+		t.Fatalf("claim: %v, %d jobs", err, len(claimed.Jobs))
+	}
+	tok := map[string]uint64{}
+	for _, j := range claimed.Jobs {
+		tok[j.ID] = j.Lease.Token
+	}
+	for _, tc := range []struct {
+		name     string
+		cmd      Command
+		requeues bool
+		ok       bool
+	}{
+		{"ack and extend", &BatchCmd{Cmds: []Command{&AckCmd{ID: "a", Token: tok["a"]}, &ExtendCmd{ID: "b", Token: tok["b"], TTL: time.Minute}}}, false, true},
+		{"nak", &BatchCmd{Cmds: []Command{&ExtendCmd{ID: "c", Token: tok["c"], TTL: time.Minute}, &NakCmd{ID: "b", Token: tok["b"]}}}, true, true},
+		{"nak repeated", &BatchCmd{Cmds: []Command{&NakCmd{ID: "b", Token: tok["b"]}}}, false, true},
+		{"nak refused", &BatchCmd{Cmds: []Command{&NakCmd{ID: "c", Token: tok["c"] + 1000}}}, false, true},
+		{"not a batch", &NakCmd{ID: "c", Token: tok["c"]}, false, false},
+	} {
+		out := apply(tc.cmd)
+		requeues, ok := BatchRequeues(out)
+		if requeues != tc.requeues || ok != tc.ok {
+			t.Errorf("%s: BatchRequeues = %v, %v; want %v, %v", tc.name, requeues, ok, tc.requeues, tc.ok)
+		}
+		if r, err := DecodeResult(out); err != nil {
+			t.Fatal(err)
+		} else {
+			checkBatchRequeues(t, out, r, r.Command == CmdBatch && r.Code == CodeOK)
+		}
+		for _, cut := range []int{len(out) - 1, 3, 4} {
+			if cut < len(out) {
+				if _, ok := BatchRequeues(out[:cut]); ok {
+					t.Errorf("%s: a result cut to %d of %d bytes was read", tc.name, cut, len(out))
+				}
+			}
+		}
+	}
+}

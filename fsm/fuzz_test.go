@@ -18,6 +18,8 @@ func seedCommands() [][]byte {
 		&NakCmd{ID: "a", Token: 2, Delay: time.Second, Error: "e"}, &TermCmd{ID: "a", Token: 2, Reason: "r"},
 		&CancelCmd{ID: "a"}, &RetryCmd{ID: "a"}, &ExpireCmd{LeaderSince: baseTime}, &PauseCmd{Queue: "q"},
 		&ResumeCmd{Queue: "q"}, &SweepCmd{MaxAge: time.Second, MaxPerQueue: 1},
+		&BatchCmd{Cmds: []Command{&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 1, TTL: time.Second}, &NakCmd{ID: "a", Token: 2}}},
+		&BatchCmd{Cmds: []Command{&AckCmd{ID: "a", Token: 2}, &ExtendCmd{ID: "a", Token: 2, TTL: time.Second}}},
 	} {
 		out = append(out, appendCommand(nil, c))
 	}
@@ -70,10 +72,12 @@ func FuzzApply(f *testing.F) {
 			index++
 			now = now.Add(time.Duration(dt))
 			before := m.stateSum()
-			r, err := DecodeResult(m.Apply(Entry{Index: index, Term: index / 3, Time: now, Cmd: c}))
+			out := m.Apply(Entry{Index: index, Term: index / 3, Time: now, Cmd: c})
+			r, err := DecodeResult(out)
 			if err != nil {
 				t.Fatalf("result: %v", err)
 			}
+			checkBatchRequeues(t, out, r, r.Command == CmdBatch && r.Code == CodeOK)
 			if r.Code != CodeOK && m.stateSum() != before {
 				t.Fatalf("refused %s changed the state", r.Command)
 			}
@@ -153,4 +157,45 @@ func TestBackoffMaxBelowDefaultBaseRestores(t *testing.T) {
 	if k.Digest() != j.Digest() {
 		t.Fatal("digest differs after restore")
 	}
+}
+
+// checkBatchRequeues checks BatchRequeues against the decoded result r of
+// b: it reads b only when b is a successful batch result (and then must
+// when mustRead), and reports exactly whether one of its naks changed a job.
+func checkBatchRequeues(t *testing.T, b []byte, r Result, mustRead bool) {
+	t.Helper()
+	requeues, ok := BatchRequeues(b)
+	if !ok {
+		if mustRead {
+			t.Fatalf("BatchRequeues cannot read a batch result Apply returned")
+		}
+		return
+	}
+	if r.Command != CmdBatch || r.Code != CodeOK {
+		t.Fatalf("BatchRequeues read a %s result with code %s", r.Command, r.Code)
+	}
+	want := false
+	for _, sr := range r.Batch {
+		want = want || (sr.Command == CmdNak && sr.Code == CodeOK && sr.Changed)
+	}
+	if requeues != want {
+		t.Fatalf("BatchRequeues = %v, the decoded batch says %v", requeues, want)
+	}
+}
+
+// FuzzBatchRequeues: on any input BatchRequeues does not panic, and where
+// DecodeResult reads the same bytes, the two agree.
+func FuzzBatchRequeues(f *testing.F) {
+	m := New()
+	for i, c := range seedCommands() {
+		f.Add(m.Apply(Entry{Index: uint64(i + 1), Term: 1, Time: baseTime, Cmd: c}))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, ok := BatchRequeues(b); !ok {
+			return
+		}
+		if r, err := DecodeResult(b); err == nil {
+			checkBatchRequeues(t, b, r, true)
+		}
+	})
 }

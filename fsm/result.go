@@ -292,3 +292,34 @@ func decodeResult(b []byte, arena *[]byte, noPayload bool) (Result, error) {
 	}
 	return r, nil
 }
+
+// BatchRequeues reads the result Apply returned for a batch entry without
+// decoding its jobs: it reports whether one of the batch's commands put a
+// job back in its queue (a nak that changed it: the only batchable command
+// that does), which is when waiting claimers must look again. It is meant
+// for what Apply just returned: it checks the framing and each command's
+// header, not the jobs (DecodeResult does). ok is false when b is not a
+// successful batch result of this version or its framing is broken.
+func BatchRequeues(b []byte) (requeues, ok bool) {
+	if len(b) < 3 || b[0] != ResultVersion || CommandType(b[1]) != CmdBatch || Code(b[2]) != CodeOK {
+		return false, false
+	}
+	d := decoder{b: b[3:]}
+	d.uvarint() // index
+	d.raw()     // detail
+	n := d.count(MaxBatch, 3)
+	for i := 0; i < n && d.err == nil; i++ {
+		sub := d.raw()
+		if d.err != nil || len(sub) < 4 || sub[0] != ResultVersion || !Batchable(CommandType(sub[1])) || Code(sub[2]) >= numCodes {
+			return false, false
+		}
+		// A nak that succeeded ends with its changed flag.
+		if CommandType(sub[1]) == CmdNak && Code(sub[2]) == CodeOK && sub[len(sub)-1] == 1 {
+			requeues = true
+		}
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return false, false
+	}
+	return requeues, true
+}
