@@ -572,10 +572,13 @@ func diskFault(t *testing.T, leaderVictim bool, arm func(*faultfs.FS)) {
 			return nl >= 0 && nl != f
 		})
 	} else {
-		// The follower stops appending while the majority commits.
-		liveness(t, "the failed follower fell 50 entries behind", wait, func() bool {
-			ls := c.Nodes[healthy[0]].Status()
-			return ls.CommitIndex >= c.Nodes[f].Status().LastIndex+50
+		// The follower's log fails at its next writes and it stops
+		// appending while the majority commits. Falling behind alone does
+		// not say its log failed: a follower the load starved was already
+		// 50 behind with room left on its disk.
+		liveness(t, "the follower's log failed closed and it fell 50 entries behind", wait, func() bool {
+			ls, fs := c.Nodes[healthy[0]].Status(), c.Nodes[f].Status()
+			return fs.LogFailed != "" && ls.CommitIndex >= fs.LastIndex+50
 		})
 	}
 	if err := c.Nodes[f].Log().SyncFloor(); !errors.Is(err, wal.ErrFailed) {
