@@ -52,23 +52,29 @@ func TestRecorderBatchEventsInOneSlice(t *testing.T) {
 	}
 }
 
-// A batch of lease commands is recorded undecoded while no fence waits, and
-// decoded when set: either way a watcher reads the same events, claimers are
-// woken exactly by a nak that put a job back, and leaseEnd finds the end of
-// a lease in an undecoded batch (a fence set after it was applied).
+// A batch of lease commands is recorded undecoded unless it touches a job a
+// fence waits on, and then decoded at once: either way a watcher reads the
+// same events, claimers are woken exactly by a nak that put a job back, a
+// fence on a job the batch ends is ended as it applies, and leaseEnd finds
+// the end of a lease in an undecoded batch (a fence set after it applied).
 func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	plain, fenced := newRecorder(100, 1<<20), newRecorder(100, 1<<20)
-	defer fenced.fence("other", &fence{token: 1, end: func(Event) {}})()
+	// plain has no fence; elsewhere one on a job no batch touches; fenced
+	// one on j0, which every batch here but the naks touches.
+	plain, elsewhere, fenced := newRecorder(100, 1<<20), newRecorder(100, 1<<20), newRecorder(100, 1<<20)
+	defer elsewhere.fence("other", &fence{token: 1, end: func(Event) {}})()
+	var j0Ends []Event
+	defer fenced.fence("j0", &fence{token: 1, end: func(ev Event) { j0Ends = append(j0Ends, ev) }})()
+	recs := []*recorder{plain, elsewhere, fenced}
 	var index uint64
-	apply := func(c fsm.Command) (woke [2]bool) {
+	apply := func(c fsm.Command) (woke [3]bool, undecoded [3]bool) {
 		t.Helper()
 		b, err := fsm.EncodeCommand(c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		index++
-		for i, r := range []*recorder{plain, fenced} {
+		for i, r := range recs {
 			ready := r.readyCh()
 			res, err := fsm.DecodeResult(r.Apply(fsm.Entry{Index: index, Term: 1, Time: at, Cmd: b}))
 			if err != nil || res.Err() != nil {
@@ -79,8 +85,10 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 				woke[i] = true
 			default:
 			}
+			last := r.ring[len(r.ring)-1]
+			undecoded[i] = last.index == index && last.raw != nil
 		}
-		return woke
+		return woke, undecoded
 	}
 	var jobs []fsm.NewJob
 	for i := range 4 {
@@ -88,14 +96,17 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 	}
 	apply(&fsm.SubmitCmd{Jobs: jobs})
 	claim := &fsm.BatchCmd{Cmds: []fsm.Command{&fsm.ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 4, TTL: time.Minute}}}
-	if woke := apply(claim); woke != [2]bool{} {
+	woke, undecoded := apply(claim)
+	if woke != [3]bool{} {
 		t.Fatalf("a batch of a claim woke claimers: %v", woke)
 	}
-	claimIndex := index
-	raw := plain.ring[len(plain.ring)-1].raw != nil
-	if !raw || fenced.ring[len(fenced.ring)-1].raw != nil {
-		t.Fatalf("claim batch undecoded: %v without a fence, %v with one; want true, false", raw, fenced.ring[len(fenced.ring)-1].raw != nil)
+	if undecoded != [3]bool{true, true, false} {
+		t.Fatalf("claim batch undecoded (no fence, a fence elsewhere, a fence on a claimed job): %v", undecoded)
 	}
+	if len(j0Ends) != 1 || j0Ends[0].Kind != EventClaimed {
+		t.Fatalf("the fence on j0 (another token) ended by %v, want once by its claim", j0Ends)
+	}
+	claimIndex := index
 	evs, _, _, _, _ := plain.since(claimIndex, 1)
 	tok := map[string]uint64{}
 	for _, ev := range evs {
@@ -104,45 +115,60 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 	if len(tok) != 4 {
 		t.Fatalf("claimed events %v, want 4 jobs", evs)
 	}
+	var j3Ends []Event
+	defer plain.fence("j3", &fence{token: tok["j3"], end: func(ev Event) { j3Ends = append(j3Ends, ev) }})()
 	ack := &fsm.BatchCmd{Cmds: []fsm.Command{&fsm.AckCmd{ID: "j0", Token: tok["j0"]}, &fsm.ExtendCmd{ID: "j1", Token: tok["j1"], TTL: time.Minute}}}
-	if woke := apply(ack); woke != [2]bool{} {
-		t.Fatalf("a batch of an ack and an extend woke claimers: %v", woke)
+	if woke, undecoded := apply(ack); woke != [3]bool{} || undecoded != [3]bool{true, true, false} {
+		t.Fatalf("a batch of an ack and an extend: woke %v, undecoded %v", woke, undecoded)
 	}
 	nak := &fsm.BatchCmd{Cmds: []fsm.Command{&fsm.TermCmd{ID: "j2", Token: tok["j2"]}, &fsm.NakCmd{ID: "j1", Token: tok["j1"]}}}
-	if woke := apply(nak); woke != [2]bool{true, true} {
-		t.Fatalf("a batch with a nak woke claimers: %v, want both", woke)
+	if woke, undecoded := apply(nak); woke != [3]bool{true, true, true} || undecoded != [3]bool{true, true, true} {
+		t.Fatalf("a batch with a nak: woke %v (want all), undecoded %v (want all)", woke, undecoded)
 	}
-	if woke := apply(&fsm.BatchCmd{Cmds: []fsm.Command{&fsm.NakCmd{ID: "j1", Token: tok["j1"]}}}); woke != [2]bool{} {
+	if woke, _ := apply(&fsm.BatchCmd{Cmds: []fsm.Command{&fsm.NakCmd{ID: "j1", Token: tok["j1"]}}}); woke != [3]bool{} {
 		t.Fatalf("a repeated nak woke claimers: %v", woke)
 	}
+	if len(j3Ends) != 0 {
+		t.Fatalf("the fence on j3 ended by %v before its lease ended", j3Ends)
+	}
+	if _, undecoded := apply(&fsm.BatchCmd{Cmds: []fsm.Command{&fsm.TermCmd{ID: "j3", Token: tok["j3"]}}}); undecoded[0] {
+		t.Fatal("a batch ending a fenced lease was recorded undecoded")
+	}
+	if len(j3Ends) != 1 || j3Ends[0].Kind != EventTermed || j3Ends[0].Index != index {
+		t.Fatalf("the fence on j3 ended by %v, want once by the term at %d", j3Ends, index)
+	}
 	// leaseEnd reads the undecoded batches after the claim.
-	for id, want := range map[string]EventKind{"j0": EventAcked, "j1": EventNaked, "j2": EventTermed} {
-		for i, r := range []*recorder{plain, fenced} {
+	for id, want := range map[string]EventKind{"j0": EventAcked, "j1": EventNaked, "j2": EventTermed, "j3": EventTermed} {
+		for i, r := range recs {
 			if kind, ok := r.leaseEnd(id, tok[id]); !ok || kind != want {
 				t.Errorf("recorder %d: leaseEnd(%s) = %s, %v; want %s", i, id, kind, ok, want)
 			}
 		}
 	}
-	if _, ok := plain.leaseEnd("j3", tok["j3"]); ok {
-		t.Error("leaseEnd found an end of a lease that is still held")
+	all := make([]string, len(recs))
+	for i, r := range recs {
+		evs, _, _, _, _ := r.since(1, 100)
+		all[i] = fmt.Sprint(evs)
+		if len(evs) != 4+4+2+2+1 {
+			t.Fatalf("recorder %d: %d events, want 13", i, len(evs))
+		}
 	}
-	a, _, _, _, _ := plain.since(1, 100)
-	b, _, _, _, _ := fenced.since(1, 100)
-	if fmt.Sprint(a) != fmt.Sprint(b) || len(a) != 4+4+2+2 {
-		t.Fatalf("events without a fence %v\nwith one %v", a, b)
+	if all[0] != all[1] || all[0] != all[2] {
+		t.Fatalf("events differ:\nno fence %s\nelsewhere %s\nfenced %s", all[0], all[1], all[2])
 	}
 }
 
 // BenchmarkRecorderCycle applies full job cycles (a submit of 64 jobs, a
 // batch claiming them, a batch acking them) through the recorder, as every
-// member does, per job cycle: without a fence (batches recorded undecoded)
-// and with one set on an unrelated job (each batch decoded into events at
-// once, as before).
+// member does, per job cycle: without a fence (batches recorded
+// undecoded), with one on a job no batch touches (undecoded after a look
+// at the batch's job IDs), and with one on a job of every batch (decoded
+// into events at once, as every batch was before).
 func BenchmarkRecorderCycle(b *testing.B) {
-	for _, fenced := range []bool{false, true} {
-		b.Run(fmt.Sprintf("fenced=%v", fenced), func(b *testing.B) {
+	for _, fences := range []string{"none", "elsewhere", "touched"} {
+		b.Run("fences="+fences, func(b *testing.B) {
 			r := newRecorder(4096, 64<<20)
-			if fenced {
+			if fences == "elsewhere" {
 				defer r.fence("other", &fence{token: 1, end: func(Event) {}})()
 			}
 			at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -165,6 +191,10 @@ func BenchmarkRecorderCycle(b *testing.B) {
 					jobs[i] = fsm.NewJob{ID: fmt.Sprint("j", k+i), Queue: "q", Kind: "k", Payload: payload}
 				}
 				apply(&fsm.SubmitCmd{Jobs: jobs})
+				unfence := func() {}
+				if fences == "touched" {
+					unfence = r.fence(jobs[n-1].ID, &fence{token: 1, end: func(Event) {}})
+				}
 				claim := &fsm.BatchCmd{}
 				for range n {
 					claim.Cmds = append(claim.Cmds, &fsm.ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 1, TTL: time.Minute})
@@ -183,6 +213,7 @@ func BenchmarkRecorderCycle(b *testing.B) {
 					b.Fatalf("claimed %d of %d", len(ack.Cmds), n)
 				}
 				apply(ack)
+				unfence()
 			}
 		})
 	}

@@ -36,6 +36,9 @@ type decoder struct {
 	pooled bool
 	// noPayload: job records' payloads are skipped, not copied.
 	noPayload bool
+	// view: strings and bytes are views of the input, not copies (for a
+	// reader that looks at them while the input is alive and unchanged).
+	view bool
 }
 
 // arenaChunk bounds a decoder's arena chunks; strings above arenaMax
@@ -152,6 +155,9 @@ func (d *decoder) raw() []byte {
 
 func (d *decoder) str() string {
 	p := d.raw()
+	if d.view && len(p) > 0 {
+		return unsafe.String(&p[0], len(p))
+	}
 	if !d.pooled || len(p) == 0 {
 		return string(p)
 	}
@@ -165,6 +171,9 @@ func (d *decoder) bytes() []byte {
 	p := d.raw()
 	if len(p) == 0 {
 		return nil
+	}
+	if d.view {
+		return p
 	}
 	return append([]byte(nil), p...)
 }

@@ -3,7 +3,9 @@ package fsm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -181,16 +183,38 @@ func checkBatchRequeues(t *testing.T, b []byte, r Result, mustRead bool) {
 	if requeues != want {
 		t.Fatalf("BatchRequeues = %v, the decoded batch says %v", requeues, want)
 	}
+	var ids, wantIDs []string
+	if !BatchJobs(b, func(id string) bool { ids = append(ids, strings.Clone(id)); return true }) {
+		t.Fatalf("BatchJobs cannot read a batch result BatchRequeues read")
+	}
+	for _, sr := range r.Batch {
+		if sr.Code == CodeOK {
+			for _, j := range sr.Jobs {
+				wantIDs = append(wantIDs, j.ID)
+			}
+		}
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(wantIDs) {
+		t.Fatalf("BatchJobs listed %q, the decoded batch has %q", ids, wantIDs)
+	}
+	if len(wantIDs) > 1 {
+		n := 0
+		BatchJobs(b, func(string) bool { n++; return false })
+		if n != 1 {
+			t.Fatalf("BatchJobs went on after fn returned false: %d calls", n)
+		}
+	}
 }
 
-// FuzzBatchRequeues: on any input BatchRequeues does not panic, and where
-// DecodeResult reads the same bytes, the two agree.
+// FuzzBatchRequeues: on any input BatchRequeues and BatchJobs do not
+// panic, and where DecodeResult reads the same bytes, they agree with it.
 func FuzzBatchRequeues(f *testing.F) {
 	m := New()
 	for i, c := range seedCommands() {
 		f.Add(m.Apply(Entry{Index: uint64(i + 1), Term: 1, Time: baseTime, Cmd: c}))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		BatchJobs(b, func(string) bool { return true })
 		if _, ok := BatchRequeues(b); !ok {
 			return
 		}

@@ -323,3 +323,43 @@ func BatchRequeues(b []byte) (requeues, ok bool) {
 	}
 	return requeues, true
 }
+
+// BatchJobs calls fn with the ID of every job record in the result Apply
+// returned for a batch entry (each command's, in order), without copying
+// them: the string is a view of b, valid while b is. fn returns false to
+// stop. ok is false when b is not a successful batch result of this
+// version or does not decode. It lets an observer that watches a few jobs
+// skip decoding a batch that touches none of them.
+func BatchJobs(b []byte, fn func(id string) bool) (ok bool) {
+	if len(b) < 3 || b[0] != ResultVersion || CommandType(b[1]) != CmdBatch || Code(b[2]) != CodeOK {
+		return false
+	}
+	d := decoder{b: b[3:], view: true, noPayload: true}
+	d.uvarint() // index
+	d.raw()     // detail
+	n := d.count(MaxBatch, 3)
+	for i := 0; i < n && d.err == nil; i++ {
+		sub := d.raw()
+		if d.err != nil || len(sub) < 3 || sub[0] != ResultVersion || !Batchable(CommandType(sub[1])) {
+			return false
+		}
+		if Code(sub[2]) != CodeOK {
+			continue
+		}
+		sd := decoder{b: sub[3:], view: true, noPayload: true}
+		sd.uvarint() // index
+		sd.raw()     // detail
+		k := sd.count(MaxClaim, 20)
+		for j := 0; j < k && sd.err == nil; j++ {
+			var rec job
+			decodeJobInto(&sd, &rec)
+			if sd.err == nil && !fn(rec.id) {
+				return true
+			}
+		}
+		if sd.err != nil {
+			return false
+		}
+	}
+	return d.err == nil && len(d.b) == 0
+}
