@@ -188,8 +188,13 @@ func (m *Mux) acceptLoop() {
 func (m *Mux) serveConn(tc *trackedConn) {
 	remote := tc.RemoteAddr().String()
 	refuse := func(reason string, err error) {
-		m.log.Warn("closing inbound connection", "remote", remote, "reason", reason, "error", err)
 		_ = tc.Close()
+		if m.isClosed() {
+			// Our own Close ended the handshake: nothing to warn about.
+			m.log.Debug("closing inbound connection at shutdown", "remote", remote, "reason", reason)
+			return
+		}
+		m.log.Warn("closing inbound connection", "remote", remote, "reason", reason, "error", err)
 	}
 	_ = tc.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
 	if m.serverTLS != nil {

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,35 @@ func TestQuiesceRaftEndsInboundQuietly(t *testing.T) {
 		if strings.Contains(line, "[ERROR]") {
 			t.Errorf("logged: %s", line)
 		}
+	}
+}
+
+// A connection still in its handshake when the mux closes is closed
+// without a warning: the "error" is the mux's own Close (jobd's graceful
+// stop under test-under-load logged "no channel header ... use of closed
+// network connection").
+func TestCloseDuringHandshakeLogsNoWarning(t *testing.T) {
+	srv, logs := newTestMux(t, "srv", Config{HandshakeTimeout: time.Minute})
+	raw, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	waitFor(t, 10*time.Second, "the mux to track the connection", func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return len(srv.conns) == 1
+	})
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Close waits for the connection's handler.
+	for _, bad := range []string{"[WARN]", "[ERROR]", "use of closed network connection"} {
+		if logs.contains(bad) {
+			t.Fatalf("the mux logged %q closing a connection in its handshake:\n%s", bad, logs.String())
+		}
+	}
+	if !logs.contains("closing inbound connection at shutdown") {
+		t.Fatalf("the handler did not end before Close returned:\n%s", logs.String())
 	}
 }
