@@ -84,31 +84,29 @@ func (r *recorder) Apply(e fsm.Entry) []byte {
 
 // appendBatchRaw records a successful batch's result undecoded, as a
 // submit's is, when no fence waits on a job it touches (a fence must end
-// when the entry is applied, so those events are needed now: the job IDs
-// are read without decoding the batch, fsm.BatchJobs); whether it wakes
-// claimers is read from the result's headers (fsm.BatchRequeues). It
-// reports false when the entry is not such a batch or touches a fenced
-// job: the caller decodes it. The check and the append are under one lock:
-// a fence set after it finds the entry in the history (leaseEnd decodes
-// it).
+// when the entry is applied, so those events are needed now). Whether it
+// wakes claimers and which jobs it touches are read without decoding it
+// (fsm.ScanBatch). It reports false when the entry is not such a batch or
+// touches a fenced job: the caller decodes it. The check and the append are
+// under one lock: a fence set after it finds the entry in the history
+// (leaseEnd decodes it).
 func (r *recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
 	if len(out) < 3 || fsm.CommandType(out[1]) != fsm.CmdBatch || fsm.Code(out[2]) != fsm.CodeOK {
 		return false
 	}
-	ready, ok := fsm.BatchRequeues(out)
-	if !ok {
-		return false
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	fenced := false
+	var ids func(string) bool
 	if len(r.fences) > 0 {
-		fenced := false
-		if !fsm.BatchJobs(out, func(id string) bool {
+		ids = func(id string) bool {
 			_, fenced = r.fences[id]
 			return !fenced
-		}) || fenced {
-			return false
 		}
+	}
+	ready, ok := fsm.ScanBatch(out, ids)
+	if !ok || fenced {
+		return false
 	}
 	r.appendLocked(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, ready)
 	return true

@@ -255,10 +255,10 @@ func TestDecodeResultWithoutPayloads(t *testing.T) {
 	}
 }
 
-// BatchRequeues reads from a batch's result headers alone whether a nak in
-// it put a job back in its queue: a nak that changed the job, not one
-// repeated, refused, or an ack; and it does not read other results.
-func TestBatchRequeues(t *testing.T) {
+// ScanBatch reads from a batch's result, undecoded, whether a nak in it put
+// a job back in its queue: a nak that changed the job, not one repeated,
+// refused, or an ack; and it does not read other results or cut ones.
+func TestScanBatch(t *testing.T) {
 	m := New()
 	var index uint64
 	apply := func(c Command) []byte {
@@ -288,18 +288,18 @@ func TestBatchRequeues(t *testing.T) {
 		{"not a batch", &NakCmd{ID: "c", Token: tok["c"]}, false, false},
 	} {
 		out := apply(tc.cmd)
-		requeues, ok := BatchRequeues(out)
+		requeues, ok := ScanBatch(out, nil)
 		if requeues != tc.requeues || ok != tc.ok {
-			t.Errorf("%s: BatchRequeues = %v, %v; want %v, %v", tc.name, requeues, ok, tc.requeues, tc.ok)
+			t.Errorf("%s: ScanBatch = %v, %v; want %v, %v", tc.name, requeues, ok, tc.requeues, tc.ok)
 		}
 		if r, err := DecodeResult(out); err != nil {
 			t.Fatal(err)
 		} else {
-			checkBatchRequeues(t, out, r, r.Command == CmdBatch && r.Code == CodeOK)
+			checkScanBatch(t, out, r, r.Command == CmdBatch && r.Code == CodeOK)
 		}
 		for _, cut := range []int{len(out) - 1, 3, 4} {
 			if cut < len(out) {
-				if _, ok := BatchRequeues(out[:cut]); ok {
+				if _, ok := ScanBatch(out[:cut], func(string) bool { return true }); ok {
 					t.Errorf("%s: a result cut to %d of %d bytes was read", tc.name, cut, len(out))
 				}
 			}

@@ -79,7 +79,7 @@ func FuzzApply(f *testing.F) {
 			if err != nil {
 				t.Fatalf("result: %v", err)
 			}
-			checkBatchRequeues(t, out, r, r.Command == CmdBatch && r.Code == CodeOK)
+			checkScanBatch(t, out, r, r.Command == CmdBatch && r.Code == CodeOK)
 			if r.Code != CodeOK && m.stateSum() != before {
 				t.Fatalf("refused %s changed the state", r.Command)
 			}
@@ -161,65 +161,65 @@ func TestBackoffMaxBelowDefaultBaseRestores(t *testing.T) {
 	}
 }
 
-// checkBatchRequeues checks BatchRequeues against the decoded result r of
-// b: it reads b only when b is a successful batch result (and then must
-// when mustRead), and reports exactly whether one of its naks changed a job.
-func checkBatchRequeues(t *testing.T, b []byte, r Result, mustRead bool) {
+// checkScanBatch checks ScanBatch against the decoded result r of b: it
+// reads b only when b is a successful batch result (and then must when
+// mustRead), reports exactly whether one of its naks changed a job, lists
+// the IDs of its successful commands' job records in order, and stops
+// listing when told (reporting the same).
+func checkScanBatch(t *testing.T, b []byte, r Result, mustRead bool) {
 	t.Helper()
-	requeues, ok := BatchRequeues(b)
+	var ids []string
+	requeues, ok := ScanBatch(b, func(id string) bool { ids = append(ids, strings.Clone(id)); return true })
+	if bare, bareOK := ScanBatch(b, nil); bare != requeues || bareOK != ok {
+		t.Fatalf("ScanBatch without ids = %v, %v; with ids %v, %v", bare, bareOK, requeues, ok)
+	}
 	if !ok {
 		if mustRead {
-			t.Fatalf("BatchRequeues cannot read a batch result Apply returned")
+			t.Fatalf("ScanBatch cannot read a batch result Apply returned")
 		}
 		return
 	}
 	if r.Command != CmdBatch || r.Code != CodeOK {
-		t.Fatalf("BatchRequeues read a %s result with code %s", r.Command, r.Code)
+		t.Fatalf("ScanBatch read a %s result with code %s", r.Command, r.Code)
 	}
 	want := false
+	var wantIDs []string
 	for _, sr := range r.Batch {
 		want = want || (sr.Command == CmdNak && sr.Code == CodeOK && sr.Changed)
-	}
-	if requeues != want {
-		t.Fatalf("BatchRequeues = %v, the decoded batch says %v", requeues, want)
-	}
-	var ids, wantIDs []string
-	if !BatchJobs(b, func(id string) bool { ids = append(ids, strings.Clone(id)); return true }) {
-		t.Fatalf("BatchJobs cannot read a batch result BatchRequeues read")
-	}
-	for _, sr := range r.Batch {
 		if sr.Code == CodeOK {
 			for _, j := range sr.Jobs {
 				wantIDs = append(wantIDs, j.ID)
 			}
 		}
 	}
+	if requeues != want {
+		t.Fatalf("ScanBatch requeues = %v, the decoded batch says %v", requeues, want)
+	}
 	if fmt.Sprint(ids) != fmt.Sprint(wantIDs) {
-		t.Fatalf("BatchJobs listed %q, the decoded batch has %q", ids, wantIDs)
+		t.Fatalf("ScanBatch listed %q, the decoded batch has %q", ids, wantIDs)
 	}
 	if len(wantIDs) > 1 {
 		n := 0
-		BatchJobs(b, func(string) bool { n++; return false })
-		if n != 1 {
-			t.Fatalf("BatchJobs went on after fn returned false: %d calls", n)
+		stopped, ok := ScanBatch(b, func(string) bool { n++; return false })
+		if n != 1 || stopped != requeues || !ok {
+			t.Fatalf("ScanBatch told to stop: %d calls, requeues %v, ok %v; want 1, %v, true", n, stopped, ok, requeues)
 		}
 	}
 }
 
-// FuzzBatchRequeues: on any input BatchRequeues and BatchJobs do not
-// panic, and where DecodeResult reads the same bytes, they agree with it.
-func FuzzBatchRequeues(f *testing.F) {
+// FuzzScanBatch: on any input ScanBatch does not panic, and where
+// DecodeResult reads the same bytes, it agrees with it.
+func FuzzScanBatch(f *testing.F) {
 	m := New()
 	for i, c := range seedCommands() {
 		f.Add(m.Apply(Entry{Index: uint64(i + 1), Term: 1, Time: baseTime, Cmd: c}))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		BatchJobs(b, func(string) bool { return true })
-		if _, ok := BatchRequeues(b); !ok {
+		if _, ok := ScanBatch(b, func(string) bool { return true }); !ok {
 			return
 		}
 		if r, err := DecodeResult(b); err == nil {
-			checkBatchRequeues(t, b, r, true)
+			checkScanBatch(t, b, r, true)
 		}
 	})
 }

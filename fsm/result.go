@@ -293,14 +293,17 @@ func decodeResult(b []byte, arena *[]byte, noPayload bool) (Result, error) {
 	return r, nil
 }
 
-// BatchRequeues reads the result Apply returned for a batch entry without
-// decoding its jobs: it reports whether one of the batch's commands put a
-// job back in its queue (a nak that changed it: the only batchable command
-// that does), which is when waiting claimers must look again. It is meant
-// for what Apply just returned: it checks the framing and each command's
-// header, not the jobs (DecodeResult does). ok is false when b is not a
-// successful batch result of this version or its framing is broken.
-func BatchRequeues(b []byte) (requeues, ok bool) {
+// ScanBatch reads the result Apply returned for a batch entry without
+// decoding it: it reports whether one of the batch's commands put a job
+// back in its queue (a nak that changed it: the only batchable command that
+// does), which is when waiting claimers must look again, and, when ids is
+// not nil, calls it with the ID of every job record of the batch's
+// successful commands, in order (a view of b, valid while b is; ids returns
+// false to be called no more). It is meant for what Apply just returned: it
+// checks the framing, each command's header and, with ids, the records it
+// reads (DecodeResult checks everything). ok is false when b is not a
+// successful batch result of this version or does not read.
+func ScanBatch(b []byte, ids func(id string) bool) (requeues, ok bool) {
 	if len(b) < 3 || b[0] != ResultVersion || CommandType(b[1]) != CmdBatch || Code(b[2]) != CodeOK {
 		return false, false
 	}
@@ -313,53 +316,33 @@ func BatchRequeues(b []byte) (requeues, ok bool) {
 		if d.err != nil || len(sub) < 4 || sub[0] != ResultVersion || !Batchable(CommandType(sub[1])) || Code(sub[2]) >= numCodes {
 			return false, false
 		}
+		if Code(sub[2]) != CodeOK {
+			continue
+		}
 		// A nak that succeeded ends with its changed flag.
-		if CommandType(sub[1]) == CmdNak && Code(sub[2]) == CodeOK && sub[len(sub)-1] == 1 {
+		if CommandType(sub[1]) == CmdNak && sub[len(sub)-1] == 1 {
 			requeues = true
 		}
-	}
-	if d.err != nil || len(d.b) != 0 {
-		return false, false
-	}
-	return requeues, true
-}
-
-// BatchJobs calls fn with the ID of every job record in the result Apply
-// returned for a batch entry (each command's, in order), without copying
-// them: the string is a view of b, valid while b is. fn returns false to
-// stop. ok is false when b is not a successful batch result of this
-// version or does not decode. It lets an observer that watches a few jobs
-// skip decoding a batch that touches none of them.
-func BatchJobs(b []byte, fn func(id string) bool) (ok bool) {
-	if len(b) < 3 || b[0] != ResultVersion || CommandType(b[1]) != CmdBatch || Code(b[2]) != CodeOK {
-		return false
-	}
-	d := decoder{b: b[3:], view: true, noPayload: true}
-	d.uvarint() // index
-	d.raw()     // detail
-	n := d.count(MaxBatch, 3)
-	for i := 0; i < n && d.err == nil; i++ {
-		sub := d.raw()
-		if d.err != nil || len(sub) < 3 || sub[0] != ResultVersion || !Batchable(CommandType(sub[1])) {
-			return false
-		}
-		if Code(sub[2]) != CodeOK {
+		if ids == nil {
 			continue
 		}
 		sd := decoder{b: sub[3:], view: true, noPayload: true}
 		sd.uvarint() // index
 		sd.raw()     // detail
 		k := sd.count(MaxClaim, 20)
-		for j := 0; j < k && sd.err == nil; j++ {
+		for j := 0; j < k && sd.err == nil && ids != nil; j++ {
 			var rec job
 			decodeJobInto(&sd, &rec)
-			if sd.err == nil && !fn(rec.id) {
-				return true
+			if sd.err == nil && !ids(rec.id) {
+				ids = nil
 			}
 		}
 		if sd.err != nil {
-			return false
+			return false, false
 		}
 	}
-	return d.err == nil && len(d.b) == 0
+	if d.err != nil || len(d.b) != 0 {
+		return false, false
+	}
+	return requeues, true
 }

@@ -52,11 +52,6 @@ type MemberConfig struct {
 	// Join starts the member empty and not bootstrapped (Members unused):
 	// a member for a running cluster to add (StartJoiner).
 	Join bool `json:"join,omitempty"`
-	// Nice, when above 0, runs the member's process at that niceness
-	// (nice(1), every thread): under CPU contention it takes what the
-	// machine's other processes leave, as a member on its own machine
-	// would take none of theirs.
-	Nice int `json:"nice,omitempty"`
 }
 
 // Timing is a member's raft timing and propose timeout; zero fields keep

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -108,9 +107,6 @@ func (p *Procs) Start(i int) {
 	}
 	defer logf.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	if n := p.Cfgs[i].Nice; n > 0 {
-		cmd = exec.Command("nice", "-n", strconv.Itoa(n), os.Args[0], "-test.run=^$")
-	}
 	cmd.Env = append(os.Environ(), envMember+"="+string(spec))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
