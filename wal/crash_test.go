@@ -226,6 +226,9 @@ type crashModel struct {
 	first, last uint64
 	terms       map[uint64]uint64 // index → term of every live or compacted-but-intact entry
 	floor       uint64            // highest floor reported with an acknowledged batch
+	// termsFrom is the lowest index whose term the log's term index must
+	// still know (terms.go): the first entry stored since the last reset.
+	termsFrom uint64
 }
 
 func newCrashModel() *crashModel { return &crashModel{terms: map[uint64]uint64{}} }
@@ -253,6 +256,9 @@ func (m *crashModel) apply(op crashOp) {
 		}
 		if m.last == 0 {
 			m.first = op.a
+			if m.termsFrom == 0 {
+				m.termsFrom = op.a
+			}
 		}
 		m.last = op.b
 		m.floor = max(m.floor, op.floor)
@@ -267,7 +273,7 @@ func (m *crashModel) apply(op crashOp) {
 		m.first = op.a + 1
 	case "reset":
 		clear(m.terms)
-		m.first, m.last = 0, 0
+		m.first, m.last, m.termsFrom = 0, 0, 0
 	}
 }
 
@@ -664,6 +670,19 @@ func crashVerify(dir string, pre, post *crashModel) (got *crashModel, inflightDo
 		}
 		got, inflightDone = post, true
 	}
+	if run := inflightReset(pre, post) && got == pre; run && last != 0 {
+		// A kill inside a reset, before its segment: the stored term index
+		// is cleared first, so the log may know terms from its first
+		// index on only.
+		if _, ok := l.TermAt(got.termsFrom); !ok {
+			got = got.clone()
+			got.termsFrom = first
+		}
+	}
+	if err := crashCheckTerms(l, last, got); err != nil {
+		l.Close()
+		return nil, false, false, err
+	}
 	if pf := l.PersistedFloor(); pf < got.floor {
 		l.Close()
 		return nil, false, false, fmt.Errorf("persisted floor %d below floor %d acknowledged with a batch", pf, got.floor)
@@ -745,6 +764,34 @@ func crashCheck(l *Log, first, last uint64, m *crashModel) error {
 	var e raft.Log
 	if err := l.GetLog(last+1, &e); !errors.Is(err, raft.ErrLogNotFound) {
 		return fmt.Errorf("get %d past the end: %v", last+1, err)
+	}
+	return nil
+}
+
+// inflightReset reports whether post is pre after a reset.
+func inflightReset(pre, post *crashModel) bool {
+	return pre != post && post.last == 0 && post.termsFrom == 0 && pre.last != 0
+}
+
+// crashCheckTerms compares the log's term index with model m: every index
+// from m.termsFrom to the last (compacted ones too) answers its term, and
+// nothing below or past them answers at all.
+func crashCheckTerms(l *Log, last uint64, m *crashModel) error {
+	if m.termsFrom != 0 {
+		for i := m.termsFrom; i <= last; i++ {
+			got, ok := l.TermAt(i)
+			if want := m.terms[i]; !ok || got != want {
+				return fmt.Errorf("term index at %d: term %d known %v, want term %d (known from %d)", i, got, ok, want, m.termsFrom)
+			}
+		}
+	}
+	for _, i := range []uint64{m.termsFrom - 1, last + 1} {
+		if i == 0 || (m.termsFrom == 0 && i != last+1) {
+			continue
+		}
+		if got, ok := l.TermAt(i); ok {
+			return fmt.Errorf("term index at %d: term %d known, outside [%d,%d]", i, got, m.termsFrom, last)
+		}
 	}
 	return nil
 }

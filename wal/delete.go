@@ -24,6 +24,15 @@ func (l *segStore) removeRange(kind deleteKind, min, max, prevTerm uint64, _ sha
 	case deleteSuffix:
 		return l.truncate(min, prevTerm)
 	case deleteAll:
+		// The stored term index goes first: a crash before the reset
+		// segment leaves a log that knows less, never one that would
+		// answer with the old history's terms (terms.go).
+		if err := l.storeTerms(0, 0, nil); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.terms = termIndex{}
+		l.mu.Unlock()
 		seg, err := l.createSegment(0, segFlagReset)
 		if err != nil {
 			return err
@@ -54,6 +63,9 @@ func (l *segStore) SetResetBound(fn func() uint64) { l.floor.setReset(fn) }
 // removed, oldest first. A partly compacted segment keeps its file, and its
 // entries below the first index stay on disk but are never served again.
 func (l *segStore) compact(max uint64) error {
+	if err := l.keepTermsThrough(max); err != nil {
+		return err
+	}
 	if err := l.persistFirst(max + 1); err != nil {
 		return err
 	}
@@ -105,6 +117,7 @@ func (l *segStore) truncate(min, prevTerm uint64) error {
 	}
 	l.segs = append(keep, seg)
 	l.last, l.lastTerm = min-1, prevTerm
+	l.terms.cutFrom(min)
 	l.setDurableLocked()
 	l.cache.dropFrom(min)
 	l.mu.Unlock()

@@ -102,6 +102,7 @@ func (l *segStore) load() error {
 	}
 	l.repaired = r.repair
 	l.first, l.last, l.lastTerm = r.first, r.last, r.lastTerm
+	l.loadTerms(r)
 	l.setDurableLocked()
 	l.floor.raise(r.floor)
 	for i, ls := range r.segs {

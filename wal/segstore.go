@@ -36,6 +36,7 @@ type segStore struct {
 	failClass             string // FailSync, FailWrite or FailNoSpace once failed
 	closed                bool
 	cache                 *entryCache
+	terms                 termIndex // where each term began (terms.go)
 	repaired              *RepairReport
 
 	def deferState // deferred appends and the writer (deferred.go)
@@ -340,6 +341,9 @@ func (l *segStore) publishLocked(tail *segment, entries []*raft.Log, buf []byte,
 	}
 	if l.last == 0 {
 		l.first = entries[0].Index
+	}
+	for _, e := range entries {
+		l.terms.note(e.Index, e.Term)
 	}
 	last := entries[len(entries)-1]
 	l.last, l.lastTerm = last.Index, last.Term
