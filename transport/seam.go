@@ -67,6 +67,11 @@ type SeamHooks struct {
 	// FastPath sends through the consumer is not counted: it carries no
 	// entries, so raft writes nothing for it.
 	InRaft func(begin bool)
+	// Answered, when set, sees raft's answer to each RPC the consumer path
+	// handed it (not the ones Intercept answered, nor heartbeats FastPath
+	// sent through the consumer), after raft answered and before the
+	// sender is told. It runs on the seam's goroutine: the next RPC waits.
+	Answered func(rpc raft.RPC, resp raft.RPCResponse)
 	// CommitBound, when set, bounds the commit index this member sends in
 	// its own appends (outbound, on every path): a leader whose own log
 	// is not yet durable up to raft's commit index must not tell followers
@@ -161,6 +166,9 @@ func (s *seam) deliver(rpc raft.RPC, wait bool) bool {
 	}
 	select {
 	case r := <-answer:
+		if s.hooks.Answered != nil {
+			s.hooks.Answered(rpc, r)
+		}
 		orig <- r // the transport's channel has room for its one answer
 		return true
 	case <-s.stop:

@@ -84,3 +84,53 @@ func TestSeamInterceptAnswersInsteadOfRaft(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSeamAnsweredSeesRaftsAnswerBeforeTheSender: the Answered hook is
+// called with raft's answer to an RPC of the consumer path, before the
+// sender receives it; an intercepted RPC is not reported.
+func TestSeamAnsweredSeesRaftsAnswerBeforeTheSender(t *testing.T) {
+	_, ta := raft.NewInmemTransport("a")
+	b, tb := raft.NewInmemTransport("b")
+	ta.Connect(b, tb)
+	var seen []uint64
+	sent := make(chan struct{})
+	s := transport.Seam(tb, transport.SeamHooks{
+		Intercept: func(rpc raft.RPC) bool {
+			if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok && req.Term == 7 {
+				rpc.Respond(&raft.AppendEntriesResponse{Term: 7}, nil)
+				return true
+			}
+			return false
+		},
+		Answered: func(rpc raft.RPC, resp raft.RPCResponse) {
+			select {
+			case <-sent:
+				t.Error("the sender had its answer before Answered ran")
+			default:
+			}
+			seen = append(seen, rpc.Command.(*raft.AppendEntriesRequest).Term, resp.Response.(*raft.AppendEntriesResponse).Term)
+		},
+	})
+	defer s.(raft.WithClose).Close()
+	if err := ta.AppendEntries("b", b, &raft.AppendEntriesRequest{Term: 7}, &raft.AppendEntriesResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := ta.AppendEntries("b", b, &raft.AppendEntriesRequest{Term: 8}, &raft.AppendEntriesResponse{})
+		close(sent)
+		done <- err
+	}()
+	select {
+	case rpc := <-s.Consumer():
+		rpc.Respond(&raft.AppendEntriesResponse{Term: 9}, nil)
+	case <-time.After(10 * time.Second):
+		t.Fatal("append never reached the consumer")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0] != 8 || seen[1] != 9 {
+		t.Fatalf("Answered saw %v, want only the append of term 8 with raft's answer of term 9", seen)
+	}
+}
