@@ -158,6 +158,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	hooks.Intercept = n.staleIntercept(hooks.Intercept)
 	// The leader writes its log while it replicates (durable.go).
 	hooks.InRaft = n.inRaftHook
+	hooks.Answered = n.answeredHook // adopts an installed snapshot's term index (seam_terms.go)
 	hooks.CommitBound = func() uint64 {
 		if r := n.raftNow(); r != nil {
 			return n.durableCommit(r)
@@ -238,6 +239,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	n.mux.Handle(methodRemove, n.handleRemove)
 	n.mux.Handle(methodRangeDigest, n.handleRangeDigest)
 	n.mux.Handle(methodSnapshotPast, n.handleSnapshotPast)
+	n.mux.Handle(methodTermStarts, n.handleTermStarts)
 	n.mux.Handle(methodProgress, n.handleProgress)
 	n.observe()
 	n.mon.run()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,7 @@ const (
 	installDefer                         // refuse: raft has not adopted the sender's higher term yet
 	installBehind                        // refuse and ask the sender for a snapshot past the floor
 	installDiverged                      // refuse loudly: another term at a committed index
+	installUnasked                       // refuse: past the floor, and the sender's term index could not be read
 )
 
 func (a installAction) String() string {
@@ -89,6 +91,8 @@ func (a installAction) String() string {
 		return "behind"
 	case installDiverged:
 		return "diverged"
+	case installUnasked:
+		return "unasked"
 	}
 	return "pass"
 }
@@ -109,6 +113,10 @@ type installView struct {
 	// IsLast: (Index, Term) is raft's last entry, and raft's cached last
 	// index is not stale (stale.go).
 	IsLast bool
+	// AtFloor: the floor check (seam_terms.go) found the sender holding
+	// term SenderAtFloor at Floor, where this member holds HeldTerm.
+	AtFloor       bool
+	SenderAtFloor uint64
 }
 
 // decideInstall is the seam's rule for an InstallSnapshot request (see
@@ -137,7 +145,12 @@ func decideInstall(v installView) installAction {
 // index (stale.go), and holds the wal's reset bound.
 type installSeam struct {
 	answered, deferred, behind, diverged atomic.Uint64
-	staleAppends, staleVotes, campaigns  atomic.Uint64
+	// Installs past the floor (seam_terms.go): checked at the floor,
+	// passed unchecked, refused because the sender could not be asked.
+	verified, unverified, unasked       atomic.Uint64
+	pendMu                              sync.Mutex
+	pend                                pendingTerms // the sender's term index for raft's install
+	staleAppends, staleVotes, campaigns atomic.Uint64
 	// sealed is the index of the last snapshot the store sealed, taken or
 	// installed: the wal's reset bound (wal.Log.SetResetBound).
 	sealed atomic.Uint64
@@ -157,7 +170,19 @@ func (n *Node) interceptInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest
 	v, stale := n.installView(r, req)
 	act := decideInstall(v)
 	if act == installPass {
-		return false
+		if n.div.is() {
+			return false // the snapshot gate refuses it (gates.go)
+		}
+		switch verdict, pv := n.checkPastFloor(req, v); verdict {
+		case pastVerified, pastUnverified:
+			n.countPastFloor(verdict, req, pv)
+			return false
+		case pastRetry:
+			act = installUnasked
+		case pastDiverged:
+			act = installDiverged
+			v.AtFloor, v.SenderAtFloor, v.HeldTerm = true, pv.Sender, pv.Own
+		}
 	}
 	if t := r.CurrentTerm(); t != v.CurTerm && act != installDiverged {
 		act, v.CurTerm = installDefer, t
@@ -235,11 +260,21 @@ func (n *Node) finishInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest, a
 			"from", sender, "index", v.Index, "term", v.Term, "floor", v.Floor, "stale_last_index", stale, "want", want)
 		rpc.Respond(resp, nil)
 		n.askSnapshotPast(senderAddr(req), want)
+	case installUnasked:
+		n.inst.unasked.Add(1)
+		metrics.IncrCounter([]string{"jobraft", "raft", "install_unasked"}, 1)
+		lg.Warn("install snapshot past the commit floor refused: the sender's term at the floor could not be read",
+			"from", sender, "index", v.Index, "term", v.Term, "floor", v.Floor)
+		rpc.Respond(resp, nil)
 	case installDiverged:
 		n.inst.diverged.Add(1)
 		metrics.IncrCounter([]string{"jobraft", "raft", "install_diverged"}, 1)
 		err := fmt.Errorf("%w: %w: snapshot ends at index %d term %d from %q (term %d); this member holds term %d there, at or below its commit floor %d",
 			ErrRefusedAtSeam, ErrCommittedDivergence, v.Index, v.Term, sender, v.ReqTerm, v.HeldTerm, v.Floor)
+		if v.AtFloor {
+			err = fmt.Errorf("%w: %w: snapshot ends at index %d term %d from %q (term %d), past this member's commit floor %d, where the sender held term %d and this member holds term %d",
+				ErrRefusedAtSeam, ErrCommittedDivergence, v.Index, v.Term, sender, v.ReqTerm, v.Floor, v.SenderAtFloor, v.HeldTerm)
+		}
 		n.installDiverged(v, sender, err)
 		rpc.Respond(resp, err)
 	}
@@ -251,10 +286,14 @@ func (n *Node) finishInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest, a
 // published (EventDiverged with the Divergence, the gauge, an ERROR line);
 // every refusal is logged at ERROR, with indexes and terms only.
 func (n *Node) installDiverged(v installView, sender string, err error) {
-	cur, first := n.div.record(Divergence{Index: v.Index, LocalTerm: v.HeldTerm, LeaderTerm: v.ReqTerm, Leader: sender, Floor: v.Floor}, time.Now())
-	n.cfg.Logger.Named("seam").Error("install snapshot refused: its last entry contradicts an entry this member committed",
+	at, why := v.Index, "install snapshot refused: its last entry contradicts an entry this member committed"
+	if v.AtFloor {
+		at, why = v.Floor, "install snapshot refused: the sender held another term at this member's commit floor"
+	}
+	cur, first := n.div.record(Divergence{Index: at, LocalTerm: v.HeldTerm, LeaderTerm: v.ReqTerm, Leader: sender, Floor: v.Floor}, time.Now())
+	n.cfg.Logger.Named("seam").Error(why,
 		"from", sender, "index", v.Index, "snapshot_term", v.Term, "held_term", v.HeldTerm, "floor", v.Floor,
-		"request_term", v.ReqTerm, "refusals", cur.Refusals)
+		"sender_floor_term", v.SenderAtFloor, "request_term", v.ReqTerm, "refusals", cur.Refusals)
 	if !first {
 		return
 	}

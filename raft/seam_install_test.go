@@ -300,8 +300,9 @@ func TestCraftedInstallBelowTheFloor(t *testing.T) {
 // A follower holds entries past its commit index that agree with the
 // leader's (sent to it while it was cut off, not yet known committed). It
 // installs a snapshot that ends inside that tail but whose last term the
-// log does not hold (crafted: the seam lets it through to raft, as any
-// install past the floor), so raft resets the log and keeps its cached last
+// log does not hold (crafted, from a sender that does not know its term at
+// the follower's floor: the seam lets it through to raft unverified), so
+// raft resets the log and keeps its cached last
 // index, which the leader's log also holds. Leadership then moves to the
 // third member, whose first append to the follower has PrevLogEntry = that
 // stale index. hashicorp/raft v1.7.3 alone passes it on the cache, stores
@@ -327,7 +328,9 @@ func TestStaleMatchingTailRefusesAppendAtStaleIndex(t *testing.T) {
 	stream := kvSnapshotAt(t, c, f, last+1) // the state at last+1, a barrier
 
 	// The leader and the third member commit a barrier and three writes.
-	faults.Isolate(addr(fol))
+	// Cut off from both (not isolated: it must reach the sender below).
+	faults.Partition(addr(fol), addr(lead))
+	faults.Partition(addr(fol), addr(third))
 	if err := lead.Raft().Barrier(wait).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -361,10 +364,15 @@ func TestStaleMatchingTailRefusesAppendAtStaleIndex(t *testing.T) {
 		t.Fatalf("follower last %d floor %d, want %d and %d", st.LastIndex, fol.Log().Floor(), tail, last)
 	}
 
-	// A snapshot inside the tail, with a last term the log does not hold.
-	ir, err := sendInstall(t, fol.Addr(), installFrom(t, lead, term, last+1, term-1), stream)
-	if err != nil || !ir.Success {
-		t.Fatalf("install past the floor: success %v err %v", ir.Success, err)
+	// A snapshot inside the tail, with a last term the log does not hold,
+	// from a sender that does not know its term at the follower's floor:
+	// the seam hands it to raft unverified (seam_terms.go).
+	unknown, asked := forgedTerms(t, 0, nil)
+	req := installFrom(t, lead, term, last+1, term-1)
+	req.RPCHeader.Addr = []byte(unknown)
+	ir, err := sendInstall(t, fol.Addr(), req, stream)
+	if err != nil || !ir.Success || *asked != 1 || fol.Status().Seam.InstallsUnverified != 1 {
+		t.Fatalf("install past the floor: success %v err %v, sender asked %d times, seam %+v", ir.Success, err, *asked, fol.Status().Seam)
 	}
 	if walLast, _ := fol.Log().LastIndex(); walLast != 0 || fol.Raft().LastIndex() != tail {
 		t.Fatalf("not the stale shape: wal last %d, raft last %d (want 0 and %d)", walLast, fol.Raft().LastIndex(), tail)
@@ -372,7 +380,7 @@ func TestStaleMatchingTailRefusesAppendAtStaleIndex(t *testing.T) {
 
 	// Leadership moves to the third member, whose log ends at the stale
 	// index.
-	faults.Rejoin(addr(fol))
+	faults.Heal()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := lead.TransferLeadership(ctx, third.ID()); err != nil {

@@ -78,6 +78,15 @@ type SeamCounters struct {
 	InstallsDeferred uint64 `json:"installs_deferred"`
 	InstallsBehind   uint64 `json:"installs_behind"`
 	InstallsDiverged uint64 `json:"installs_diverged"`
+	// Installs past the commit floor (seam_terms.go): InstallsVerified,
+	// checked against the sender's term at the floor and handed to raft;
+	// InstallsUnverified, handed to raft unchecked because a side did not
+	// know its term at the floor; InstallsUnasked, refused because the
+	// sender's term index could not be read (the leader retries). A
+	// contradiction at the floor counts in InstallsDiverged.
+	InstallsVerified   uint64 `json:"installs_verified"`
+	InstallsUnverified uint64 `json:"installs_unverified"`
+	InstallsUnasked    uint64 `json:"installs_unasked"`
 	// While raft's cached last index was stale (U3): appends at it refused,
 	// votes refused to candidates behind the member's real log, and the
 	// member's own (pre-)vote requests not sent.
@@ -150,6 +159,7 @@ func (n *Node) seamCounters() SeamCounters {
 		AppendsRefused:   n.appendsRefused.Load(),
 		InstallsAnswered: n.inst.answered.Load(), InstallsDeferred: n.inst.deferred.Load(),
 		InstallsBehind: n.inst.behind.Load(), InstallsDiverged: n.inst.diverged.Load(),
+		InstallsVerified: n.inst.verified.Load(), InstallsUnverified: n.inst.unverified.Load(), InstallsUnasked: n.inst.unasked.Load(),
 		StaleAppendsRefused: n.inst.staleAppends.Load(), StaleVotesRefused: n.inst.staleVotes.Load(),
 		StaleCampaignsRefused: n.inst.campaigns.Load(),
 	}

@@ -1,0 +1,253 @@
+package raft
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	metrics "github.com/hashicorp/go-metrics/compat"
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/wal"
+)
+
+// An install past the commit floor, checked at the floor (docs/upstream.md
+// U2, "past the floor").
+//
+// A snapshot names only its last index and term. When it ends past a
+// member's commit floor F, at an entry the member does not hold, Figure 13
+// step 6 hands it to raft, which installs it: the member's log is reset and
+// its state replaced. That is a lagging member's ordinary catch-up — and
+// also what a member that committed entries the cluster lost (a lying disk
+// elsewhere, a restored backup) would do with the other history, silently:
+// by Log Matching, the two agree on everything up to F exactly when their
+// entries at F have the same term, and the snapshot does not say which
+// term the sender held there. The sender's log usually no longer holds F
+// either (that is why it sends a snapshot), but its term index does
+// (wal.Log.TermStarts: the index at which each term began, kept across
+// compaction).
+//
+// So before it lets raft install a snapshot past a floor F > 0, the seam
+// asks the sender for its term index through the snapshot's index
+// (jr.terms) and compares the sender's term at F with its own
+// (wal.Log.TermAt):
+//
+//   - equal: the install goes to raft (verified);
+//   - different: the request is refused loudly and the member is diverged,
+//     as for any contradiction at a committed index (installDiverged);
+//   - either side does not know its term at F (a log written before the
+//     term index existed, a sender without jr.terms, a reset that crashed
+//     before its adoption): the install goes to raft unverified, counted
+//     and logged, as before the check existed;
+//   - the sender cannot be asked (unreachable, timeout): the request is
+//     refused; the leader retries after its backoff.
+//
+// The seam's goroutine waits for the answer (a round trip on a LAN, at most
+// an election timeout): raft's main loop would spend that long in the
+// install itself. After raft installed the snapshot, the member adopts the
+// sender's term index through the snapshot (wal.Log.AdoptTerms), so that it
+// too can answer for the history it holds only as a snapshot.
+const methodTermStarts = "jr.terms"
+
+// maxTermStarts bounds a term index on the wire: one start per term, so
+// this is more elections than a cluster holds.
+const maxTermStarts = 1 << 20
+
+// termIndex is a member's term index through some index: its starts, and
+// the lowest index it answers for (0: it does not know).
+type termIndex struct {
+	known, through uint64
+	starts         []wal.TermStart
+}
+
+// termAt is the term at index, when the index is known.
+func (t termIndex) termAt(index uint64) (uint64, bool) {
+	if t.known == 0 || index < t.known || index > t.through {
+		return 0, false
+	}
+	k := 0
+	for k < len(t.starts) && t.starts[k].Index <= index {
+		k++
+	}
+	if k == 0 {
+		return 0, false
+	}
+	return t.starts[k-1].Term, true
+}
+
+func encodeTermIndex(t termIndex) []byte {
+	b := make([]byte, 0, 20+16*len(t.starts))
+	b = binary.LittleEndian.AppendUint64(b, t.known)
+	b = binary.LittleEndian.AppendUint64(b, t.through)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(t.starts)))
+	for _, s := range t.starts {
+		b = binary.LittleEndian.AppendUint64(b, s.Index)
+		b = binary.LittleEndian.AppendUint64(b, s.Term)
+	}
+	return b
+}
+
+// decodeTermIndex reads a term index from the wire; anything malformed
+// (lengths, order, a start past through) is an error.
+func decodeTermIndex(b []byte) (termIndex, error) {
+	if len(b) < 20 {
+		return termIndex{}, fmt.Errorf("term index: %d bytes", len(b))
+	}
+	t := termIndex{known: binary.LittleEndian.Uint64(b), through: binary.LittleEndian.Uint64(b[8:])}
+	n := binary.LittleEndian.Uint32(b[16:])
+	if n > maxTermStarts || uint64(len(b)-20) != 16*uint64(n) {
+		return termIndex{}, fmt.Errorf("term index: %d starts in %d bytes", n, len(b)-20)
+	}
+	t.starts = make([]wal.TermStart, n)
+	for i := range t.starts {
+		p := b[20+16*i:]
+		t.starts[i] = wal.TermStart{Index: binary.LittleEndian.Uint64(p), Term: binary.LittleEndian.Uint64(p[8:])}
+	}
+	if err := wal.CheckTermStarts(t.known, t.starts); err != nil {
+		return termIndex{}, err
+	}
+	if k := len(t.starts); k > 0 && t.starts[k-1].Index > t.through {
+		return termIndex{}, fmt.Errorf("term index: a start at %d past %d", t.starts[k-1].Index, t.through)
+	}
+	return t, nil
+}
+
+// handleTermStarts answers jr.terms: this member's term index through the
+// requested index (known 0 when it does not know the terms up to there).
+func (n *Node) handleTermStarts(_ context.Context, req []byte) ([]byte, error) {
+	if len(req) != 8 {
+		return nil, &transport.RemoteError{Code: "jr.bad_request", Message: "an index required"}
+	}
+	through := binary.LittleEndian.Uint64(req)
+	t := termIndex{through: through}
+	if known, starts, ok := n.log.TermStarts(through); ok {
+		t.known, t.starts = known, starts
+	}
+	return encodeTermIndex(t), nil
+}
+
+// pastVerdict is what the floor check decided for an install past the
+// floor.
+type pastVerdict int
+
+const (
+	pastVerified   pastVerdict = iota // both hold the same term at the floor
+	pastUnverified                    // a side does not know its term there
+	pastDiverged                      // the terms at the floor differ
+	pastRetry                         // the sender could not be asked
+)
+
+// pastView is what the floor check knows.
+type pastView struct {
+	Floor                 uint64
+	Own, Sender           uint64 // terms at the floor
+	OwnKnown, SenderKnown bool
+	// Asked: the sender answered jr.terms; Old: it has no such method.
+	Asked, Old bool
+}
+
+// decidePastFloor is the floor check's rule (see above), a function of
+// its input only.
+func decidePastFloor(v pastView) pastVerdict {
+	switch {
+	case v.Floor == 0:
+		return pastVerified // nothing committed to contradict
+	case v.Old:
+		return pastUnverified
+	case !v.Asked:
+		return pastRetry
+	case !v.OwnKnown || !v.SenderKnown:
+		return pastUnverified
+	case v.Own != v.Sender:
+		return pastDiverged
+	}
+	return pastVerified
+}
+
+// pendingTerms is the sender's term index for the install raft is about to
+// do, adopted once raft reports it installed.
+type pendingTerms struct {
+	index, term uint64
+	t           termIndex
+	set         bool
+}
+
+// checkPastFloor runs the floor check for an install decideInstall passed
+// to raft. It returns the verdict, with the view for a diverged one.
+func (n *Node) checkPastFloor(req *hraft.InstallSnapshotRequest, v installView) (pastVerdict, pastView) {
+	pv := pastView{Floor: v.Floor}
+	ctx, cancel := context.WithTimeout(transport.ExpectPeer(n.life, string(req.ID)), n.cfg.ElectionTimeout)
+	defer cancel()
+	rep, err := n.caller.Call(ctx, senderAddr(req), methodTermStarts, binary.LittleEndian.AppendUint64(nil, req.LastLogIndex))
+	var re *transport.RemoteError
+	var sender termIndex
+	switch {
+	case errors.As(err, &re) && re.Code == transport.CodeUnknownMethod:
+		pv.Old = true
+	case err != nil:
+		n.cfg.Logger.Named("seam").Warn("install snapshot: cannot read the sender's term index", "from", string(req.ID), "error", err)
+	default:
+		t, derr := decodeTermIndex(rep)
+		if derr != nil || t.through != req.LastLogIndex {
+			n.cfg.Logger.Named("seam").Warn("install snapshot: the sender's term index is malformed", "from", string(req.ID),
+				"through", t.through, "index", req.LastLogIndex, "error", derr)
+			break
+		}
+		pv.Asked = true
+		if term, ok := t.termAt(req.LastLogIndex); ok && term == req.LastLogTerm {
+			sender = t
+		} else if ok {
+			n.cfg.Logger.Named("seam").Warn("install snapshot: the sender's term index holds another term at the snapshot's index; not used",
+				"from", string(req.ID), "index", req.LastLogIndex, "snapshot_term", req.LastLogTerm, "index_term", term)
+		}
+	}
+	pv.Sender, pv.SenderKnown = sender.termAt(v.Floor)
+	if v.Floor > 0 {
+		pv.Own, pv.OwnKnown = n.log.TermAt(v.Floor)
+	}
+	verdict := decidePastFloor(pv)
+	if verdict == pastVerified || verdict == pastUnverified {
+		n.inst.pendMu.Lock()
+		n.inst.pend = pendingTerms{index: req.LastLogIndex, term: req.LastLogTerm, t: sender, set: sender.known != 0}
+		n.inst.pendMu.Unlock()
+	}
+	return verdict, pv
+}
+
+// answeredHook is the seam's Answered hook: once raft installed a snapshot
+// whose sender's term index the floor check read, the member adopts it.
+func (n *Node) answeredHook(rpc hraft.RPC, resp hraft.RPCResponse) {
+	req, ok := rpc.Command.(*hraft.InstallSnapshotRequest)
+	if !ok {
+		return
+	}
+	n.inst.pendMu.Lock()
+	p := n.inst.pend
+	n.inst.pend = pendingTerms{}
+	n.inst.pendMu.Unlock()
+	ir, _ := resp.Response.(*hraft.InstallSnapshotResponse)
+	if !p.set || resp.Error != nil || ir == nil || !ir.Success || p.index != req.LastLogIndex || p.term != req.LastLogTerm {
+		return
+	}
+	if err := n.log.AdoptTerms(p.index, p.term, p.t.known, p.t.starts); err != nil {
+		n.cfg.Logger.Named("seam").Warn("installed snapshot: the sender's term index was not adopted; this member knows terms from its next entry on",
+			"index", p.index, "term", p.term, "error", err)
+		return
+	}
+	metrics.IncrCounter([]string{"jobraft", "raft", "install_terms_adopted"}, 1)
+}
+
+// countPastFloor counts (and, unverified, logs) an install past the floor
+// that goes to raft.
+func (n *Node) countPastFloor(verdict pastVerdict, req *hraft.InstallSnapshotRequest, pv pastView) {
+	if verdict == pastVerified {
+		n.inst.verified.Add(1)
+		return
+	}
+	n.inst.unverified.Add(1)
+	metrics.IncrCounter([]string{"jobraft", "raft", "install_unverified"}, 1)
+	n.cfg.Logger.Named("seam").Warn("install snapshot past the commit floor not checked at the floor: a term there is not known",
+		"from", string(req.ID), "index", req.LastLogIndex, "floor", pv.Floor, "own_known", pv.OwnKnown,
+		"sender_known", pv.SenderKnown, "sender_without_term_index", pv.Old)
+}

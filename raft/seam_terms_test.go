@@ -1,0 +1,172 @@
+package raft_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/transport/faultnet"
+	"github.com/jobraft/jobraft/wal"
+)
+
+// A follower cut off while the others move on and compact past its log is
+// sent the leader's snapshot when it rejoins. The seam reads the leader's
+// term index (jr.terms), finds the leader's term at the follower's commit
+// floor equal to its own, and lets raft install it (InstallsVerified);
+// after the install the follower holds the leader's term index through the
+// snapshot (AdoptTerms), so it can answer for the history it holds only as
+// a snapshot.
+func TestInstallPastTheFloorIsCheckedAndAdoptsTheTermIndex(t *testing.T) {
+	faults := faultnet.New(3)
+	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 2 })
+	l := c.WaitLeader(wait)
+	proposeKeys(t, c, l, "a", 5)
+	c.WaitConverged(wait)
+	f := (l + 1) % 3
+	fol, lead := c.Nodes[f], c.Nodes[l]
+	floor := fol.Log().Floor()
+	own, ok := fol.Log().TermAt(floor)
+	if floor == 0 || !ok {
+		t.Fatalf("follower floor %d, term there %d known %v", floor, own, ok)
+	}
+
+	fAddr := hraft.ServerAddress(c.Cfgs[f].BindAddr)
+	faults.Isolate(fAddr)
+	proposeKeys(t, c, l, "b", 20)
+	for _, i := range []int{l, (l + 2) % 3} {
+		if err := c.Nodes[i].Raft().Snapshot().Error(); err != nil {
+			t.Fatal(err)
+		}
+		if first := c.Nodes[i].Status().FirstIndex; first <= fol.Status().LastIndex+1 {
+			t.Fatalf("%s compacted only to %d, not past the follower's last %d", c.Cfgs[i].ID, first, fol.Status().LastIndex)
+		}
+	}
+	faults.Rejoin(fAddr)
+	c.WaitConverged(wait)
+
+	st := fol.Status()
+	if st.Seam.InstallsVerified < 1 || st.Seam.InstallsUnverified != 0 || st.Seam.InstallsDiverged != 0 || st.Diverged != nil {
+		t.Fatalf("follower's seam counters %+v, diverged %+v: want a verified install", st.Seam, st.Diverged)
+	}
+	snap, _ := strconv.ParseUint(fol.Raft().Stats()["last_snapshot_index"], 10, 64)
+	if snap <= floor {
+		t.Fatalf("follower's snapshot at %d, not past its old floor %d", snap, floor)
+	}
+	known, starts, ok := fol.Log().TermStarts(snap)
+	lknown, lstarts, lok := lead.Log().TermStarts(snap)
+	if !ok || !lok || known != lknown || !slices.Equal(starts, lstarts) {
+		t.Fatalf("follower's term index through %d: %d %v %v; the leader's: %d %v %v", snap, known, starts, ok, lknown, lstarts, lok)
+	}
+	if got, ok := fol.Log().TermAt(floor); !ok || got != own {
+		t.Fatalf("follower's term at its old floor %d: %d %v, want %d", floor, got, ok, own)
+	}
+	checkCommittedPrefix(t, c)
+	checkAppliedHistory(t, c)
+}
+
+// forgedTerms serves jr.terms with a given term index (known 0: one that
+// knows nothing), in the name of a member of no cluster; every request is
+// counted.
+func forgedTerms(t *testing.T, known uint64, starts []wal.TermStart) (addr string, asked *int) {
+	t.Helper()
+	mux, err := transport.Listen(transport.Config{BindAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mux.Close() })
+	n := new(int)
+	mux.Handle("jr.terms", func(_ context.Context, req []byte) ([]byte, error) {
+		*n++
+		through := binary.LittleEndian.Uint64(req)
+		b := binary.LittleEndian.AppendUint64(nil, known)
+		b = binary.LittleEndian.AppendUint64(b, through)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(starts)))
+		for _, s := range starts {
+			b = binary.LittleEndian.AppendUint64(b, s.Index)
+			b = binary.LittleEndian.AppendUint64(b, s.Term)
+		}
+		return b, nil
+	})
+	return mux.Addr(), n
+}
+
+// An install past the floor from a sender whose term at the member's floor
+// differs from the member's own is refused loudly (the member is diverged,
+// nothing changes); from a sender that cannot be asked, refused quietly
+// (InstallsUnasked, the leader retries).
+func TestInstallPastTheFloorFromAnotherHistoryIsRefused(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil)
+	l := c.WaitLeader(wait)
+	proposeKeys(t, c, l, "a", 5)
+	c.WaitConverged(wait)
+	f := (l + 1) % 3
+	fol, lead := c.Nodes[f], c.Nodes[l]
+	events, cancel := fol.Events(1024)
+	defer cancel()
+	term := lead.Status().Term
+	before := fol.Status()
+	floor := fol.Log().Floor()
+	held, _ := fol.Log().TermAt(floor)
+	past := before.LastIndex + 1000
+	forge := func(addr string, lastTerm uint64) *hraft.InstallSnapshotRequest {
+		req := installFrom(t, lead, term, past, lastTerm)
+		req.RPCHeader.ID, req.RPCHeader.Addr = []byte("forger"), []byte(addr)
+		return req
+	}
+
+	// Unreachable: refused, nothing changes.
+	closed, err := transport.Listen(transport.Config{BindAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := closed.Addr()
+	closed.Close()
+	resp, err := sendInstall(t, fol.Addr(), forge(dead, term), []byte("never read by raft"))
+	if err != nil || resp.Success {
+		t.Fatalf("install from an unreachable sender: success %v err %v, want refused", resp.Success, err)
+	}
+	unchanged(t, fol, before, "after an install from an unreachable sender")
+	if st := fol.Status(); st.Seam.InstallsUnasked != 1 || st.Diverged != nil {
+		t.Fatalf("seam counters %+v, diverged %+v: want one unasked install", st.Seam, st.Diverged)
+	}
+
+	// Another history: the sender held term held+5 from the floor on.
+	addr, asked := forgedTerms(t, 1, []wal.TermStart{{Index: 1, Term: 1}, {Index: floor, Term: held + 5}})
+	_, err = sendInstall(t, fol.Addr(), forge(addr, held+5), []byte("never read by raft"))
+	if err == nil || !strings.Contains(err.Error(), raft.ErrCommittedDivergence.Error()) || *asked != 1 {
+		t.Fatalf("install from another history: err %v, asked %d; want the committed divergence, asked once", err, *asked)
+	}
+	unchanged(t, fol, before, "after an install from another history")
+	var diverged *raft.Event
+	nodetest.WaitFor(t, wait, "the divergence event", func() bool {
+		for {
+			select {
+			case e := <-events:
+				if e.Kind == raft.EventDiverged {
+					diverged = &e
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+	if d := diverged.Divergence; d == nil || d.Index != floor || d.LocalTerm != held || d.Leader != "forger" || d.LeaderTerm != term ||
+		!errors.Is(diverged.Err, raft.ErrCommittedDivergence) || !errors.Is(diverged.Err, raft.ErrRefusedAtSeam) {
+		t.Errorf("divergence event %+v (divergence %+v)", *diverged, diverged.Divergence)
+	}
+	if st := fol.Status(); st.Diverged == nil || st.Diverged.Index != floor || st.Seam.InstallsDiverged != 1 || st.Seam.InstallsVerified != 0 {
+		t.Errorf("Status.Diverged %+v, seam %+v: want the divergence at the floor %d", st.Diverged, st.Seam, floor)
+	}
+	proposeKeys(t, c, l, "c", 5)
+	c.WaitConvergedOf(wait, l, (l+2)%3)
+	checkNoGuardRefusals(t, "the follower", events)
+}
