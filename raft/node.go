@@ -207,6 +207,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	}
 	r := n.r
 	n.raft.Store(r)
+	n.anchorTerms(r)
 	n.div.raft.Store(r)
 	n.log.SetCommitFloor(func() uint64 { return max(n.durableCommit(r), n.fsm.applied.Load()) })
 	// hashicorp/raft seals a snapshot (taken or installed) before it resets

@@ -170,8 +170,8 @@ func (n *Node) interceptInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest
 	v, stale := n.installView(r, req)
 	act := decideInstall(v)
 	if act == installPass {
-		if n.div.is() {
-			return false // the snapshot gate refuses it (gates.go)
+		if n.div.is() || v.ReqTerm < v.CurTerm {
+			return false // the snapshot gate refuses it (gates.go); raft refuses a stale term
 		}
 		switch verdict, pv := n.checkPastFloor(req, v); verdict {
 		case pastVerified, pastUnverified:

@@ -227,15 +227,40 @@ func (n *Node) answeredHook(rpc hraft.RPC, resp hraft.RPCResponse) {
 	n.inst.pend = pendingTerms{}
 	n.inst.pendMu.Unlock()
 	ir, _ := resp.Response.(*hraft.InstallSnapshotResponse)
-	if !p.set || resp.Error != nil || ir == nil || !ir.Success || p.index != req.LastLogIndex || p.term != req.LastLogTerm {
+	if resp.Error != nil || ir == nil || !ir.Success {
 		return
 	}
-	if err := n.log.AdoptTerms(p.index, p.term, p.t.known, p.t.starts); err != nil {
-		n.cfg.Logger.Named("seam").Warn("installed snapshot: the sender's term index was not adopted; this member knows terms from its next entry on",
-			"index", p.index, "term", p.term, "error", err)
+	lg := n.cfg.Logger.Named("seam")
+	if p.set && p.index == req.LastLogIndex && p.term == req.LastLogTerm {
+		err := n.log.AdoptTerms(p.index, p.term, p.t.known, p.t.starts)
+		if err == nil {
+			metrics.IncrCounter([]string{"jobraft", "raft", "install_terms_adopted"}, 1)
+			return
+		}
+		lg.Warn("installed snapshot: the sender's term index was not adopted", "index", p.index, "term", p.term, "error", err)
+	}
+	// Whatever the log knew at or below the snapshot was another point's
+	// (raft does not reset an empty log): it now knows terms from its next
+	// entry on.
+	if err := n.log.ForgetTerms(req.LastLogIndex); err != nil {
+		lg.Warn("installed snapshot: the term index below it could not be dropped", "index", req.LastLogIndex, "error", err)
+	}
+}
+
+// anchorTerms runs once raft has started: a term index adopted for a
+// snapshot the member does not start from (killed between a later install
+// and its adoption; raft does not reset an empty log) is dropped.
+func (n *Node) anchorTerms(r *hraft.Raft) {
+	through := n.log.TermsThrough()
+	if through == 0 {
 		return
 	}
-	metrics.IncrCounter([]string{"jobraft", "raft", "install_terms_adopted"}, 1)
+	if snap := statsOf(r).LastSnapshotIndex; snap != through {
+		if err := n.log.ForgetTerms(snap); err != nil {
+			n.cfg.Logger.Named("seam").Warn("the term index adopted for another snapshot could not be dropped",
+				"adopted_for", through, "snapshot", snap, "error", err)
+		}
+	}
 }
 
 // countPastFloor counts (and, unverified, logs) an install past the floor

@@ -62,3 +62,25 @@ func TestTermIndexWire(t *testing.T) {
 		}
 	}
 }
+
+// decodeTermIndex never panics, allocates no more than its input
+// holds, and what it accepts re-encodes to itself.
+func FuzzDecodeTermIndex(f *testing.F) {
+	f.Add(encodeTermIndex(termIndex{known: 1, through: 9}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ti, err := decodeTermIndex(b)
+		if err != nil {
+			return
+		}
+		if 16*len(ti.starts)+20 != len(b) {
+			t.Fatalf("%d starts from %d bytes", len(ti.starts), len(b))
+		}
+		if string(encodeTermIndex(ti)) != string(b) {
+			t.Fatal("re-encoding differs")
+		}
+		for _, i := range []uint64{0, 1, ti.known, ti.through, ti.through + 1} {
+			ti.termAt(i)
+		}
+	})
+}

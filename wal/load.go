@@ -102,7 +102,9 @@ func (l *segStore) load() error {
 	}
 	l.repaired = r.repair
 	l.first, l.last, l.lastTerm = r.first, r.last, r.lastTerm
-	l.loadTerms(r)
+	if err := l.loadTerms(r); err != nil {
+		return err
+	}
 	l.setDurableLocked()
 	l.floor.raise(r.floor)
 	for i, ls := range r.segs {

@@ -342,6 +342,9 @@ func (l *segStore) publishLocked(tail *segment, entries []*raft.Log, buf []byte,
 	if l.last == 0 {
 		l.first = entries[0].Index
 	}
+	if l.last == 0 {
+		l.terms.restart(entries[0].Index, entries[0].Term)
+	}
 	for _, e := range entries {
 		l.terms.note(e.Index, e.Term)
 	}

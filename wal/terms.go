@@ -54,6 +54,9 @@ type termIndex struct {
 	starts  []TermStart // ascending in index and in term
 	// saved is how many of starts (a prefix) the stable store holds.
 	saved int
+	// stale: the stored list is not a prefix of this one (it was dropped
+	// in memory, see restart); the next compaction rewrites it.
+	stale bool
 }
 
 // termAt is the term at index by the list, if the list covers it (last
@@ -81,6 +84,21 @@ func (t *termIndex) search(index uint64) int {
 		}
 	}
 	return lo
+}
+
+// restart is told of the first entry stored into an empty log. The list
+// goes on only when it was adopted for the snapshot that entry follows
+// (through+1) and the entry's term is not below the snapshot's; otherwise
+// the log knows terms from that entry on. Raft does not always reset an
+// empty log when it installs a snapshot (there is nothing to delete), so an
+// earlier adoption can still be here when a later install, not adopted,
+// moved the log on.
+func (t *termIndex) restart(index, term uint64) {
+	n := len(t.starts)
+	if t.known != 0 && t.through != 0 && index == t.through+1 && n > 0 && t.starts[n-1].Term <= term {
+		return
+	}
+	*t = termIndex{stale: t.saved > 0 || t.through != 0 || t.stale}
 }
 
 // note records an appended entry: a start when its term is above the
@@ -176,7 +194,16 @@ func CheckTermStarts(known uint64, starts []TermStart) error {
 // storeTerms writes the stored list (nil: clears it). Durable when it
 // returns. wmu held.
 func (l *segStore) storeTerms(known, through uint64, starts []TermStart) error {
-	err := l.stable.Update(func(tx *bolt.Tx) error {
+	if err := l.putTerms(known, through, starts); err != nil {
+		return l.fail(FailWrite, fmt.Errorf("wal: store the term index: %w", err))
+	}
+	return nil
+}
+
+// putTerms writes the stored list (nil: clears it), durable when it
+// returns, and leaves the log as it is when it fails. wmu held.
+func (l *segStore) putTerms(known, through uint64, starts []TermStart) error {
+	return stableErr(l.stable.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(termsBucket)
 		if err != nil {
 			return err
@@ -185,18 +212,14 @@ func (l *segStore) storeTerms(known, through uint64, starts []TermStart) error {
 			return b.Delete(termsKey)
 		}
 		return b.Put(termsKey, encodeTerms(known, through, starts))
-	})
-	if err != nil {
-		return l.fail(FailWrite, fmt.Errorf("wal: store the term index: %w", stableErr(err)))
-	}
-	return nil
+	}))
 }
 
 // loadTerms rebuilds the term index at Open: the stored starts below the
 // first index, then the starts of the live records. A damaged stored list
 // is dropped (the log then knows terms from its first index on), never
 // used.
-func (l *segStore) loadTerms(r *replayResult) {
+func (l *segStore) loadTerms(r *replayResult) error {
 	var known, through uint64
 	var stored []TermStart
 	err := l.stable.View(func(tx *bolt.Tx) error {
@@ -216,26 +239,61 @@ func (l *segStore) loadTerms(r *replayResult) {
 		l.opts.logger.Warn("term index dropped: the log knows the terms of its own entries only", "error", err)
 		known, through, stored = 0, 0, nil
 	}
-	t := termIndex{}
-	if r.first != 0 {
-		if known == 0 || known > r.first {
-			known = 0 // nothing stored covers the entries before the first
-		} else {
-			t.known, t.through = known, through
-			t.starts = stored[:searchStarts(stored, r.first-1)]
-			t.saved = len(t.starts)
-		}
-		for _, ls := range r.segs {
-			for _, rec := range ls.recs {
-				t.note(rec.info.Index, rec.info.Term)
-			}
-		}
-	} else if known != 0 {
-		// An empty log after AdoptTerms: the list answers through the
-		// snapshot it was adopted for.
-		t = termIndex{known: known, through: through, starts: stored, saved: len(stored)}
+	l.terms = rebuildTerms(known, through, stored, r)
+	l.terms.stale = l.terms.stale || err != nil
+	if !l.terms.stale {
+		return nil
 	}
-	l.terms = t
+	// A stored list Open did not use is cleared now: a later Open, after
+	// entries were stored, could not tell it does not describe them.
+	if err := l.putTerms(0, 0, nil); err != nil {
+		return fmt.Errorf("wal: clear the stored term index: %w", err)
+	}
+	l.terms.stale = false
+	return nil
+}
+
+// rebuildTerms is the term index Open rebuilds from the stored list and
+// the live records. The stored list is used only where it must describe
+// this log: its starts below the first index, when it reaches down to
+// them; a list adopted for a snapshot (through) only when the log is empty
+// or continues from that snapshot; never when the first record's term is
+// below the list's last (a list of another history). Anything else is
+// dropped, and the log knows terms from its first entry on.
+func rebuildTerms(known, through uint64, stored []TermStart, r *replayResult) termIndex {
+	var firstTerm uint64
+	for _, ls := range r.segs {
+		if len(ls.recs) > 0 {
+			firstTerm = ls.recs[0].info.Term
+			break
+		}
+	}
+	use := known != 0
+	switch {
+	case r.first == 0:
+		use = use && through != 0 // only an adoption speaks for an empty log
+	case known > r.first, through != 0 && r.first != through+1:
+		use = false
+	}
+	below := stored
+	if r.first != 0 {
+		below = stored[:searchStarts(stored, r.first-1)]
+	}
+	if n := len(below); use && n > 0 && r.first != 0 && firstTerm < below[n-1].Term {
+		use = false
+	}
+	t := termIndex{}
+	if use {
+		t.known, t.through, t.starts = known, through, below
+	}
+	t.saved = len(t.starts)
+	t.stale = !use && (known != 0 || through != 0 || len(stored) > 0)
+	for _, ls := range r.segs {
+		for _, rec := range ls.recs {
+			t.note(rec.info.Index, rec.info.Term)
+		}
+	}
+	return t
 }
 
 func searchStarts(s []TermStart, index uint64) int {
@@ -245,21 +303,27 @@ func searchStarts(s []TermStart, index uint64) int {
 
 // keepTermsThrough makes the stored list hold every start at or below max
 // before a compaction drops those entries. wmu held.
+//
+// A failed write refuses the compaction (nothing is removed; raft logs it
+// and compacts again after its next snapshot) without failing the log.
 func (l *segStore) keepTermsThrough(max uint64) error {
 	l.mu.RLock()
-	n := l.terms.search(max)
-	saved := l.terms.saved
-	known := l.terms.known
-	starts := append([]TermStart(nil), l.terms.starts[:n]...)
+	t := &l.terms
+	n := t.search(max)
+	write := n > t.saved || t.stale || t.through != 0
+	known := t.known
+	starts := append([]TermStart(nil), t.starts[:n]...)
 	l.mu.RUnlock()
-	if n <= saved {
+	if !write {
 		return nil
 	}
-	if err := l.storeTerms(known, 0, starts); err != nil {
-		return err
+	if err := l.putTerms(known, 0, starts); err != nil {
+		return fmt.Errorf("wal: compaction through %d refused: store the term index: %w", max, err)
 	}
 	l.mu.Lock()
-	l.terms.saved = n
+	// A compaction removes entries past any snapshot the list was adopted
+	// for: the log itself now answers above its first index.
+	l.terms.saved, l.terms.stale, l.terms.through = n, false, 0
 	l.mu.Unlock()
 	return nil
 }
@@ -289,8 +353,8 @@ func (l *segStore) TermStarts(through uint64) (known uint64, starts []TermStart,
 // AdoptTerms takes the term index of a snapshot this log was reset for:
 // known and starts describe the history through index (the snapshot's last
 // entry, whose term is term), as the member that sent the snapshot holds
-// it. The log must hold no entry at or below index (it was reset, or is
-// empty), and starts must be a term index ending at or below index with
+// it. The log must be empty or start right after index (it was reset, or
+// was empty), and starts must be a term index ending at or below index with
 // term at index, whose last term is at most the log's first entry's. A
 // refused list changes nothing. It is durable when it returns.
 func (l *segStore) AdoptTerms(index, term, known uint64, starts []TermStart) error {
@@ -303,12 +367,9 @@ func (l *segStore) AdoptTerms(index, term, known uint64, starts []TermStart) err
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	sh, err := l.writable()
+	sh, err := l.startsAfter(index)
 	if err != nil {
 		return err
-	}
-	if sh.First != 0 && sh.First <= index {
-		return fmt.Errorf("%w: the log holds index %d, at or below the snapshot's %d", ErrBadTerms, sh.First, index)
 	}
 	l.mu.RLock()
 	var own []TermStart
@@ -331,4 +392,53 @@ func (l *segStore) AdoptTerms(index, term, known uint64, starts []TermStart) err
 	l.terms = termIndex{known: known, through: index, starts: append(append([]TermStart(nil), starts...), own...), saved: n}
 	l.mu.Unlock()
 	return nil
+}
+
+// ForgetTerms drops what the term index knows at or below index, durably:
+// after a snapshot install at index whose sender's term index was not
+// adopted, the log must not answer for that history with an earlier one.
+// It then knows terms from its first entry past index on. The log must be
+// empty or start right after index.
+func (l *segStore) ForgetTerms(index uint64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	sh, err := l.startsAfter(index)
+	if err != nil {
+		return err
+	}
+	if err := l.storeTerms(0, 0, nil); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	t := termIndex{}
+	for _, s := range l.terms.starts[l.terms.search(index):] {
+		t.note(s.Index, s.Term)
+	}
+	if sh.First != 0 {
+		t.known = sh.First
+	}
+	l.terms = t
+	l.mu.Unlock()
+	return nil
+}
+
+// startsAfter returns the log's shape when it is writable and empty or
+// starts right after index (a snapshot's last entry). wmu held.
+func (l *segStore) startsAfter(index uint64) (shape, error) {
+	sh, err := l.writable()
+	if err == nil && sh.First != 0 && sh.First != index+1 {
+		err = fmt.Errorf("%w: the log starts at index %d, not right after %d", ErrBadTerms, sh.First, index)
+	}
+	return sh, err
+}
+
+// TermsThrough is the snapshot index the term index was adopted for while
+// the log holds nothing past it (0: none).
+func (l *segStore) TermsThrough() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.last != 0 {
+		return 0
+	}
+	return l.terms.through
 }

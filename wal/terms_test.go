@@ -158,6 +158,9 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 	if err := tl.l.AdoptTerms(55, 6, 1, sender); !errors.Is(err, ErrBadTerms) {
 		t.Fatalf("AdoptTerms below the log's entries = %v, want ErrBadTerms", err)
 	}
+	if err := tl.l.AdoptTerms(40, 6, 1, []TermStart{{1, 2}, {26, 5}, {35, 6}}); !errors.Is(err, ErrBadTerms) {
+		t.Fatalf("AdoptTerms with a gap before the log's first entry = %v, want ErrBadTerms", err)
+	}
 }
 
 // Entries stored after a reset that preceded AdoptTerms: the adopted list
