@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/ctltest"
@@ -82,32 +83,12 @@ func TestRunLeavesUnhandledKindsPending(t *testing.T) {
 // is proposed only when this member's applied state shows something
 // claimable). A job submitted afterwards is still claimed promptly.
 func TestIdleWorkersWriteNothing(t *testing.T) {
-	const pollWait = 300 * time.Millisecond
 	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) { cfg.ClaimPollInterval = 100 * time.Millisecond })
 	l := c.WaitLeader(wait)
 	ctx := ctltest.Ctx(t, 2*wait)
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	handled := make(chan string, 16)
-	for i := range c.Ctls {
-		go c.Ctls[i].Run(rctx, jobraft.WorkerConfig{Queues: map[string]int{"idle": 2, "idle2": 1}, PollWait: pollWait,
-			Handlers: map[string]jobraft.Handler{"k": func(_ context.Context, j jobraft.Job) ([]byte, error) {
-				handled <- j.ID
-				return nil, nil
-			}}})
-	}
-	// Every member has applied the leader's whole log before the window.
-	ctltest.WaitFor(t, wait, "members to apply the leader's log", func() bool {
-		lead := c.Ctls[l].Node().Status()
-		for i := range c.Ctls {
-			if s := c.Ctls[i].Node().Status(); s.AppliedIndex != lead.LastIndex {
-				return false
-			}
-		}
-		return true
-	})
+	handled := runIdleWorkers(t, ctx, c, l)
 	// The window: 20 heartbeat intervals and at least 3 s, over which
-	// every worker long-polls several times (pollWait) and rechecks every
+	// every worker long-polls several times and rechecks every
 	// ClaimPollInterval.
 	assertQuietLog(t, c, max(20*c.Cfgs[0].HeartbeatTimeout, 3*time.Second), true)
 	start := time.Now()
@@ -124,6 +105,64 @@ func TestIdleWorkersWriteNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the job submitted after the idle window was not claimed within 10s")
 	}
+}
+
+// An election in an idle cluster writes only raft's own entries of the new
+// leader (its no-op and barriers, see leaderEntries): no command, neither a
+// duty of the new leader (an ExpireCmd while no lease is due, a sweep) nor
+// a claim of a worker long-polling on any member. assertQuietLog lets
+// exactly these through when an election lands in its window.
+func TestIdleElectionWritesNoCommand(t *testing.T) {
+	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) { cfg.ClaimPollInterval = 100 * time.Millisecond })
+	l := c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, 2*wait)
+	runIdleWorkers(t, ctx, c, l)
+	base := termAndLast(c)
+	if err := c.Ctls[l].Node().TransferLeadership(ctx, c.Cfgs[(l+1)%3].ID); err != nil {
+		t.Fatal(err)
+	}
+	ctltest.WaitFor(t, wait, "a leader of a later term", func() bool {
+		nl := c.Leader()
+		return nl >= 0 && c.Ctls[nl].Node().Status().Term > base[0]
+	})
+	c.WaitLeader(wait) // its barrier is committed
+	// The new leader's duties tick every ExpireInterval and every worker
+	// rechecks every ClaimPollInterval: many times over this window.
+	assertQuietLog(t, c, max(10*c.Cfgs[0].ExpireInterval, time.Second), false)
+	seen, newTerm, err := leaderEntries(c, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newTerm <= base[0] {
+		t.Fatalf("no no-op of a leader after term %d past index %d: %s", base[0], base[1], seen)
+	}
+	t.Logf("term %d, last index %d; after the election: %s", base[0], base[1], seen)
+}
+
+// runIdleWorkers runs a worker on every member of c (queues "idle" and
+// "idle2", kind "k", long-polling) until ctx ends, and returns once every
+// member has applied leader l's whole log. The returned channel receives
+// the ID of every job a worker handled.
+func runIdleWorkers(t *testing.T, ctx context.Context, c *ctltest.Cluster, l int) <-chan string {
+	t.Helper()
+	handled := make(chan string, 16)
+	for i := range c.Ctls {
+		go c.Ctls[i].Run(ctx, jobraft.WorkerConfig{Queues: map[string]int{"idle": 2, "idle2": 1}, PollWait: 300 * time.Millisecond,
+			Handlers: map[string]jobraft.Handler{"k": func(_ context.Context, j jobraft.Job) ([]byte, error) {
+				handled <- j.ID
+				return nil, nil
+			}}})
+	}
+	ctltest.WaitFor(t, wait, "members to apply the leader's log", func() bool {
+		lead := c.Ctls[l].Node().Status()
+		for i := range c.Ctls {
+			if s := c.Ctls[i].Node().Status(); s.AppliedIndex != lead.LastIndex {
+				return false
+			}
+		}
+		return true
+	})
+	return handled
 }
 
 // Every other configuration Run cannot work with is refused the same way,
@@ -199,8 +238,8 @@ func TestLongPollOnPausedQueue(t *testing.T) {
 	if waited := time.Since(start); waited < 500*time.Millisecond {
 		t.Fatalf("answered after %v, before its wait ended", waited)
 	}
-	if after := termAndLast(c); after[1] != before[1] && after[0] == before[0] {
-		t.Fatalf("a long poll on a paused queue wrote to the log: last index %d -> %d in term %d", before[1], after[1], after[0])
+	if _, _, err := leaderEntries(c, before); err != nil {
+		t.Fatalf("a long poll on a paused queue wrote to the log: %v", err)
 	}
 	got := make(chan []*jobraft.Lease, 1)
 	go func() {
@@ -259,30 +298,175 @@ func termAndLast(c *ctltest.Cluster) [2]uint64 {
 	return out
 }
 
-// assertQuietLog fails the test if a member's last index moves within
-// window (polled; a negative check over a fixed window). A new leader's
-// first entry is not the writes this checks for: when the term changed
-// too, the check goes on from the new index, and with restart the window
-// starts again (at most 3 elections).
+// leaderEntries checks every entry that a running member holds past
+// base (termAndLast when a quiet stretch began) with leaderRun and
+// describes them, or says which member holds a write. newTerm is the
+// highest term whose no-op is past base (0: none).
+func leaderEntries(c *ctltest.Cluster, base [2]uint64) (seen string, newTerm uint64, err error) {
+	var all []string
+	for _, ctl := range c.Ctls {
+		if ctl == nil {
+			continue
+		}
+		n := ctl.Node()
+		last := n.Status().LastIndex
+		entries, term, err := leaderRun(n.Log().GetLog, base[1], last)
+		if err != nil {
+			return "", 0, fmt.Errorf("%s, past last index %d (term %d): %w", n.ID(), base[1], base[0], err)
+		}
+		if len(entries) > 0 {
+			all = append(all, n.ID()+": "+strings.Join(entries, ", "))
+		}
+		newTerm = max(newTerm, term)
+	}
+	if len(all) == 0 {
+		return "nothing", 0, nil
+	}
+	return strings.Join(all, "; "), newTerm, nil
+}
+
+// leaderRun checks the entries (from, last] of a log read by get and
+// describes them, or names the first one that is a write. Only a new
+// leader's own entries are not (an election: a member shows its new term
+// as a candidate, before it wins and writes them): raft's no-op, the first
+// entry of the leader's term (hashicorp/raft writes it on taking office),
+// then barriers only. The node commits a barrier when it takes office
+// (raft/observe.go), and a linearizable read that reaches the leader
+// before that one is committed commits another (raft/read.go; followers'
+// workers read through the leader every claim poll). Neither reaches the
+// state machine. A term's barriers may go on past from when its no-op is
+// at or before from (the term began just before). Any other entry is a
+// write: a command (a claim, a duty such as ExpireCmd or SweepCmd), a
+// configuration change, a barrier after its term's first command, a no-op
+// not of a later term than the entry before it. newTerm is the highest
+// term whose no-op is past from (0: none).
+func leaderRun(get func(uint64, *hraft.Log) error, from, last uint64) (entries []string, newTerm uint64, err error) {
+	run, prev := openRun(get, from)
+	for i := from + 1; i <= last; i++ {
+		var e hraft.Log
+		if err := get(i, &e); err != nil {
+			return nil, 0, fmt.Errorf("entry %d (last index %d): %w", i, last, err)
+		}
+		entries = append(entries, fmt.Sprintf("%d (term %d, %v)", e.Index, e.Term, e.Type))
+		switch {
+		case e.Type == hraft.LogNoop && e.Term > prev: // a new leader's first entry
+			run, newTerm = e.Term, max(newTerm, e.Term)
+		case e.Type == hraft.LogBarrier && e.Term == run:
+		default:
+			return nil, 0, fmt.Errorf("entry %d (term %d, %v) is not a new leader's no-op or barrier: %s",
+				e.Index, e.Term, e.Type, strings.Join(entries, ", "))
+		}
+		prev = e.Term
+	}
+	return entries, newTerm, nil
+}
+
+// openRun returns term, entry i's term in the log read by get, and run:
+// term when the entries of term up to i are its no-op and barriers only
+// (its leader has written nothing else yet), else 0.
+func openRun(get func(uint64, *hraft.Log) error, i uint64) (run, term uint64) {
+	for j := i; j > 0; j-- {
+		var e hraft.Log
+		if get(j, &e) != nil {
+			return 0, term // compacted, or no entry i: no run open
+		}
+		if j == i {
+			term = e.Term
+		}
+		switch {
+		case e.Term != term:
+			return 0, term
+		case e.Type == hraft.LogNoop:
+			return term, term
+		case e.Type != hraft.LogBarrier:
+			return 0, term
+		}
+	}
+	return 0, term
+}
+
+// assertQuietLog fails the test if a member's log gains an entry within
+// window (polled; a negative check over a fixed window). An election
+// within it is not a write: a new leader's own entries are let through
+// (leaderEntries), and with restart the window starts again at each new
+// term (at most 3 elections).
 func assertQuietLog(t *testing.T, c *ctltest.Cluster, window time.Duration, restart bool) {
 	t.Helper()
 	base := termAndLast(c)
+	term, seen := base[0], "nothing"
 	end := time.Now().Add(window)
-	for restarts := 0; time.Now().Before(end); {
+	for elections := 0; time.Now().Before(end); {
 		now := termAndLast(c)
-		switch {
-		case now == base:
-		case now[0] != base[0] && restarts < 3:
-			t.Logf("term %d -> %d (an election under load): checking on from index %d", base[0], now[0], now[1])
-			restarts++
-			base = now
+		if now[0] != term {
+			if elections++; elections > 3 {
+				t.Fatalf("term %d -> %d: a 4th election in a quiet window of %v", base[0], now[0], window)
+			}
+			t.Logf("term %d -> %d (an election under load), %v into a quiet window of %v", term, now[0], window-time.Until(end), window)
+			term = now[0]
 			if restart {
 				end = time.Now().Add(window)
 			}
-		default:
-			t.Fatalf("the log moved: last index %d -> %d (term %d -> %d), %v into a quiet window of %v",
-				base[1], now[1], base[0], now[0], window-time.Until(end), window)
+		}
+		if now != base {
+			got, _, err := leaderEntries(c, base)
+			if err != nil {
+				t.Fatalf("the log moved: last index %d -> %d (term %d -> %d), %v into a quiet window of %v: %v",
+					base[1], now[1], base[0], now[0], window-time.Until(end), window, err)
+			}
+			if got != seen {
+				t.Logf("let through past index %d: %s", base[1], got)
+				seen = got
+			}
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval of a negative check over a fixed window
+	}
+}
+
+// leaderRun lets through exactly a new leader's own entries past a quiet
+// stretch's start.
+func TestLeaderRun(t *testing.T) {
+	const (
+		cfg  = hraft.LogConfiguration
+		noop = hraft.LogNoop
+		bar  = hraft.LogBarrier
+		cmd  = hraft.LogCommand
+	)
+	type ent struct {
+		term uint64
+		typ  hraft.LogType
+	}
+	for _, tc := range []struct {
+		name    string
+		log     []ent // entries 1, 2, ...
+		from    uint64
+		newTerm uint64
+		write   uint64 // the entry refused (0: none)
+	}{
+		{"nothing past from", []ent{{1, cfg}, {2, noop}, {2, bar}}, 3, 0, 0},
+		{"an election", []ent{{1, cfg}, {2, noop}, {2, bar}, {3, noop}, {3, bar}, {3, bar}}, 3, 3, 0},
+		{"two elections", []ent{{1, cfg}, {2, noop}, {2, bar}, {3, noop}, {4, noop}, {4, bar}}, 3, 4, 0},
+		{"the term began at from", []ent{{1, cfg}, {2, noop}, {2, bar}, {2, bar}}, 2, 0, 0},
+		{"the term began before from", []ent{{1, cfg}, {2, noop}, {2, bar}, {2, bar}}, 3, 0, 0},
+		{"a command", []ent{{1, cfg}, {2, noop}, {2, bar}, {2, cmd}}, 3, 0, 4},
+		{"a new leader's command", []ent{{1, cfg}, {2, noop}, {2, bar}, {3, noop}, {3, bar}, {3, cmd}}, 3, 0, 6},
+		{"a barrier after a command", []ent{{1, cfg}, {2, noop}, {2, cmd}, {2, bar}}, 3, 0, 4},
+		{"a barrier of a term without its no-op", []ent{{1, cfg}, {2, noop}, {2, bar}, {3, bar}}, 3, 0, 4},
+		{"a no-op of the same term", []ent{{1, cfg}, {2, noop}, {2, noop}}, 2, 0, 3},
+		{"a configuration change", []ent{{1, cfg}, {2, noop}, {2, bar}, {3, noop}, {3, cfg}}, 3, 0, 5},
+	} {
+		get := func(i uint64, e *hraft.Log) error {
+			if i == 0 || i > uint64(len(tc.log)) {
+				return hraft.ErrLogNotFound
+			}
+			*e = hraft.Log{Index: i, Term: tc.log[i-1].term, Type: tc.log[i-1].typ}
+			return nil
+		}
+		entries, newTerm, err := leaderRun(get, tc.from, uint64(len(tc.log)))
+		switch {
+		case tc.write == 0 && (err != nil || newTerm != tc.newTerm):
+			t.Errorf("%s: %v, new term %d (want %d); %v", tc.name, err, newTerm, tc.newTerm, entries)
+		case tc.write != 0 && (err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("entry %d ", tc.write))):
+			t.Errorf("%s: %v, want entry %d refused", tc.name, err, tc.write)
+		}
 	}
 }

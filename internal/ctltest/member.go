@@ -116,7 +116,7 @@ func runMember(mc MemberConfig) error {
 	if mc.Join {
 		cfg.Bootstrap, cfg.InitialMembers = false, nil
 	}
-	stalltest.Watch() // the member's own stalls, for /status
+	stalltest.Watch() // the member's own stalls, for /status and /stall
 	if mc.Snapshots {
 		cfg.SnapshotInterval, cfg.SnapshotThreshold, cfg.TrailingLogs = 500*time.Millisecond, 256, 128
 	}
@@ -196,6 +196,10 @@ type Request struct {
 	From uint64 `json:"from,omitempty"`
 	// Addr is the raft address of the member an /add adds (ID names it).
 	Addr string `json:"addr,omitempty"`
+	// StallFrom and StallTo are the window of a /stall, in unix
+	// nanoseconds of the machine's clock (StallTo 0: now).
+	StallFrom int64 `json:"stall_from,omitempty"`
+	StallTo   int64 `json:"stall_to,omitempty"`
 }
 
 // JobView is a job as the member API reports it.
@@ -227,6 +231,8 @@ type Reply struct {
 	Leader  string    `json:"leader,omitempty"`
 	// WorstStall: see /status.
 	WorstStall time.Duration `json:"worst_stall,omitempty"`
+	// Stall: see /stall.
+	Stall *stalltest.Stall `json:"stall,omitempty"`
 	// Outcomes of a /batch submit, one per requested ID.
 	Outcomes []string `json:"outcomes,omitempty"`
 	// Events a /watch saw.
@@ -254,7 +260,8 @@ func view(j jobraft.Job) *JobView {
 }
 
 // Handler is the member API over ctl: POST /submit, /claim, /ack, /nak,
-// /get, /list, /status with a JSON Request, answering a JSON Reply.
+// /get, /list, /status, /stall with a JSON Request, answering a JSON
+// Reply.
 func Handler(ctl *jobraft.Controller) http.Handler {
 	mux := http.NewServeMux()
 	handle := func(path string, f func(ctx context.Context, r Request) Reply) {
@@ -386,6 +393,17 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 			rep.WorstStall = stalltest.Worst(now.Add(-r.Wait), now, r.TTL)
 		}
 		return rep
+	})
+	handle("/stall", func(_ context.Context, r Request) Reply {
+		// This process's scheduling stalls (stalltest) within the window:
+		// a liveness allowance for a caller whose operation needed this
+		// member to run.
+		to := time.Now()
+		if r.StallTo != 0 {
+			to = time.Unix(0, r.StallTo)
+		}
+		s := stalltest.Between(time.Unix(0, r.StallFrom), to)
+		return Reply{Outcome: OutcomeOK, Stall: &s}
 	})
 	moreRoutes(ctl, handle, classify)
 	return mux

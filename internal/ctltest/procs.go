@@ -17,6 +17,7 @@ import (
 
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -221,6 +222,22 @@ func (p *Procs) CallT(i int, path string, req Request, d time.Duration) (Reply, 
 		req.Timeout = d
 	}
 	return p.Call(ctx, i, path, req)
+}
+
+// Stall returns the scheduling stalls member i's process measured of
+// itself within [from, to): its own stalltest watcher, which runs from
+// the process's start (stalls before it are not known). The members run
+// on this machine, so the instants of this process's clock are theirs. An
+// error means no answer (the member died or is paused).
+func (p *Procs) Stall(i int, from, to time.Time) (stalltest.Stall, error) {
+	rep, err := p.CallT(i, "/stall", Request{StallFrom: from.UnixNano(), StallTo: to.UnixNano()}, 5*time.Second)
+	if err == nil && rep.Stall == nil {
+		err = fmt.Errorf("%s: /stall answered no stall: %+v", p.Cfgs[i].ID, rep)
+	}
+	if err != nil {
+		return stalltest.Stall{}, err
+	}
+	return *rep.Stall, nil
 }
 
 // Leader returns the running member that reports itself leader in the
