@@ -12,16 +12,28 @@ import (
 	"github.com/jobraft/jobraft/internal/stalltest"
 )
 
-// frozenBound is how soon after the leader's SIGSTOP every live member
-// accepts a fresh submit, with a 1 s heartbeat and election timeout: a new
-// leader is elected in about 1-3 s, and what a member had forwarded to the
-// frozen leader ends as soon as it learns of the new one and is retried
-// there by ID. (Without that, forwarded submits waited for the 10 s
-// propose timeout.) The election can take up to about 5 s without any
-// stall when the follower with the longer log times out first
-// (docs/timing.md, "What a failover costs"): the bound is a goal that
-// raft's timing misses in about 2 % of such freezes.
-const frozenBound = 4 * time.Second
+// frozenGoal is how soon after the leader's SIGSTOP every live member
+// should accept a fresh submit, with a 1 s heartbeat and election timeout
+// (#14's goal): a new leader is elected in about 1-3 s, and what a member
+// had forwarded to the frozen leader ends as soon as it learns of the new
+// one and is retried there by ID. (Without that, forwarded submits waited
+// for the 10 s propose timeout.)
+const frozenGoal = 4 * time.Second
+
+// frozenBound is what raft's timers guarantee, and what the test asserts:
+// the election can take up to 3H + 2E without any stall, when the follower
+// with the longer log times out first (docs/timing.md, "What a failover
+// costs": its pre-vote is refused while the other still knows the frozen
+// leader, the other's for its shorter log, and the election waits for the
+// first one's next round), plus half a heartbeat for the new leader's first
+// commit and the retried forward. A probe past frozenGoal but within this
+// is logged, not failed: about 2 % of freezes whose followers' logs differ.
+const frozenBound = 3*frozenH + 2*frozenE + frozenH/2
+
+// The frozen tests' timing: heartbeat and election timeouts of 1 s.
+const frozenH, frozenE = time.Second, time.Second
+
+var frozenTiming = ctltest.Timing{Heartbeat: frozenH, Election: frozenE, LeaderLease: frozenH / 2, ProposeTimeout: 10 * time.Second}
 
 // The leader process is SIGSTOPped while clients submit on every member.
 // Each live member accepts a fresh submit (sent after the pause) within
@@ -31,7 +43,7 @@ const frozenBound = 4 * time.Second
 // submitted exists, and none exists twice.
 func TestFrozenLeaderSubmitsResume(t *testing.T) {
 	p := ctltest.StartProcs(t, 3, func(_ int, mc *ctltest.MemberConfig) {
-		mc.Timing = ctltest.Timing{Heartbeat: time.Second, Election: time.Second, LeaderLease: 500 * time.Millisecond, ProposeTimeout: 10 * time.Second}
+		mc.Timing = frozenTiming
 	})
 	l := p.WaitLeader(wait)
 	stalltest.Watch()
@@ -152,6 +164,10 @@ func runFrozenProbes(t *testing.T, p *ctltest.Procs, paused stalltest.Window, l 
 		widen, stalls := frozenStall(t, p, l, paused.Began(), end)
 		t.Logf("p%d answered %s %v after the leader p%d froze; election: %s; stalls until then: %s",
 			pr.m, pr.what, pr.took.Round(time.Millisecond), l, seen, stalls)
+		if pr.took > frozenGoal+widen && pr.took <= frozenBound+widen {
+			t.Logf("p%d: %s answered after %v, past the goal %v + %v but within raft's worst case %v (election: %s)",
+				pr.m, pr.what, pr.took.Round(time.Millisecond), frozenGoal, widen.Round(time.Millisecond), frozenBound, seen)
+		}
 		if pr.took < 0 || pr.took > frozenBound+widen {
 			t.Errorf("p%d: first %s answered after %v; bound %v + %v, the largest stall of the processes it needed (%s)",
 				pr.m, pr.what, pr.took.Round(time.Millisecond), frozenBound, widen.Round(time.Millisecond), stalls)
@@ -197,7 +213,7 @@ func frozenStall(t *testing.T, p *ctltest.Procs, l int, from, to time.Time) (tim
 // next) within frozenBound, widened as the submits' bound is.
 func TestFrozenLeaderReadsResume(t *testing.T) {
 	p := ctltest.StartProcs(t, 3, func(_ int, mc *ctltest.MemberConfig) {
-		mc.Timing = ctltest.Timing{Heartbeat: time.Second, Election: time.Second, LeaderLease: 500 * time.Millisecond, ProposeTimeout: 10 * time.Second}
+		mc.Timing = frozenTiming
 	})
 	l := p.WaitLeader(wait)
 	p.WaitConverged(wait)
