@@ -37,7 +37,9 @@ type Node struct {
 	// (leaderwatch.go).
 	leaders leaderWatch
 
-	readyTerm atomic.Uint64              // term whose first barrier this leader committed
+	readyTerm atomic.Uint64 // term whose first barrier this leader committed
+	readyMu   sync.Mutex
+	readyFl   *readyFlight               // the term's first barrier in flight or done (read.go)
 	inRaft    atomic.Int64               // RPCs the seam handed raft's main loop, not yet answered (durable.go)
 	raft      atomic.Pointer[hraft.Raft] // r, for the seam's hooks (set once NewRaft returns)
 

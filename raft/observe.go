@@ -43,12 +43,11 @@ func (n *Node) observed(o hraft.Observation) {
 			n.wg.Add(1)
 			go func() {
 				defer n.wg.Done()
-				// Never a bare Error(): hashicorp/raft does not answer a
-				// future still queued when it shuts down, and Close waits
-				// for this goroutine.
-				if waitFuture(n.closedCtx(), n.r.Barrier(n.cfg.ApplyTimeout)) == nil && n.r.CurrentTerm() == term {
-					n.readyTerm.Store(term)
-				}
+				// The term's first barrier (read.go), shared with the reads
+				// that arrive before it commits. Never a bare Error():
+				// hashicorp/raft does not answer a future still queued when
+				// it shuts down, and Close waits for this goroutine.
+				_ = n.awaitReady(n.closedCtx(), term)
 			}()
 		}
 	case hraft.PeerObservation:

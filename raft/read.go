@@ -68,10 +68,9 @@ func (n *Node) readIndexLocal(ctx context.Context) (uint64, error) {
 	if n.readyTerm.Load() != term {
 		// Commit an entry of this term first: until then the commit index
 		// may be behind what an earlier leader acknowledged.
-		if err := waitFuture(ctx, n.r.Barrier(n.cfg.ApplyTimeout)); err != nil {
+		if err := n.awaitReady(ctx, term); err != nil {
 			return 0, err
 		}
-		n.readyTerm.Store(term)
 	}
 	idx := n.r.CommitIndex()
 	if err := n.confirmTerm(ctx, term); err != nil {
@@ -232,4 +231,51 @@ func (n *Node) onlySkippedBetween(a, idx uint64) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// readyFlight is the barrier a new leader commits once per term before its
+// reads rely on the commit index. Every caller in that term shares it (the
+// observer when the member takes office, and each read that arrives before
+// it committed), so a leader change writes one barrier, not one per read
+// waiting on the new leader.
+type readyFlight struct {
+	term uint64
+	done chan struct{}
+	err  error
+}
+
+// awaitReady returns once a barrier of term committed (readyTerm is then
+// term, unless the term moved on meanwhile), or with its error, or ctx's.
+// A failed barrier is not shared with later callers: the next one tries
+// again.
+func (n *Node) awaitReady(ctx context.Context, term uint64) error {
+	n.readyMu.Lock()
+	f := n.readyFl
+	if f == nil || f.term != term {
+		f = &readyFlight{term: term, done: make(chan struct{})}
+		n.readyFl = f
+		// Not in n.wg (a read may start it while Close waits); it ends
+		// with n.life.
+		go func() {
+			f.err = waitFuture(n.closedCtx(), n.r.Barrier(n.cfg.ApplyTimeout))
+			if f.err == nil && n.r.CurrentTerm() == term {
+				n.readyTerm.Store(term)
+			}
+			if f.err != nil {
+				n.readyMu.Lock()
+				if n.readyFl == f {
+					n.readyFl = nil
+				}
+				n.readyMu.Unlock()
+			}
+			close(f.done)
+		}()
+	}
+	n.readyMu.Unlock()
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

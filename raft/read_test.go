@@ -5,15 +5,18 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/transport/faultnet"
 )
 
 // A linearizable read right after a leader change never misses an
@@ -123,5 +126,62 @@ func TestReadNeedsAMajorityInTheLeadersTermNow(t *testing.T) {
 	defer cancel()
 	if _, err := c.Nodes[l].LinearizableRead(ctx); err != nil {
 		t.Fatalf("read once the term answers are true: %v", err)
+	}
+}
+
+// A new leader writes one barrier for its term, however many linearizable
+// reads reach it before that barrier commits: they share the observer's
+// (read.go, readyFlight). Each read used to write its own.
+func TestNewLeaderWritesOneBarrierForConcurrentReads(t *testing.T) {
+	faults := faultnet.New(7)
+	c := nodetest.Start(t, 3, faults, nil)
+	l := c.WaitLeader(wait)
+	proposeKeys(t, c, l, "a", 3)
+	c.WaitConverged(wait)
+	to := (l + 1) % 3
+	// Slow every message, so the new leader's first barrier takes a while
+	// to commit and the reads below arrive while it is in flight.
+	faults.SetDelay(40*time.Millisecond, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := c.Nodes[l].TransferLeadership(ctx, c.Cfgs[to].ID); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, wait, "the new leader", func() bool { return c.Nodes[to].Status().Role == "Leader" })
+	term := c.Nodes[to].Status().Term
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Nodes[to].LinearizableRead(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("read on the new leader: %v", err)
+	}
+	faults.SetDelay(0, 0)
+	if got := c.Nodes[to].Status().Term; got != term {
+		t.Fatalf("term moved from %d to %d during the reads: not the shape", term, got)
+	}
+	first, _ := c.Nodes[to].Log().FirstIndex()
+	last, _ := c.Nodes[to].Log().LastIndex()
+	barriers := 0
+	for i := first; i <= last; i++ {
+		var e hraft.Log
+		if err := c.Nodes[to].Log().GetLog(i, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Term == term && e.Type == hraft.LogBarrier {
+			barriers++
+		}
+	}
+	if barriers != 1 {
+		t.Fatalf("%d barriers in the new leader's term %d, want 1", barriers, term)
 	}
 }
