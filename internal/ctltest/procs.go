@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -162,7 +163,30 @@ func (p *Procs) Kill(i int) {
 }
 
 // Pause SIGSTOPs member i; Resume SIGCONTs it.
-func (p *Procs) Pause(i int)  { p.signal(i, syscall.SIGSTOP) }
+// Pause SIGSTOPs member i and returns once the kernel reports the process
+// stopped (state T in /proc/<pid>/stat; polled, at most 5 s), so what the
+// caller measures from its return is time the member was really frozen: a
+// signal is delivered asynchronously, and a request answered in between
+// would measure nothing.
+func (p *Procs) Pause(i int) {
+	p.signal(i, syscall.SIGSTOP)
+	cmd, _ := p.cmd(i)
+	if cmd == nil {
+		return
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
+	WaitFor(p.t, 5*time.Second, "member "+strconv.Itoa(i)+" stopped", func() bool {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return true // gone: nothing runs
+		}
+		// pid (comm) state ...: comm may hold spaces and parentheses.
+		k := bytes.LastIndexByte(b, ')')
+		return k >= 0 && k+2 < len(b) && (b[k+2] == 'T' || b[k+2] == 't')
+	})
+}
+
+// Resume SIGCONTs member i.
 func (p *Procs) Resume(i int) { p.signal(i, syscall.SIGCONT) }
 
 func (p *Procs) signal(i int, sig syscall.Signal) {
