@@ -196,6 +196,12 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	if err := checkRestorable(n.log, n.snaps); err != nil {
 		return nil, err
 	}
+	if snap, last, err := resetLogBelowSnapshot(n.log, n.snaps); err != nil {
+		return nil, fmt.Errorf("raft: reset a log that ends below the latest snapshot: %w", err)
+	} else if snap != 0 {
+		cfg.Logger.Warn("the log ended below the latest snapshot (writes the disk acknowledged were lost); reset it: the member continues from the snapshot",
+			"log_last_index", last, "snapshot_index", snap)
+	}
 	if o.Applied != nil {
 		// Before NewRaft, which restores the latest snapshot.
 		o.Applied.Append([]history.Record{{Kind: history.KindStarted}})

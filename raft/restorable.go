@@ -41,3 +41,39 @@ func checkRestorable(log *wal.Log, snaps *snapshot.Store) error {
 	}
 	return ue
 }
+
+// resetLogBelowSnapshot resets a log that ends below the snapshot raft will
+// restore (the newest that opens). Raft then continues from the snapshot's
+// index + 1, which such a log cannot take: every append would leave a gap
+// and be refused (G2), and the member would never converge. Only writes the
+// disk acknowledged and then lost leave a log there (raft's own logs reach
+// every snapshot they took or installed: a snapshot covers only applied
+// entries, and an install resets the log): the snapshot covers every entry
+// the log still holds, so they are dropped. It returns the snapshot index
+// the log was reset for (0: nothing done).
+func resetLogBelowSnapshot(log *wal.Log, snaps *snapshot.Store) (uint64, uint64, error) {
+	last, err := log.LastIndex()
+	if err != nil || last == 0 {
+		return 0, 0, err
+	}
+	metas, err := snaps.List()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range metas {
+		_, rc, err := snaps.Open(m.ID)
+		if err != nil {
+			continue
+		}
+		rc.Close()
+		if m.Index <= last {
+			return 0, 0, nil
+		}
+		first, err := log.FirstIndex()
+		if err != nil {
+			return 0, 0, err
+		}
+		return m.Index, last, log.DeleteRange(first, last)
+	}
+	return 0, 0, nil
+}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/pkitest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/wal"
 )
 
 // A member asking the leader for a snapshot past an index it cannot prove
@@ -92,4 +96,80 @@ func TestSnapshotPastNamesTheCallersOwnMember(t *testing.T) {
 	if got := c.Nodes[l].Status().LastIndex; got > before+50 {
 		t.Fatalf("the leader's log moved from %d to %d for a refused request", before, got)
 	}
+}
+
+// A member whose disk lost log writes it had acknowledged (the segment
+// files restored to an older copy) while its snapshot survived restarts
+// with a log that ends below that snapshot. Raft continues from the
+// snapshot's index + 1, which the log cannot take (every append would leave
+// a gap, refused by the guard): found by the chaos soak's lie (seed 944:
+// log [1,120], snapshot 276, stuck for 31 s). The node resets such a log at
+// start, and the member converges.
+func TestLogBelowItsSnapshotIsResetAtStart(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil)
+	l := c.WaitLeader(wait)
+	proposeN(t, c, l, "a", 20)
+	c.WaitConverged(wait)
+	f := (l + 1) % 3
+	dir := filepath.Join(c.Cfgs[f].DataDir, "log")
+	segs := func() []string {
+		t.Helper()
+		m, err := filepath.Glob(filepath.Join(dir, "*.seg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	c.StopMember(f)
+	old := map[string][]byte{}
+	for _, p := range segs() {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[p] = b
+	}
+	c.StartMember(f)
+	proposeN(t, c, c.WaitLeader(wait), "b", 100)
+	c.WaitConverged(wait)
+	if err := c.Nodes[f].Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := strconv.ParseUint(c.Nodes[f].Raft().Stats()["last_snapshot_index"], 10, 64)
+	c.StopMember(f)
+	for _, p := range segs() {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var oldLast uint64
+	for p, b := range old {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lg, err := wal.Open(dir); err != nil {
+		t.Fatal(err)
+	} else {
+		oldLast, _ = lg.LastIndex()
+		lg.Close()
+	}
+	if oldLast == 0 || oldLast >= snap {
+		t.Fatalf("restored log ends at %d, snapshot at %d: not the shape", oldLast, snap)
+	}
+	c.StartMember(f)
+	events, cancel := c.Nodes[f].Events(4096)
+	defer cancel()
+	proposeN(t, c, c.WaitLeader(wait), "c", 10)
+	c.WaitConverged(wait)
+	// Without the reset the guard refuses the leader's appends after the
+	// snapshot (a gap), and the leader walks back one index per refusal,
+	// with its failure backoff, to the log's end.
+	checkNoGuardRefusals(t, "the follower", events)
+	first, _ := c.Nodes[f].Log().FirstIndex()
+	last, _ := c.Nodes[f].Log().LastIndex()
+	if first != snap+1 || last <= snap {
+		t.Fatalf("follower's log [%d, %d] after the restart, want it to start at the snapshot's %d + 1", first, last, snap)
+	}
+	checkCommittedPrefix(t, c)
 }
