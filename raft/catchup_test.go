@@ -361,6 +361,9 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 	if g, ok := sink.Data()[0].Gauges["test.jobraft.catchup.stalled;member=m3"]; !ok || g.Value != 1 {
 		t.Fatalf("gauge jobraft.catchup.stalled{member=m3}: %+v (present %t), want 1", g, ok)
 	}
+	// What the seam did with the installs m3 was sent (an install it
+	// refuses is sent again whole: part of the attempt's cost).
+	t.Logf("m3's seam: %+v", c.Nodes[slow].Status().Seam)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := c.Nodes[l].RemoveMember(ctx, "m3"); err != nil {
