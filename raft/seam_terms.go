@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
@@ -50,81 +49,13 @@ import (
 // too can answer for the history it holds only as a snapshot.
 const methodTermStarts = "jr.terms"
 
-// maxTermStarts bounds a term index on the wire: one start per term, so
-// this is more elections than a cluster holds.
-const maxTermStarts = 1 << 20
-
-// termIndex is a member's term index through some index: its starts, and
-// the lowest index it answers for (0: it does not know).
-type termIndex struct {
-	known, through uint64
-	starts         []wal.TermStart
-}
-
-// termAt is the term at index, when the index is known.
-func (t termIndex) termAt(index uint64) (uint64, bool) {
-	if t.known == 0 || index < t.known || index > t.through {
-		return 0, false
-	}
-	k := 0
-	for k < len(t.starts) && t.starts[k].Index <= index {
-		k++
-	}
-	if k == 0 {
-		return 0, false
-	}
-	return t.starts[k-1].Term, true
-}
-
-func encodeTermIndex(t termIndex) []byte {
-	b := make([]byte, 0, 20+16*len(t.starts))
-	b = binary.LittleEndian.AppendUint64(b, t.known)
-	b = binary.LittleEndian.AppendUint64(b, t.through)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(t.starts)))
-	for _, s := range t.starts {
-		b = binary.LittleEndian.AppendUint64(b, s.Index)
-		b = binary.LittleEndian.AppendUint64(b, s.Term)
-	}
-	return b
-}
-
-// decodeTermIndex reads a term index from the wire; anything malformed
-// (lengths, order, a start past through) is an error.
-func decodeTermIndex(b []byte) (termIndex, error) {
-	if len(b) < 20 {
-		return termIndex{}, fmt.Errorf("term index: %d bytes", len(b))
-	}
-	t := termIndex{known: binary.LittleEndian.Uint64(b), through: binary.LittleEndian.Uint64(b[8:])}
-	n := binary.LittleEndian.Uint32(b[16:])
-	if n > maxTermStarts || uint64(len(b)-20) != 16*uint64(n) {
-		return termIndex{}, fmt.Errorf("term index: %d starts in %d bytes", n, len(b)-20)
-	}
-	t.starts = make([]wal.TermStart, n)
-	for i := range t.starts {
-		p := b[20+16*i:]
-		t.starts[i] = wal.TermStart{Index: binary.LittleEndian.Uint64(p), Term: binary.LittleEndian.Uint64(p[8:])}
-	}
-	if err := wal.CheckTermStarts(t.known, t.starts); err != nil {
-		return termIndex{}, err
-	}
-	if k := len(t.starts); k > 0 && t.starts[k-1].Index > t.through {
-		return termIndex{}, fmt.Errorf("term index: a start at %d past %d", t.starts[k-1].Index, t.through)
-	}
-	return t, nil
-}
-
 // handleTermStarts answers jr.terms: this member's term index through the
 // requested index (known 0 when it does not know the terms up to there).
 func (n *Node) handleTermStarts(_ context.Context, req []byte) ([]byte, error) {
 	if len(req) != 8 {
 		return nil, &transport.RemoteError{Code: "jr.bad_request", Message: "an index required"}
 	}
-	through := binary.LittleEndian.Uint64(req)
-	t := termIndex{through: through}
-	if known, starts, ok := n.log.TermStarts(through); ok {
-		t.known, t.starts = known, starts
-	}
-	return encodeTermIndex(t), nil
+	return n.log.TermStarts(binary.LittleEndian.Uint64(req)).Encode(), nil
 }
 
 // pastVerdict is what the floor check decided for an install past the
@@ -169,7 +100,7 @@ func decidePastFloor(v pastView) pastVerdict {
 // do, adopted once raft reports it installed.
 type pendingTerms struct {
 	index, term uint64
-	t           termIndex
+	t           wal.TermList
 	set         bool
 }
 
@@ -181,35 +112,35 @@ func (n *Node) checkPastFloor(req *hraft.InstallSnapshotRequest, v installView) 
 	defer cancel()
 	rep, err := n.caller.Call(ctx, senderAddr(req), methodTermStarts, binary.LittleEndian.AppendUint64(nil, req.LastLogIndex))
 	var re *transport.RemoteError
-	var sender termIndex
+	var sender wal.TermList
 	switch {
 	case errors.As(err, &re) && re.Code == transport.CodeUnknownMethod:
 		pv.Old = true
 	case err != nil:
 		n.cfg.Logger.Named("seam").Warn("install snapshot: cannot read the sender's term index", "from", string(req.ID), "error", err)
 	default:
-		t, derr := decodeTermIndex(rep)
-		if derr != nil || t.through != req.LastLogIndex {
+		t, derr := wal.DecodeTermList(rep)
+		if derr != nil || t.Through != req.LastLogIndex {
 			n.cfg.Logger.Named("seam").Warn("install snapshot: the sender's term index is malformed", "from", string(req.ID),
-				"through", t.through, "index", req.LastLogIndex, "error", derr)
+				"through", t.Through, "index", req.LastLogIndex, "error", derr)
 			break
 		}
 		pv.Asked = true
-		if term, ok := t.termAt(req.LastLogIndex); ok && term == req.LastLogTerm {
+		if term, ok := t.TermAt(req.LastLogIndex); ok && term == req.LastLogTerm {
 			sender = t
 		} else if ok {
 			n.cfg.Logger.Named("seam").Warn("install snapshot: the sender's term index holds another term at the snapshot's index; not used",
 				"from", string(req.ID), "index", req.LastLogIndex, "snapshot_term", req.LastLogTerm, "index_term", term)
 		}
 	}
-	pv.Sender, pv.SenderKnown = sender.termAt(v.Floor)
+	pv.Sender, pv.SenderKnown = sender.TermAt(v.Floor)
 	if v.Floor > 0 {
 		pv.Own, pv.OwnKnown = n.log.TermAt(v.Floor)
 	}
 	verdict := decidePastFloor(pv)
 	if verdict == pastVerified || verdict == pastUnverified {
 		n.inst.pendMu.Lock()
-		n.inst.pend = pendingTerms{index: req.LastLogIndex, term: req.LastLogTerm, t: sender, set: sender.known != 0}
+		n.inst.pend = pendingTerms{index: req.LastLogIndex, term: req.LastLogTerm, t: sender, set: sender.Known != 0}
 		n.inst.pendMu.Unlock()
 	}
 	return verdict, pv
@@ -232,7 +163,7 @@ func (n *Node) answeredHook(rpc hraft.RPC, resp hraft.RPCResponse) {
 	}
 	lg := n.cfg.Logger.Named("seam")
 	if p.set && p.index == req.LastLogIndex && p.term == req.LastLogTerm {
-		err := n.log.AdoptTerms(p.index, p.term, p.t.known, p.t.starts)
+		err := n.log.AdoptTerms(p.index, p.term, p.t)
 		if err == nil {
 			metrics.IncrCounter([]string{"jobraft", "raft", "install_terms_adopted"}, 1)
 			return

@@ -33,15 +33,15 @@ func TestSecondInstallOnAnEmptyLogDropsTheFirstTermIndex(t *testing.T) {
 		}
 	}
 	st := fol.Status()
-	known, starts, ok := fol.Log().TermStarts(st.LastIndex)
-	if !ok {
+	own := fol.Log().TermStarts(st.LastIndex)
+	if own.Known == 0 {
 		t.Fatalf("follower does not know its own terms through %d", st.LastIndex)
 	}
 
 	// Install 1 at P1: a sender with the follower's own history: verified,
 	// adopted.
 	p1 := st.LastIndex + 100
-	addr1, _ := forgedTerms(t, known, starts)
+	addr1, _ := forgedTerms(t, own.Known, own.Starts)
 	req := installFrom(t, fol, fol.Status().Term, p1, st.LastTerm)
 	req.RPCHeader.ID, req.RPCHeader.Addr = []byte("forger1"), []byte(addr1)
 	if resp, err := sendInstall(t, fol.Addr(), req, kvSnapshotAt(t, c, f, p1)); err != nil || !resp.Success {
@@ -81,7 +81,7 @@ func TestSecondInstallOnAnEmptyLogDropsTheFirstTermIndex(t *testing.T) {
 	if got, ok := fol.Log().TermAt(p1 + 50); ok {
 		t.Errorf("TermAt(%d) = %d, known: the log never learned a term in (%d, %d]", p1+50, got, p1, p2)
 	}
-	if k, s, ok := fol.Log().TermStarts(p2); ok {
-		t.Errorf("TermStarts(%d) = %d %v: would answer jr.terms with install 1's history through install 2's snapshot", p2, k, s)
+	if got := fol.Log().TermStarts(p2); got.Known != 0 {
+		t.Errorf("TermStarts(%d) = %+v: would answer jr.terms with install 1's history through install 2's snapshot", p2, got)
 	}
 }

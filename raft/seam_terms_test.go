@@ -60,10 +60,9 @@ func TestInstallPastTheFloorIsCheckedAndAdoptsTheTermIndex(t *testing.T) {
 	if snap <= floor {
 		t.Fatalf("follower's snapshot at %d, not past its old floor %d", snap, floor)
 	}
-	known, starts, ok := fol.Log().TermStarts(snap)
-	lknown, lstarts, lok := lead.Log().TermStarts(snap)
-	if !ok || !lok || known != lknown || !slices.Equal(starts, lstarts) {
-		t.Fatalf("follower's term index through %d: %d %v %v; the leader's: %d %v %v", snap, known, starts, ok, lknown, lstarts, lok)
+	got, want := fol.Log().TermStarts(snap), lead.Log().TermStarts(snap)
+	if got.Known == 0 || got.Known != want.Known || !slices.Equal(got.Starts, want.Starts) {
+		t.Fatalf("follower's term index through %d: %+v; the leader's: %+v", snap, got, want)
 	}
 	if got, ok := fol.Log().TermAt(floor); !ok || got != own {
 		t.Fatalf("follower's term at its old floor %d: %d %v, want %d", floor, got, ok, own)
@@ -85,15 +84,7 @@ func forgedTerms(t *testing.T, known uint64, starts []wal.TermStart) (addr strin
 	n := new(int)
 	mux.Handle("jr.terms", func(_ context.Context, req []byte) ([]byte, error) {
 		*n++
-		through := binary.LittleEndian.Uint64(req)
-		b := binary.LittleEndian.AppendUint64(nil, known)
-		b = binary.LittleEndian.AppendUint64(b, through)
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(starts)))
-		for _, s := range starts {
-			b = binary.LittleEndian.AppendUint64(b, s.Index)
-			b = binary.LittleEndian.AppendUint64(b, s.Term)
-		}
-		return b, nil
+		return wal.TermList{Known: known, Through: binary.LittleEndian.Uint64(req), Starts: starts}.Encode(), nil
 	})
 	return mux.Addr(), n
 }

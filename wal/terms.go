@@ -39,6 +39,45 @@ type TermStart struct {
 	Index, Term uint64
 }
 
+// TermList is a term index through an index: the starts at or below
+// Through, answering for the indexes from Known (0: it knows none) to
+// Through. It is what the log stores and what a member sends another
+// (TermStarts; the raft package's jr.terms).
+type TermList struct {
+	Known, Through uint64
+	Starts         []TermStart
+}
+
+// TermAt is the term at index, when the list covers it.
+func (l TermList) TermAt(index uint64) (uint64, bool) {
+	if l.Known == 0 || index < l.Known || index > l.Through {
+		return 0, false
+	}
+	k := searchStarts(l.Starts, index)
+	if k == 0 {
+		return 0, false
+	}
+	return l.Starts[k-1].Term, true
+}
+
+// Encode is the list's encoding: version, Known, Through, count, the
+// starts, and a CRC32C of everything before it.
+func (l TermList) Encode() []byte { return encodeTerms(l.Known, l.Through, l.Starts) }
+
+// DecodeTermList reads an encoded list, refusing anything damaged or not a
+// term index (ErrCorrupt): lengths, checksum, order, a start past a
+// non-zero Through. It allocates no more than b holds.
+func DecodeTermList(b []byte) (TermList, error) {
+	known, through, starts, err := decodeTerms(b)
+	if err != nil {
+		return TermList{}, err
+	}
+	if n := len(starts); through != 0 && n > 0 && starts[n-1].Index > through {
+		return TermList{}, fmt.Errorf("%w: term index: a start at %d past %d", ErrCorrupt, starts[n-1].Index, through)
+	}
+	return TermList{Known: known, Through: through, Starts: starts}, nil
+}
+
 // ErrBadTerms is returned by AdoptTerms for a list that is not a term
 // index of the log it would describe.
 var ErrBadTerms = errors.New("wal: not a valid term index for this log")
@@ -62,22 +101,18 @@ type termIndex struct {
 // termAt is the term at index by the list, if the list covers it (last
 // is the log's last index).
 func (t *termIndex) termAt(index, last uint64) (uint64, bool) {
-	if t.known == 0 || index < t.known || index > max(last, t.through) {
-		return 0, false
-	}
-	k := t.search(index)
-	if k == 0 {
-		return 0, false
-	}
-	return t.starts[k-1].Term, true
+	return TermList{Known: t.known, Through: max(last, t.through), Starts: t.starts}.TermAt(index)
 }
 
 // search is how many starts are at or below index.
-func (t *termIndex) search(index uint64) int {
-	lo, hi := 0, len(t.starts)
+func (t *termIndex) search(index uint64) int { return searchStarts(t.starts, index) }
+
+// searchStarts is how many of s (ascending) are at or below index.
+func searchStarts(s []TermStart, index uint64) int {
+	lo, hi := 0, len(s)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if t.starts[m].Index <= index {
+		if s[m].Index <= index {
 			lo = m + 1
 		} else {
 			hi = m
@@ -296,11 +331,6 @@ func rebuildTerms(known, through uint64, stored []TermStart, r *replayResult) te
 	return t
 }
 
-func searchStarts(s []TermStart, index uint64) int {
-	t := termIndex{starts: s}
-	return t.search(index)
-}
-
 // keepTermsThrough makes the stored list hold every start at or below max
 // before a compaction drops those entries. wmu held.
 //
@@ -337,27 +367,26 @@ func (l *segStore) TermAt(index uint64) (uint64, bool) {
 	return l.terms.termAt(index, l.last)
 }
 
-// TermStarts returns the term index up to through: the lowest index it
-// answers for and the starts at or below through. false when the log does
-// not know the terms up to through.
-func (l *segStore) TermStarts(through uint64) (known uint64, starts []TermStart, ok bool) {
+// TermStarts returns the term index up to through; Known is 0 when the
+// log does not know the terms up to through.
+func (l *segStore) TermStarts(through uint64) TermList {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	t := &l.terms
 	if t.known == 0 || through < t.known || through > max(l.last, t.through) {
-		return 0, nil, false
+		return TermList{Through: through}
 	}
-	return t.known, append([]TermStart(nil), t.starts[:t.search(through)]...), true
+	return TermList{Known: t.known, Through: through, Starts: append([]TermStart(nil), t.starts[:t.search(through)]...)}
 }
 
 // AdoptTerms takes the term index of a snapshot this log was reset for:
-// known and starts describe the history through index (the snapshot's last
-// entry, whose term is term), as the member that sent the snapshot holds
-// it. The log must be empty or start right after index (it was reset, or
+// list describes the history through index (the snapshot's last entry,
+// whose term is term), as the member that sent the snapshot holds it. The log must be empty or start right after index (it was reset, or
 // was empty), and starts must be a term index ending at or below index with
 // term at index, whose last term is at most the log's first entry's. A
 // refused list changes nothing. It is durable when it returns.
-func (l *segStore) AdoptTerms(index, term, known uint64, starts []TermStart) error {
+func (l *segStore) AdoptTerms(index, term uint64, list TermList) error {
+	known, starts := list.Known, list.Starts
 	if err := CheckTermStarts(known, starts); err != nil {
 		return err
 	}

@@ -96,15 +96,15 @@ func TestTermIndexAcrossCompactionAndTruncation(t *testing.T) {
 	tl.reopen()
 	tl.want("truncated twice, reopened", 1, slices.Concat(rep(1, 40), rep(3, 20), rep(4, 15), rep(7, 2))...)
 
-	known, starts, ok := tl.l.TermStarts(77)
+	got := tl.l.TermStarts(77)
 	want := []TermStart{{1, 1}, {41, 3}, {61, 4}, {76, 7}}
-	if !ok || known != 1 || !slices.Equal(starts, want) {
-		t.Fatalf("TermStarts(77) = %d %v %v, want 1 %v", known, starts, ok, want)
+	if got.Known != 1 || got.Through != 77 || !slices.Equal(got.Starts, want) {
+		t.Fatalf("TermStarts(77) = %+v, want known 1 %v", got, want)
 	}
-	if known, starts, ok = tl.l.TermStarts(60); !ok || known != 1 || !slices.Equal(starts, want[:2]) {
-		t.Fatalf("TermStarts(60) = %d %v %v, want 1 %v", known, starts, ok, want[:2])
+	if got = tl.l.TermStarts(60); got.Known != 1 || !slices.Equal(got.Starts, want[:2]) {
+		t.Fatalf("TermStarts(60) = %+v, want known 1 %v", got, want[:2])
 	}
-	if _, _, ok := tl.l.TermStarts(78); ok {
+	if tl.l.TermStarts(78).Known != 0 {
 		t.Fatal("TermStarts past the last index answered")
 	}
 }
@@ -136,7 +136,7 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 		{"no starts", 50, 6, 1, nil},
 		{"a zero term", 50, 6, 1, []TermStart{{1, 0}, {45, 6}}},
 	} {
-		if err := tl.l.AdoptTerms(bad.index, bad.term, bad.known, bad.starts); !errors.Is(err, ErrBadTerms) {
+		if err := tl.l.AdoptTerms(bad.index, bad.term, TermList{Known: bad.known, Starts: bad.starts}); !errors.Is(err, ErrBadTerms) {
 			t.Fatalf("%s: AdoptTerms = %v, want ErrBadTerms", bad.name, err)
 		}
 		if _, ok := tl.l.TermAt(25); ok {
@@ -144,7 +144,7 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 		}
 	}
 
-	if err := tl.l.AdoptTerms(50, 6, 1, sender); err != nil {
+	if err := tl.l.AdoptTerms(50, 6, TermList{Known: 1, Starts: sender}); err != nil {
 		t.Fatal(err)
 	}
 	below := slices.Concat(rep(2, 25), rep(5, 19), rep(6, 6))
@@ -155,10 +155,10 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 	tl.store(56, 60, 8)
 	tl.reopen()
 	tl.want("adopted, appended, reopened", 1, slices.Concat(below, rep(6, 5), rep(8, 5))...)
-	if err := tl.l.AdoptTerms(55, 6, 1, sender); !errors.Is(err, ErrBadTerms) {
+	if err := tl.l.AdoptTerms(55, 6, TermList{Known: 1, Starts: sender}); !errors.Is(err, ErrBadTerms) {
 		t.Fatalf("AdoptTerms below the log's entries = %v, want ErrBadTerms", err)
 	}
-	if err := tl.l.AdoptTerms(40, 6, 1, []TermStart{{1, 2}, {26, 5}, {35, 6}}); !errors.Is(err, ErrBadTerms) {
+	if err := tl.l.AdoptTerms(40, 6, TermList{Known: 1, Starts: []TermStart{{1, 2}, {26, 5}, {35, 6}}}); !errors.Is(err, ErrBadTerms) {
 		t.Fatalf("AdoptTerms with a gap before the log's first entry = %v, want ErrBadTerms", err)
 	}
 }
@@ -170,16 +170,16 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 func TestTermIndexAdoptAfterAppend(t *testing.T) {
 	tl := openTermsLog(t)
 	tl.store(11, 12, 3)
-	if err := tl.l.AdoptTerms(10, 4, 1, []TermStart{{1, 4}}); !errors.Is(err, ErrBadTerms) {
+	if err := tl.l.AdoptTerms(10, 4, TermList{Known: 1, Starts: []TermStart{{1, 4}}}); !errors.Is(err, ErrBadTerms) {
 		t.Fatalf("AdoptTerms with the log's first term below the snapshot's = %v, want ErrBadTerms", err)
 	}
-	if err := tl.l.AdoptTerms(10, 3, 1, []TermStart{{1, 1}, {8, 3}}); err != nil {
+	if err := tl.l.AdoptTerms(10, 3, TermList{Known: 1, Starts: []TermStart{{1, 1}, {8, 3}}}); err != nil {
 		t.Fatal(err)
 	}
 	tl.reopen()
 	tl.want("adopted after appends", 1, slices.Concat(rep(1, 7), rep(3, 5))...)
-	if _, starts, _ := tl.l.TermStarts(12); !slices.Equal(starts, []TermStart{{1, 1}, {8, 3}}) {
-		t.Fatalf("starts %v: the log's first entry in the snapshot's term was kept as a start", starts)
+	if got := tl.l.TermStarts(12); !slices.Equal(got.Starts, []TermStart{{1, 1}, {8, 3}}) {
+		t.Fatalf("starts %v: the log's first entry in the snapshot's term was kept as a start", got.Starts)
 	}
 }
 
@@ -223,4 +223,64 @@ func TestTermIndexWithoutOrDamagedStoredList(t *testing.T) {
 			tl.want("appended", 51, slices.Concat(rep(3, 10), rep(4, 2))...)
 		})
 	}
+}
+
+// A TermList survives its encoding, answers only for [Known, Through], and
+// a damaged or invalid encoding is refused.
+func TestTermListEncoding(t *testing.T) {
+	tl := TermList{Known: 3, Through: 40, Starts: []TermStart{{3, 1}, {10, 4}, {40, 6}}}
+	got, err := DecodeTermList(tl.Encode())
+	if err != nil || got.Known != 3 || got.Through != 40 || !slices.Equal(got.Starts, tl.Starts) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, tl)
+	}
+	for index, want := range map[uint64]uint64{3: 1, 9: 1, 10: 4, 39: 4, 40: 6} {
+		if term, ok := got.TermAt(index); !ok || term != want {
+			t.Errorf("TermAt(%d) = %d %v, want %d", index, term, ok, want)
+		}
+	}
+	for _, index := range []uint64{0, 2, 41} {
+		if term, ok := got.TermAt(index); ok {
+			t.Errorf("TermAt(%d) = %d, known; want unknown", index, term)
+		}
+	}
+	if _, ok := (TermList{Through: 40}).TermAt(5); ok {
+		t.Error("a list that knows nothing answered")
+	}
+	good := tl.Encode()
+	flipped := append([]byte(nil), good...)
+	flipped[12] ^= 1
+	for name, b := range map[string][]byte{
+		"empty":                {},
+		"cut":                  good[:len(good)-1],
+		"checksum":             flipped,
+		"a start past through": TermList{Known: 1, Through: 5, Starts: []TermStart{{1, 1}, {6, 2}}}.Encode(),
+		"terms not ascending":  TermList{Known: 1, Through: 9, Starts: []TermStart{{1, 2}, {6, 2}}}.Encode(),
+	} {
+		if _, err := DecodeTermList(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
+}
+
+// DecodeTermList never panics, allocates no more than its input holds, and
+// what it accepts encodes back to itself.
+func FuzzDecodeTermList(f *testing.F) {
+	f.Add(TermList{Known: 1, Through: 9}.Encode())
+	f.Add(TermList{Known: 1, Through: 9, Starts: []TermStart{{1, 1}, {5, 3}}}.Encode())
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tl, err := DecodeTermList(b)
+		if err != nil {
+			return
+		}
+		if 16*len(tl.Starts)+25 != len(b) {
+			t.Fatalf("%d starts from %d bytes", len(tl.Starts), len(b))
+		}
+		if string(tl.Encode()) != string(b) {
+			t.Fatal("re-encoding differs")
+		}
+		for _, i := range []uint64{0, 1, tl.Known, tl.Through, tl.Through + 1} {
+			tl.TermAt(i)
+		}
+	})
 }
