@@ -68,7 +68,9 @@ func submitAll(ctx context.Context, ctl func() *jobraft.Controller, ids []string
 //     more member to replicate to. Bounded: from the add until its
 //     promotion at most 20 % of the process's CPU goes beyond what its
 //     submits and its length cost in six windows around it
-//     (stalltest.FitCost); checked without the race detector only.
+//     (stalltest.FitCost), plus what those windows themselves miss the
+//     cost fitted on the others by (stalltest.Judgement: under load the
+//     measurement's own noise); checked without the race detector only.
 func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 	stalltest.Watch()
 	preload, bound := 20_000, 3*wait
@@ -218,14 +220,14 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 	for range 3 {
 		around = append(around, rate(d))
 	}
-	excess := stalltest.Judge(t, "m5 (its own process) while it caught up", "after", around, during)
+	cost := stalltest.Judge(t, "m5 (its own process) while it caught up", "after", around, during)
 	// Under the race detector every operation of the leader's own catch-up
 	// work (encoding, sending, the membership changes) costs several times
 	// its CPU: the bound is checked without it (make test runs this test
 	// once more without -race).
-	if !raceEnabled && excess > 0.2 {
-		t.Errorf("m5's catch-up took %.0f%% of the cluster's CPU beyond the cost around it (logged above): over 20%%, the submit rate of a cluster limited by its CPU drops by as much",
-			100*excess)
+	if !raceEnabled && cost.Exceeds(0.2) {
+		t.Errorf("m5's catch-up took %.0f%% of the cluster's CPU beyond the cost around it (logged above): over 20%% and the %.0f%% the windows around it miss by, the submit rate of a cluster limited by its CPU drops by as much",
+			100*cost.Excess, 100*cost.Noise)
 	}
 	close(stop)
 	lwg.Wait()

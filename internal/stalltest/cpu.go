@@ -13,12 +13,19 @@ import (
 // CPU returns the CPU time (user and system, every thread, the runtime's
 // own included) the process has used since it started.
 func CPU() time.Duration {
+	cpu, _ := usage()
+	return cpu
+}
+
+// usage returns CPU and the context switches (voluntary and involuntary)
+// of the process's threads since it started.
+func usage() (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		// Getrusage fails only for a bad argument: a programmer's bug.
 		panic(fmt.Sprintf("stalltest: getrusage: %v", err))
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), int64(ru.Nvcsw + ru.Nivcsw)
 }
 
 // CPUWindow measures a cumulative count (operations done) against the CPU
@@ -35,6 +42,7 @@ type CPUWindow struct {
 	count func() int64
 	n     int64
 	cpu   time.Duration
+	sw    int64
 	start time.Time
 }
 
@@ -46,13 +54,15 @@ type CPUWindow struct {
 func StartCPU(count func() int64) CPUWindow {
 	Watch()
 	runtime.GC()
-	return CPUWindow{count: count, n: count(), cpu: CPU(), start: time.Now()}
+	cpu, sw := usage()
+	return CPUWindow{count: count, n: count(), cpu: cpu, sw: sw, start: time.Now()}
 }
 
 // End ends the window now and returns what it measured.
 func (w CPUWindow) End() Rate {
-	n, cpu, end := w.count(), CPU(), time.Now()
-	return Rate{N: n - w.n, CPU: cpu - w.cpu, Wall: end.Sub(w.start), Stall: Between(w.start, end).Total}
+	n, end := w.count(), time.Now()
+	cpu, sw := usage()
+	return Rate{N: n - w.n, CPU: cpu - w.cpu, Switches: sw - w.sw, Wall: end.Sub(w.start), Stall: Between(w.start, end).Total}
 }
 
 // Rate is what a CPUWindow measured.
@@ -61,6 +71,9 @@ type Rate struct {
 	CPU   time.Duration // CPU time the process used in it
 	Wall  time.Duration // the window's length
 	Stall time.Duration // scheduling stalls measured in it (Between)
+	// Switches counts the context switches of the process's threads in
+	// it (voluntary and involuntary): reported, not modelled.
+	Switches int64
 }
 
 // PerCPU is the operations per CPU-second (0 without CPU time).
@@ -91,10 +104,15 @@ func (r Rate) Cores() float64 {
 }
 
 // String prints the window for a log line:
-// "1234/CPU-s (617 in 0.50 CPU-s over 1.00 s, 0.50 cores; 1100/s ran)".
+// "1234/CPU-s (617 in 0.50 CPU-s over 1.00 s, 0.50 cores; 1100/s ran;
+// 1.20 switches per operation)".
 func (r Rate) String() string {
-	return fmt.Sprintf("%.0f/CPU-s (%d in %.2f CPU-s over %.2f s, %.2f cores; %.0f/s ran)",
-		r.PerCPU(), r.N, r.CPU.Seconds(), r.Wall.Seconds(), r.Cores(), r.PerRan())
+	perOp := 0.0
+	if r.N > 0 {
+		perOp = float64(r.Switches) / float64(r.N)
+	}
+	return fmt.Sprintf("%.0f/CPU-s (%d in %.2f CPU-s over %.2f s, %.2f cores; %.0f/s ran; %.2f switches per operation)",
+		r.PerCPU(), r.N, r.CPU.Seconds(), r.Wall.Seconds(), r.Cores(), r.PerRan(), perOp)
 }
 
 // Cost models the process's CPU time over a window: Idle CPU-seconds per
@@ -170,23 +188,58 @@ func (c Cost) String() string {
 	return fmt.Sprintf("%.2f cores idle + %v per operation", c.Idle, c.Per.Round(100*time.Nanosecond))
 }
 
+// Judgement is Judge's verdict on a window.
+type Judgement struct {
+	// Excess is the window's share of its CPU beyond what the cost fitted
+	// around it expects of it (Cost.Excess).
+	Excess float64
+	// Noise is how far the same model misses windows with no event in
+	// them: the largest |Excess| of a window around, judged by the cost
+	// fitted on the others (Noise). An excess within it cannot be told
+	// from how the process's CPU per operation moves on its own.
+	Noise float64
+}
+
+// Exceeds reports whether the excess is beyond bound by more than the
+// noise: the event cost more than bound, whatever the noise made of it.
+func (j Judgement) Exceeds(bound float64) bool { return j.Excess > bound+j.Noise }
+
+// Noise is the largest |Excess| of one of the windows around under the
+// cost fitted (FitCost) on the others: the measurement's own error where
+// nothing happened. On a quiet machine a few per cent; on one whose every
+// core is busy with other work the process's CPU per operation moves by
+// a fifth or more from one window to the next (the Go runtime's thread
+// hand-offs: windows that spend more CPU per operation also show more
+// context switches per operation, see Rate.String), and a bound tighter
+// than that would fail whether the event cost anything or not.
+func Noise(around []Rate) float64 {
+	noise := 0.0
+	for i, r := range around {
+		others := append(slices.Clone(around[:i]), around[i+1:]...)
+		noise = max(noise, math.Abs(FitCost(others).Excess(r)))
+	}
+	return noise
+}
+
 // Judge fits the cost on the six windows around (three before, three
 // after, in that order), logs the fit, the window under test and each
-// window around it, and returns during's excess (Cost.Excess). what names
-// the window under test; after names what the last three follow.
-func Judge(t testing.TB, what, after string, around []Rate, during Rate) float64 {
+// window around it with its own excess (fitted on the other five), and
+// returns the verdict on during. what names the window under test; after
+// names what the last three follow.
+func Judge(t testing.TB, what, after string, around []Rate, during Rate) Judgement {
 	t.Helper()
 	cost := FitCost(around)
-	excess := cost.Excess(during)
-	t.Logf("%s: the test process's CPU %.2f s, %.2f s expected of its %d operations and %.2f s at the cost around it (%v): %.0f%% excess",
-		what, during.CPU.Seconds(), cost.Expected(during).Seconds(), during.N, during.Wall.Seconds(), cost, 100*excess)
+	j := Judgement{Excess: cost.Excess(during), Noise: Noise(around)}
+	t.Logf("%s: the test process's CPU %.2f s, %.2f s expected of its %d operations and %.2f s at the cost around it (%v): %.0f%% excess; windows around it miss the cost fitted on the others by up to %.0f%%",
+		what, during.CPU.Seconds(), cost.Expected(during).Seconds(), during.N, during.Wall.Seconds(), cost, 100*j.Excess, 100*j.Noise)
 	t.Logf("%s: %v", what, during)
 	for i, r := range around {
 		when := "before"
 		if i >= 3 {
 			when = after
 		}
-		t.Logf("window %d (%s): %v", i, when, r)
+		others := append(slices.Clone(around[:i]), around[i+1:]...)
+		t.Logf("window %d (%s): %v; %.0f%% excess", i, when, r, 100*FitCost(others).Excess(r))
 	}
-	return excess
+	return j
 }

@@ -59,6 +59,41 @@ func TestFitCost(t *testing.T) {
 	}
 }
 
+func TestNoiseAndJudgement(t *testing.T) {
+	truth := Cost{Idle: 0.2, Per: 50 * time.Microsecond}
+	window := func(n int64, wall time.Duration, scale float64) Rate {
+		r := Rate{N: n, Wall: wall}
+		r.CPU = time.Duration(float64(truth.Expected(r)) * scale)
+		return r
+	}
+	exact := []Rate{window(1000, time.Second, 1), window(5000, time.Second, 1), window(3000, 2*time.Second, 1),
+		window(12000, 2*time.Second, 1), window(8000, time.Second, 1), window(2000, 2*time.Second, 1)}
+	if n := Noise(exact); n > 1e-4 {
+		t.Fatalf("Noise of windows the model fits exactly = %.4f, want 0", n)
+	}
+	// One window spent a third more CPU than the others' model gives it,
+	// one 10% less: left out, the first misses the others' fit by a
+	// quarter of its CPU (the fit on five leaves the second out); the
+	// others' fits bend with the outliers and may miss by more.
+	jitter := slices.Clone(exact)
+	jitter[1] = window(5000, time.Second, 4.0/3)
+	jitter[3] = window(12000, 2*time.Second, 0.9)
+	if n := Noise(jitter); n < 0.25-1e-6 || n > 0.5 {
+		t.Fatalf("Noise of jittered windows = %.4f, want at least 0.25 and well below 0.5", n)
+	}
+	// An event window spending 1.5× what its count and length cost: a third
+	// of its CPU is excess. Beyond a 20% bound on exact windows; within it
+	// plus the jittered windows' noise only when the noise is wide enough.
+	ev := window(4000, 1500*time.Millisecond, 1.5)
+	j := Judgement{Excess: FitCost(exact).Excess(ev), Noise: Noise(exact)}
+	if math.Abs(j.Excess-1.0/3) > 1e-4 || !j.Exceeds(0.2) {
+		t.Fatalf("on exact windows %+v: want an excess of 1/3 that exceeds 0.2", j)
+	}
+	if (Judgement{Excess: 0.33, Noise: 0.25}).Exceeds(0.2) || !(Judgement{Excess: 0.46, Noise: 0.25}).Exceeds(0.2) {
+		t.Fatal("Exceeds does not compare the excess with the bound plus the noise")
+	}
+}
+
 func TestCPUWindowCountsThisProcess(t *testing.T) {
 	var n int64
 	w := StartCPU(func() int64 { return n })
