@@ -151,10 +151,17 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 		}
 		return c.claimOnce(ctx, cmd)
 	}
-	deadline := time.NewTimer(req.Wait)
-	defer deadline.Stop()
-	poll := time.NewTicker(c.cfg.ClaimPollInterval)
-	defer poll.Stop()
+	// The timers start only when the claim has to wait: a claim that
+	// finds a job at once (a busy queue) allocates and arms none.
+	start := time.Now()
+	var deadline *time.Timer
+	var poll *time.Ticker
+	defer func() {
+		if deadline != nil {
+			deadline.Stop()
+			poll.Stop()
+		}
+	}()
 	fresh := false // catch up with the leader before the next local check
 	for {
 		ready := c.rec.readyCh()
@@ -179,6 +186,10 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 			if err != nil || len(leases) > 0 {
 				return leases, err
 			}
+		}
+		if deadline == nil {
+			deadline = time.NewTimer(max(0, req.Wait-time.Since(start)))
+			poll = time.NewTicker(c.cfg.ClaimPollInterval)
 		}
 		select {
 		case <-ready:
