@@ -21,6 +21,11 @@ type result struct {
 	// measured window per completed operation: all three members and the
 	// clients, as only one system runs at a time.
 	CPU time.Duration
+	// Switches is the process's context switches (voluntary and
+	// involuntary, every thread) over the window per completed operation:
+	// each is a thread parked and woken again, which on a VM costs a
+	// futex and often an inter-processor interrupt.
+	Switches float64
 }
 
 // op is one operation of client c; it returns when the operation is
@@ -74,14 +79,15 @@ func closedLoop(n int, warm, d time.Duration, f op) (result, error) {
 	}
 	measuring.Store(true)
 	start := time.Now()
-	cpu0 := cpuTime()
+	cpu0, sw0 := usage()
 	timer.Reset(d)
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
 	}
 	elapsed := time.Since(start)
-	cpu := cpuTime() - cpu0
+	cpu1, sw1 := usage()
+	cpu := cpu1 - cpu0
 	cancel()
 	wg.Wait()
 	var all []time.Duration
@@ -101,15 +107,17 @@ func closedLoop(n int, warm, d time.Duration, f op) (result, error) {
 	r := result{Ops: len(all), Errors: int(errs.Load()), Rate: float64(len(all)) / elapsed.Seconds(), P50: pct(0.50), P99: pct(0.99)}
 	if len(all) > 0 {
 		r.CPU = cpu / time.Duration(len(all))
+		r.Switches = float64(sw1-sw0) / float64(len(all))
 	}
 	return r, nil
 }
 
-// cpuTime is the CPU time this process used so far (user + system).
-func cpuTime() time.Duration {
+// usage is the CPU time this process used so far (user + system) and
+// its threads' context switches.
+func usage() (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), int64(ru.Nvcsw + ru.Nivcsw)
 }

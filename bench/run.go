@@ -63,8 +63,8 @@ func run(cfg config, progress func(string)) ([]row, error) {
 			}
 			for s := range got {
 				runs[s] = append(runs[s], got[s])
-				progress(fmt.Sprintf("c=%d run %d %-18s %9.0f/s  p50 %v  p99 %v  cpu/op %v  failed %d", n, r, seriesNames[s], got[s].Rate,
-					got[s].P50.Round(10*time.Microsecond), got[s].P99.Round(10*time.Microsecond), got[s].CPU.Round(100*time.Nanosecond), got[s].Errors))
+				progress(fmt.Sprintf("c=%d run %d %-18s %9.0f/s  p50 %v  p99 %v  cpu/op %v  switches/op %.2f  failed %d", n, r, seriesNames[s], got[s].Rate,
+					got[s].P50.Round(10*time.Microsecond), got[s].P99.Round(10*time.Microsecond), got[s].CPU.Round(100*time.Nanosecond), got[s].Switches, got[s].Errors))
 			}
 		}
 		rw := row{C: n}
@@ -198,6 +198,14 @@ func table(rows []row) string {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.C, cpu(r.R[bareSubmit]), cpu(r.R[bareCycle]), cpu(r.R[natsSubmit]),
 			cpu(r.R[natsCycle]), cpu(r.R[jobraftSubmit]), cpu(r.R[jobraftCycle]), cpuRatio(r.R[jobraftSubmit], r.R[natsSubmit]), cpuRatio(r.R[jobraftCycle], r.R[bareCycle]))
+	}
+	fmt.Fprintf(&b, "\nContext switches per operation (the process's threads, voluntary and involuntary):\n\n")
+	fmt.Fprintf(&b, "| C | bare submit | bare cycle | NATS submit | NATS cycle | jobraft Submit | jobraft cycle |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	sw := func(r result) string { return fmt.Sprintf("%.2f", r.Switches) }
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", r.C, sw(r.R[bareSubmit]), sw(r.R[bareCycle]), sw(r.R[natsSubmit]),
+			sw(r.R[natsCycle]), sw(r.R[jobraftSubmit]), sw(r.R[jobraftCycle]))
 	}
 	return b.String()
 }
