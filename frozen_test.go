@@ -21,13 +21,12 @@ import (
 const frozenGoal = 4 * time.Second
 
 // frozenBound is what raft's timers guarantee, and what the test asserts:
-// the election can take up to 3H + 2E without any stall, when the follower
-// with the longer log times out first (docs/timing.md, "What a failover
-// costs": its pre-vote is refused while the other still knows the frozen
-// leader, the other's for its shorter log, and the election waits for the
-// first one's next round), plus half a heartbeat for the new leader's first
-// commit and the retried forward. A probe past frozenGoal but within this
-// is logged, not failed: about 2 % of freezes whose followers' logs differ.
+// an election can take up to 3H + 2E without any stall when the votes split
+// (both followers candidates at once), plus half a heartbeat for the new
+// leader's first commit and the retried forward. Before the seam lifted a
+// silent leader's stickiness (docs/upstream.md U13) that worst case also
+// came when the follower with the longer log timed out first: about 2 % of
+// freezes. A probe past frozenGoal but within this is logged, not failed.
 const frozenBound = 3*frozenH + 2*frozenE + frozenH/2
 
 // The frozen tests' timing: heartbeat and election timeouts of 1 s.

@@ -34,6 +34,8 @@ var metricHelp = map[string]string{
 	"jobraft.raft.stale_append_refused":   "Append requests refused because they matched raft's stale last index rather than the log's.",
 	"jobraft.raft.stale_vote_refused":     "Vote requests refused because raft's last index was stale and the candidate's log is behind the member's.",
 	"jobraft.raft.stale_campaign_refused": "Elections this member did not start because it has diverged or raft's last index is stale.",
+	"jobraft.raft.stickiness_lifted": "Vote and pre-vote requests let past raft's leader stickiness because the " +
+		"member had not heard from its leader for its heartbeat timeout (the Raft thesis's rule).",
 
 	// The leader's catch-up monitor (catchup.go), per member (label member).
 	"jobraft.catchup.lag_entries": "Entries the member's log is behind the leader's last index, as its last " +

@@ -36,6 +36,14 @@ func (n *Node) intercept(rpc hraft.RPC) bool {
 		return n.checkAppend(rpc, req)
 	case *hraft.InstallSnapshotRequest:
 		return n.interceptInstall(rpc, req)
+	case *hraft.RequestVoteRequest:
+		if r := n.raftNow(); r != nil {
+			n.unstickVote(r, req)
+		}
+	case *hraft.RequestPreVoteRequest:
+		if r := n.raftNow(); r != nil {
+			return n.answerPreVote(r, rpc, req)
+		}
 	}
 	return false
 }

@@ -93,6 +93,10 @@ type SeamCounters struct {
 	StaleAppendsRefused   uint64 `json:"stale_appends_refused"`
 	StaleVotesRefused     uint64 `json:"stale_votes_refused"`
 	StaleCampaignsRefused uint64 `json:"stale_campaigns_refused"`
+	// StickinessLifted: vote requests handed to raft, and pre-votes the
+	// seam answered, without raft's leader stickiness, because the member
+	// had not heard from its leader for its heartbeat timeout (U13).
+	StickinessLifted uint64 `json:"stickiness_lifted"`
 }
 
 // Status returns this member's status.
@@ -161,6 +165,6 @@ func (n *Node) seamCounters() SeamCounters {
 		InstallsBehind: n.inst.behind.Load(), InstallsDiverged: n.inst.diverged.Load(),
 		InstallsVerified: n.inst.verified.Load(), InstallsUnverified: n.inst.unverified.Load(), InstallsUnasked: n.inst.unasked.Load(),
 		StaleAppendsRefused: n.inst.staleAppends.Load(), StaleVotesRefused: n.inst.staleVotes.Load(),
-		StaleCampaignsRefused: n.inst.campaigns.Load(),
+		StaleCampaignsRefused: n.inst.campaigns.Load(), StickinessLifted: n.unstuck.Load(),
 	}
 }

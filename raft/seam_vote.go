@@ -1,0 +1,150 @@
+package raft
+
+import (
+	"time"
+
+	metrics "github.com/hashicorp/go-metrics/compat"
+	hraft "github.com/hashicorp/raft"
+)
+
+// Leader stickiness (docs/upstream.md U13). The Raft thesis (§4.2.3, and
+// §9.6 for pre-vote) has a server ignore a vote request only within the
+// minimum election timeout of hearing from a current leader: the rule
+// keeps a server that lost touch (a removed one, a partitioned one) from
+// deposing a live leader. hashicorp/raft refuses a vote or pre-vote for
+// as long as it knows a leader at all, until its own heartbeat timer
+// fires and finds the leader silent. That timer is randomized in [H, 2H)
+// and rearmed whenever it fires within H of the last contact, so a
+// follower keeps a leader that went silent for up to 3H. When a leader
+// freezes, the follower whose timer fired first is refused by the other
+// for that long; if the other's log is behind, the other's own campaign is
+// refused in turn and the election waits for the first one's next round:
+// up to 3H + 2E without a leader, where the thesis's rule allows H plus an
+// election.
+//
+// So, at the seam, on a follower that knows a leader other than the
+// candidate and has not heard from it for its heartbeat timeout less two
+// heartbeat intervals (stickiness: a candidate's own silence is a whole
+// heartbeat timeout, and its last heartbeat may have come up to two
+// intervals, 2H/10, before the member's):
+//
+//   - a vote request goes to raft with LeadershipTransfer set, which lifts
+//     raft's stickiness check and nothing else: raft's configuration, term,
+//     vote and log checks all still decide, and raft persists the vote;
+//   - a pre-vote request is answered by the seam with raft's own pre-vote
+//     rule less the stickiness (decidePreVote). A pre-vote changes nothing
+//     on the member; the vote that follows is raft's to grant.
+//
+// Within the heartbeat timeout of the last contact, and on a member that is
+// not a follower, raft decides as before.
+
+// stickiness is how long after the last contact with its leader the
+// member refuses another candidate's (pre-)vote, for heartbeat timeout h:
+// h less the two heartbeat intervals (hashicorp/raft's leader sends one
+// every h/10 to 2h/10) by which followers' last contacts may differ.
+func stickiness(h time.Duration) time.Duration { return h - h/5 }
+
+// stickyView is what the stickiness rule looks at.
+type stickyView struct {
+	Follower          bool
+	Leader, Candidate string        // addresses ("" : no leader known)
+	Silent, Timeout   time.Duration // since the last contact; the member's heartbeat timeout
+}
+
+// leaderSilent reports whether raft's leader stickiness would refuse the
+// candidate although the member has not heard from its leader within the
+// timeout (the thesis's rule lets the request through).
+func leaderSilent(v stickyView) bool {
+	return v.Follower && v.Leader != "" && v.Leader != v.Candidate && v.Silent >= v.Timeout
+}
+
+// preVoteView is what decidePreVote looks at.
+type preVoteView struct {
+	// InConfig: the candidate is in the member's latest configuration (or
+	// that configuration is empty); Voter: it is a voter there.
+	InConfig, Voter     bool
+	Term, ReqTerm       uint64 // the member's current term; the request's
+	LastIndex, LastTerm uint64 // the member's last entry (log or snapshot), as raft sees it
+	CandIndex, CandTerm uint64 // the candidate's last entry
+}
+
+// decidePreVote is raft's pre-vote rule (raft.go requestPreVote) without
+// its leader check: whether the member grants the pre-vote.
+func decidePreVote(v preVoteView) bool {
+	switch {
+	case !v.InConfig, !v.Voter:
+		return false
+	case v.ReqTerm < v.Term:
+		return false
+	case v.LastTerm > v.CandTerm:
+		return false
+	case v.LastTerm == v.CandTerm && v.LastIndex > v.CandIndex:
+		return false
+	}
+	return true
+}
+
+// silentLeader reports whether a (pre-)vote request from candidate (an
+// encoded address) meets a follower whose leader has been silent for its
+// heartbeat timeout, and for how long it has been.
+func (n *Node) silentLeader(r *hraft.Raft, candidate []byte) (time.Duration, bool) {
+	addr, _ := r.LeaderWithID()
+	v := stickyView{
+		Follower: r.State() == hraft.Follower, Leader: string(addr), Candidate: string(candidate),
+		Silent: time.Since(r.LastContact()), Timeout: time.Duration(n.stickyFor.Load()),
+	}
+	return v.Silent, leaderSilent(v)
+}
+
+// unstickVote lifts raft's leader stickiness from a vote request when the
+// member's leader has been silent for its heartbeat timeout. raft handles
+// the request either way.
+func (n *Node) unstickVote(r *hraft.Raft, req *hraft.RequestVoteRequest) {
+	silent, ok := n.silentLeader(r, req.Addr) // protocol 3: the candidate's address is in the header
+	if !ok || req.LeadershipTransfer {
+		return
+	}
+	req.LeadershipTransfer = true
+	n.unstuck.Add(1)
+	metrics.IncrCounter([]string{"jobraft", "raft", "stickiness_lifted"}, 1)
+	n.cfg.Logger.Named("seam").Info("vote request handed to raft without leader stickiness: the leader has been silent for the heartbeat timeout",
+		"candidate", string(req.ID), "term", req.Term, "silent", silent.Round(time.Millisecond))
+}
+
+// answerPreVote answers a pre-vote request itself when the member's leader
+// has been silent for its heartbeat timeout (raft would refuse it for the
+// leader alone), with raft's rule less the stickiness. It reports false
+// when raft should answer.
+func (n *Node) answerPreVote(r *hraft.Raft, rpc hraft.RPC, req *hraft.RequestPreVoteRequest) bool {
+	silent, ok := n.silentLeader(r, req.Addr)
+	if !ok {
+		return false
+	}
+	v := preVoteView{Term: r.CurrentTerm(), ReqTerm: req.Term, CandIndex: req.LastLogIndex, CandTerm: req.LastLogTerm}
+	if f := r.GetConfiguration(); f.Error() == nil {
+		servers := f.Configuration().Servers
+		v.InConfig, v.Voter = len(servers) == 0, len(servers) == 0
+		for _, s := range servers {
+			if string(s.ID) == string(req.ID) {
+				v.InConfig, v.Voter = true, s.Suffrage == hraft.Voter
+			}
+		}
+	}
+	st := statsOf(r)
+	v.LastIndex, v.LastTerm = st.LastLogIndex, st.LastLogTerm
+	if st.LastSnapshotIndex > st.LastLogIndex {
+		v.LastIndex, v.LastTerm = st.LastSnapshotIndex, st.LastSnapshotTerm
+	}
+	granted := decidePreVote(v)
+	resp := &hraft.RequestPreVoteResponse{
+		RPCHeader: hraft.RPCHeader{ProtocolVersion: req.ProtocolVersion, ID: []byte(n.cfg.ID), Addr: []byte(n.nt.LocalAddr())},
+		Term:      max(v.Term, req.Term),
+		Granted:   granted,
+	}
+	n.unstuck.Add(1)
+	metrics.IncrCounter([]string{"jobraft", "raft", "stickiness_lifted"}, 1)
+	n.cfg.Logger.Named("seam").Info("pre-vote answered without leader stickiness: the leader has been silent for the heartbeat timeout",
+		"candidate", string(req.ID), "term", req.Term, "granted", granted, "silent", silent.Round(time.Millisecond))
+	rpc.Respond(resp, nil)
+	return true
+}
