@@ -47,7 +47,7 @@ type Node struct {
 	rerouted      atomic.Uint64 // heartbeats sent through raft's main loop (U6)
 	strayTimeouts atomic.Uint64 // TimeoutNow requests refused at the seam (U5)
 	unstuck       atomic.Uint64 // (pre-)votes let past a silent leader's stickiness (U13)
-	stickyFor     atomic.Int64  // how long after the last contact raft's leader stickiness holds (U13; the heartbeat timeout)
+	stickyFor     atomic.Int64  // how long after the last contact raft's leader stickiness holds (U13: the heartbeat timeout)
 	inst          installSeam   // installs and a stale last index at the seam (U2, U3)
 	closed        chan struct{}
 	life          context.Context // canceled when Close begins
@@ -86,7 +86,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm, o.Applied), events: newEventHub(), div: newDivergence(), closed: make(chan struct{}),
 		pastGranted: map[string]time.Time{}}
 	n.life, n.kill = context.WithCancel(context.Background())
-	n.stickyFor.Store(int64(stickiness(cfg.HeartbeatTimeout)))
+	n.stickyFor.Store(int64(cfg.HeartbeatTimeout))
 	ok := false
 	defer func() {
 		if !ok {

@@ -23,10 +23,8 @@ import (
 // election.
 //
 // So, at the seam, on a follower that knows a leader other than the
-// candidate and has not heard from it for its heartbeat timeout less two
-// heartbeat intervals (stickiness: a candidate's own silence is a whole
-// heartbeat timeout, and its last heartbeat may have come up to two
-// intervals, 2H/10, before the member's):
+// candidate and has not heard from it for its heartbeat timeout H (the
+// thesis's minimum election timeout):
 //
 //   - a vote request goes to raft with LeadershipTransfer set, which lifts
 //     raft's stickiness check and nothing else: raft's configuration, term,
@@ -35,14 +33,21 @@ import (
 //     rule less the stickiness (decidePreVote). A pre-vote changes nothing
 //     on the member; the vote that follows is raft's to grant.
 //
-// Within the heartbeat timeout of the last contact, and on a member that is
-// not a follower, raft decides as before.
+// A request that finds the leader silent for H less two heartbeat
+// intervals (H/5: hashicorp/raft's leader sends one every H/10 to 2H/10,
+// so a candidate whose own silence reached H may be asking a member whose
+// last heartbeat came up to that much later) waits on the seam until the
+// silence would reach H, and at least H/5, then looks again (liftWait).
+// The wait is what keeps a member's own stall from passing for its
+// leader's silence: heartbeats queued while its process stood still run on
+// raft's fast path during the wait (the seam's goroutine does not carry
+// them) and end the silence. Otherwise, within H of the last contact, and
+// on a member that is not a follower, raft decides alone as before.
 
-// stickiness is how long after the last contact with its leader the
-// member refuses another candidate's (pre-)vote, for heartbeat timeout h:
-// h less the two heartbeat intervals (hashicorp/raft's leader sends one
-// every h/10 to 2h/10) by which followers' last contacts may differ.
-func stickiness(h time.Duration) time.Duration { return h - h/5 }
+// liftWait is how long a request that found the leader silent for silent
+// (at least h less h/5) waits before the seam looks again, for heartbeat
+// timeout h: until the silence would reach h, and at least h/5.
+func liftWait(h, silent time.Duration) time.Duration { return max(h/5, h-silent) }
 
 // stickyView is what the stickiness rule looks at.
 type stickyView struct {
@@ -84,21 +89,40 @@ func decidePreVote(v preVoteView) bool {
 	return true
 }
 
-// silentLeader reports whether a (pre-)vote request from candidate (an
-// encoded address) meets a follower whose leader has been silent for its
-// heartbeat timeout, and for how long it has been.
-func (n *Node) silentLeader(r *hraft.Raft, candidate []byte) (time.Duration, bool) {
+// view is the stickiness rule's input for a request from candidate (an
+// encoded address), with threshold t.
+func (n *Node) view(r *hraft.Raft, candidate []byte, t time.Duration) stickyView {
 	addr, _ := r.LeaderWithID()
-	v := stickyView{
+	return stickyView{
 		Follower: r.State() == hraft.Follower, Leader: string(addr), Candidate: string(candidate),
-		Silent: time.Since(r.LastContact()), Timeout: time.Duration(n.stickyFor.Load()),
+		Silent: time.Since(r.LastContact()), Timeout: t,
 	}
+}
+
+// silentLeader reports whether a (pre-)vote request from candidate meets a
+// follower whose leader has been silent for its heartbeat timeout H, and
+// for how long it has been. A request that finds it silent for H less H/5
+// waits on the seam (liftWait) and looks again.
+func (n *Node) silentLeader(r *hraft.Raft, candidate []byte) (time.Duration, bool) {
+	h := time.Duration(n.stickyFor.Load())
+	v := n.view(r, candidate, h-h/5)
+	if !leaderSilent(v) {
+		return v.Silent, false
+	}
+	t := time.NewTimer(liftWait(h, v.Silent))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-n.life.Done():
+		return v.Silent, false
+	}
+	v = n.view(r, candidate, h)
 	return v.Silent, leaderSilent(v)
 }
 
 // unstickVote lifts raft's leader stickiness from a vote request when the
-// member's leader has been silent for its heartbeat timeout. raft handles
-// the request either way.
+// member's leader has been silent for its heartbeat timeout (silentLeader).
+// raft handles the request either way, and may still refuse it.
 func (n *Node) unstickVote(r *hraft.Raft, req *hraft.RequestVoteRequest) {
 	silent, ok := n.silentLeader(r, req.Addr) // protocol 3: the candidate's address is in the header
 	if !ok || req.LeadershipTransfer {
@@ -111,10 +135,10 @@ func (n *Node) unstickVote(r *hraft.Raft, req *hraft.RequestVoteRequest) {
 		"candidate", string(req.ID), "term", req.Term, "silent", silent.Round(time.Millisecond))
 }
 
-// answerPreVote answers a pre-vote request itself when the member's leader
-// has been silent for its heartbeat timeout (raft would refuse it for the
-// leader alone), with raft's rule less the stickiness. It reports false
-// when raft should answer.
+// answerPreVote answers a pre-vote request itself, granted or refused by
+// raft's rule less the stickiness, when the member's leader has been silent
+// for its heartbeat timeout (silentLeader: raft would refuse it for the
+// leader alone). It reports false when raft should answer.
 func (n *Node) answerPreVote(r *hraft.Raft, rpc hraft.RPC, req *hraft.RequestPreVoteRequest) bool {
 	silent, ok := n.silentLeader(r, req.Addr)
 	if !ok {
@@ -137,7 +161,7 @@ func (n *Node) answerPreVote(r *hraft.Raft, rpc hraft.RPC, req *hraft.RequestPre
 	}
 	granted := decidePreVote(v)
 	resp := &hraft.RequestPreVoteResponse{
-		RPCHeader: hraft.RPCHeader{ProtocolVersion: req.ProtocolVersion, ID: []byte(n.cfg.ID), Addr: []byte(n.nt.LocalAddr())},
+		RPCHeader: hraft.RPCHeader{ProtocolVersion: hraft.ProtocolVersionMax, ID: []byte(n.cfg.ID), Addr: []byte(n.nt.LocalAddr())},
 		Term:      max(v.Term, req.Term),
 		Granted:   granted,
 	}

@@ -6,10 +6,20 @@ import (
 )
 
 func TestLeaderSilent(t *testing.T) {
-	h := stickiness(time.Second)
-	if h != 800*time.Millisecond {
-		t.Fatalf("stickiness(1s) = %v, want 800ms", h)
+	// A request that found the leader silent for 0.8 H or more waits until
+	// the silence would reach H, and at least H/5 (two heartbeat
+	// intervals, for heartbeats queued while the member stood still).
+	for _, c := range []struct{ silent, want time.Duration }{
+		{800 * time.Millisecond, 200 * time.Millisecond},
+		{900 * time.Millisecond, 200 * time.Millisecond},
+		{5 * time.Second, 200 * time.Millisecond},
+		{790 * time.Millisecond, 210 * time.Millisecond},
+	} {
+		if got := liftWait(time.Second, c.silent); got != c.want {
+			t.Errorf("liftWait(1s, %v) = %v, want %v", c.silent, got, c.want)
+		}
 	}
+	h := time.Second
 	silent := stickyView{Follower: true, Leader: "l", Candidate: "c", Silent: h, Timeout: h}
 	for _, tc := range []struct {
 		name string

@@ -95,7 +95,8 @@ type SeamCounters struct {
 	StaleCampaignsRefused uint64 `json:"stale_campaigns_refused"`
 	// StickinessLifted: vote requests handed to raft, and pre-votes the
 	// seam answered, without raft's leader stickiness, because the member
-	// had not heard from its leader for its heartbeat timeout (U13).
+	// had not heard from its leader for its heartbeat timeout (U13);
+	// counted whether raft, or the pre-vote rule, then granted them or not.
 	StickinessLifted uint64 `json:"stickiness_lifted"`
 }
 
