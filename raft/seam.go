@@ -114,14 +114,23 @@ func (n *Node) interceptTimeoutNow(rpc hraft.RPC, req *hraft.TimeoutNowRequest) 
 // isVoter reports whether this member is a voter in raft's latest
 // configuration (read without raft's main loop).
 func (n *Node) isVoter(r *hraft.Raft) bool {
+	_, voter, _ := suffrage(r, n.cfg.ID)
+	return voter
+}
+
+// suffrage reports whether member id is in raft's latest configuration and
+// a voter there, and whether that configuration is empty (a member not
+// bootstrapped yet), read without raft's main loop.
+func suffrage(r *hraft.Raft, id string) (member, voter, empty bool) {
 	f := r.GetConfiguration()
 	if f.Error() != nil {
-		return false
+		return false, false, false
 	}
-	for _, s := range f.Configuration().Servers {
-		if string(s.ID) == n.cfg.ID {
-			return s.Suffrage == hraft.Voter
+	servers := f.Configuration().Servers
+	for _, s := range servers {
+		if string(s.ID) == id {
+			return true, s.Suffrage == hraft.Voter, false
 		}
 	}
-	return false
+	return false, false, len(servers) == 0
 }

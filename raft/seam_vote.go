@@ -124,15 +124,24 @@ func (n *Node) silentLeader(r *hraft.Raft, candidate []byte) (time.Duration, boo
 // member's leader has been silent for its heartbeat timeout (silentLeader).
 // raft handles the request either way, and may still refuse it.
 func (n *Node) unstickVote(r *hraft.Raft, req *hraft.RequestVoteRequest) {
+	if req.LeadershipTransfer {
+		return // a transfer's election: raft lifts the stickiness itself
+	}
 	silent, ok := n.silentLeader(r, req.Addr) // protocol 3: the candidate's address is in the header
-	if !ok || req.LeadershipTransfer {
+	if !ok {
 		return
 	}
 	req.LeadershipTransfer = true
+	n.lifted("vote request handed to raft", req.ID, req.Term, silent, "decided_by", "raft")
+}
+
+// lifted counts and logs a request let past the silent leader's
+// stickiness.
+func (n *Node) lifted(what string, candidate []byte, term uint64, silent time.Duration, kv ...any) {
 	n.unstuck.Add(1)
 	metrics.IncrCounter([]string{"jobraft", "raft", "stickiness_lifted"}, 1)
-	n.cfg.Logger.Named("seam").Info("vote request handed to raft without leader stickiness: the leader has been silent for the heartbeat timeout",
-		"candidate", string(req.ID), "term", req.Term, "silent", silent.Round(time.Millisecond))
+	n.cfg.Logger.Named("seam").Info(what+" without leader stickiness: the leader has been silent for the heartbeat timeout",
+		append([]any{"candidate", string(candidate), "term", term, "silent", silent.Round(time.Millisecond)}, kv...)...)
 }
 
 // answerPreVote answers a pre-vote request itself, granted or refused by
@@ -145,15 +154,8 @@ func (n *Node) answerPreVote(r *hraft.Raft, rpc hraft.RPC, req *hraft.RequestPre
 		return false
 	}
 	v := preVoteView{Term: r.CurrentTerm(), ReqTerm: req.Term, CandIndex: req.LastLogIndex, CandTerm: req.LastLogTerm}
-	if f := r.GetConfiguration(); f.Error() == nil {
-		servers := f.Configuration().Servers
-		v.InConfig, v.Voter = len(servers) == 0, len(servers) == 0
-		for _, s := range servers {
-			if string(s.ID) == string(req.ID) {
-				v.InConfig, v.Voter = true, s.Suffrage == hraft.Voter
-			}
-		}
-	}
+	in, voter, empty := suffrage(r, string(req.ID))
+	v.InConfig, v.Voter = in || empty, voter || empty // raft grants while bootstrapping
 	st := statsOf(r)
 	v.LastIndex, v.LastTerm = st.LastLogIndex, st.LastLogTerm
 	if st.LastSnapshotIndex > st.LastLogIndex {
@@ -165,10 +167,7 @@ func (n *Node) answerPreVote(r *hraft.Raft, rpc hraft.RPC, req *hraft.RequestPre
 		Term:      max(v.Term, req.Term),
 		Granted:   granted,
 	}
-	n.unstuck.Add(1)
-	metrics.IncrCounter([]string{"jobraft", "raft", "stickiness_lifted"}, 1)
-	n.cfg.Logger.Named("seam").Info("pre-vote answered without leader stickiness: the leader has been silent for the heartbeat timeout",
-		"candidate", string(req.ID), "term", req.Term, "granted", granted, "silent", silent.Round(time.Millisecond))
+	n.lifted("pre-vote answered", req.ID, req.Term, silent, "granted", granted)
 	rpc.Respond(resp, nil)
 	return true
 }

@@ -212,13 +212,24 @@ func (j Judgement) Exceeds(bound float64) bool { return j.Excess > bound+j.Noise
 // hand-offs: windows that spend more CPU per operation also show more
 // context switches per operation, see Rate.String), and a bound tighter
 // than that would fail whether the event cost anything or not.
-func Noise(around []Rate) float64 {
-	noise := 0.0
+func Noise(around []Rate) float64 { return noise(misses(around)) }
+
+// misses is each window's Excess under the cost fitted on the others.
+func misses(around []Rate) []float64 {
+	out := make([]float64, len(around))
 	for i, r := range around {
 		others := append(slices.Clone(around[:i]), around[i+1:]...)
-		noise = max(noise, math.Abs(FitCost(others).Excess(r)))
+		out[i] = FitCost(others).Excess(r)
 	}
-	return noise
+	return out
+}
+
+func noise(misses []float64) float64 {
+	n := 0.0
+	for _, m := range misses {
+		n = max(n, math.Abs(m))
+	}
+	return n
 }
 
 // Judge fits the cost on the six windows around (three before, three
@@ -229,7 +240,8 @@ func Noise(around []Rate) float64 {
 func Judge(t testing.TB, what, after string, around []Rate, during Rate) Judgement {
 	t.Helper()
 	cost := FitCost(around)
-	j := Judgement{Excess: cost.Excess(during), Noise: Noise(around)}
+	miss := misses(around)
+	j := Judgement{Excess: cost.Excess(during), Noise: noise(miss)}
 	t.Logf("%s: the test process's CPU %.2f s, %.2f s expected of its %d operations and %.2f s at the cost around it (%v): %.0f%% excess; windows around it miss the cost fitted on the others by up to %.0f%%",
 		what, during.CPU.Seconds(), cost.Expected(during).Seconds(), during.N, during.Wall.Seconds(), cost, 100*j.Excess, 100*j.Noise)
 	t.Logf("%s: %v", what, during)
@@ -238,8 +250,7 @@ func Judge(t testing.TB, what, after string, around []Rate, during Rate) Judgeme
 		if i >= 3 {
 			when = after
 		}
-		others := append(slices.Clone(around[:i]), around[i+1:]...)
-		t.Logf("window %d (%s): %v; %.0f%% excess", i, when, r, 100*FitCost(others).Excess(r))
+		t.Logf("window %d (%s): %v; %.0f%% excess", i, when, r, 100*miss[i])
 	}
 	return j
 }
