@@ -32,7 +32,9 @@ const benchPayload = 256
 
 var benchInflight = flag.Int("jobraft.inflight", 0, "Config.BatchInflight in benchmarks (0: default)")
 
-func benchTweak(_ int, c *jobraft.Config) { c.BatchInflight = *benchInflight }
+var benchHold = flag.Duration("jobraft.hold", 0, "Config.BatchHold in benchmarks (0: default, negative: off)")
+
+func benchTweak(_ int, c *jobraft.Config) { c.BatchInflight, c.BatchHold = *benchInflight, *benchHold }
 
 func BenchmarkSubmit(b *testing.B) {
 	payload := make([]byte, benchPayload)
@@ -41,10 +43,12 @@ func BenchmarkSubmit(b *testing.B) {
 	for _, n := range benchClients {
 		b.Run(fmt.Sprintf("jobraft/c=%d", n), func(b *testing.B) {
 			l := ctl.WaitLeader(wait)
+			before := logTally(ctl, l)
 			runClients(b, n, func(client, _ int) error {
 				_, err := ctl.Ctls[l].Submit(context.Background(), jobraft.SubmitRequest{Queue: "bench", Kind: "k", Payload: payload})
 				return err
 			})
+			logTally(ctl, l).report(b, before)
 		})
 		if n == 64 {
 			b.Run(fmt.Sprintf("spread/c=%d", n), func(b *testing.B) {
@@ -80,16 +84,47 @@ func BenchmarkSubmit(b *testing.B) {
 // and entries/cycle: what the leader's log grew by per cycle.
 func BenchmarkCycle(b *testing.B) {
 	payload := make([]byte, benchPayload)
-	ctl := ctltest.Start(b, 3, nil)
+	ctl := ctltest.Start(b, 3, benchTweak)
 	for _, n := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("c=%d", n), func(b *testing.B) {
-			c := ctl.Ctls[ctl.WaitLeader(wait)]
-			before := lastIndex(c)
+			l := ctl.WaitLeader(wait)
+			c := ctl.Ctls[l]
+			before, tally := lastIndex(c), logTally(ctl, l)
 			runClients(b, n, func(client, _ int) error {
 				return cycle(context.Background(), c, fmt.Sprint("cy", client), payload)
 			})
 			b.ReportMetric(float64(lastIndex(c)-before)/float64(b.N), "entries/cycle")
+			logTally(ctl, l).report(b, tally)
 		})
+	}
+}
+
+// tally is what a benchmark's operations cost the cluster's logs and the
+// leader's submit batcher.
+type tally struct {
+	syncs, jobs, holds, expired uint64
+}
+
+// logTally adds up every member's log fsyncs (wal.Log.Syncs) and the
+// leader l's submit batching.
+func logTally(c *ctltest.Cluster, l int) tally {
+	var t tally
+	for _, ctl := range c.Ctls {
+		t.syncs += ctl.Node().Log().Syncs()
+	}
+	st := c.Ctls[l].LocalStats()
+	t.jobs, t.holds, t.expired = st.SubmittedJobs, st.SubmitHolds, st.SubmitHoldsExpired
+	return t
+}
+
+// report reports, per operation since before, the fsyncs of all members
+// together, and the holds of the submit batcher with the share of them
+// that expired.
+func (t tally) report(b *testing.B, before tally) {
+	b.ReportMetric(float64(t.syncs-before.syncs)/float64(b.N), "fsyncs/op")
+	if h := t.holds - before.holds; h > 0 {
+		b.ReportMetric(float64(t.jobs-before.jobs)/float64(h), "jobs/hold")
+		b.ReportMetric(float64(t.expired-before.expired)/float64(h), "expired/hold")
 	}
 }
 

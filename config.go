@@ -47,6 +47,16 @@ type Config struct {
 	BatchMaxJobs  int
 	BatchMaxBytes int
 	BatchInflight int
+	// BatchHold is how long the next entry may wait for the callers of
+	// one just answered to come back (default 300µs; negative: never).
+	// When an entry of two or more requests commits, its callers tend to
+	// send their next at once; waiting for them (until as many requests
+	// are queued as were waiting plus those answered, or BatchHold)
+	// puts them all in one entry instead of several that each pay a
+	// replication round: at 64 concurrent submitters it halves the
+	// fsyncs per job. A lone caller is never held; at worst an entry
+	// waits BatchHold when the callers do not come back.
+	BatchHold time.Duration
 	// ProposeTimeout bounds one raft proposal the controller makes on the
 	// caller's behalf (default 10s). Submit retries past it while its own
 	// context allows.
@@ -104,6 +114,12 @@ func (c Config) withDefaults() (Config, error) {
 	c.BatchMaxBytes = min(c.BatchMaxBytes, maxCmd)
 	if c.BatchInflight <= 0 {
 		c.BatchInflight = 4
+	}
+	switch {
+	case c.BatchHold == 0:
+		c.BatchHold = 300 * time.Microsecond
+	case c.BatchHold < 0:
+		c.BatchHold = 0
 	}
 	if c.WatchRetainEntries <= 0 {
 		c.WatchRetainEntries = 65536

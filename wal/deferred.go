@@ -90,6 +90,13 @@ func (d *deferState) notifyLocked() {
 // no lock, so a commit floor function (SetCommitFloor) may call it.
 func (l *segStore) Durable() uint64 { return l.def.durable.Load() }
 
+// Syncs returns how many fsyncs made appended entries durable since the
+// log was opened: one per synchronous StoreLogs and one per group of
+// deferred appends the writer synced (segment creation, truncation and the
+// stable store are not counted). Its growth per entry stored tells how
+// well appends are grouped.
+func (l *segStore) Syncs() uint64 { return l.syncs.Load() }
+
 // setDurableLocked publishes Durable after the log's end or what waits in
 // memory moved (mu held).
 func (l *segStore) setDurableLocked() { l.def.durable.Store(l.durableLocked()) }
@@ -214,6 +221,7 @@ func (l *segStore) flushLocked() error {
 		return l.fail(FailSync, fmt.Errorf("wal: sync batches [%d,%d]: %w", r.first, r.last, err))
 	}
 	measureFsync(start)
+	l.syncs.Add(1)
 	l.floor.raise(r.floor)
 	l.mu.Lock()
 	l.def.inflight = region{}

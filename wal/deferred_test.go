@@ -131,6 +131,9 @@ func TestDeferredBatchesWaitingAreSyncedTogether(t *testing.T) {
 	if got := ffs.Syncs() - before; got != 2 {
 		t.Fatalf("%d fsyncs for 21 deferred batches (1 syncing, 20 waiting): want 2", got)
 	}
+	if got := l.Syncs(); got != 3 {
+		t.Fatalf("Syncs() = %d after one synchronous batch and 21 deferred ones synced twice: want 3", got)
+	}
 	ftCheck(t, l, 88)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,7 +40,8 @@ type segStore struct {
 	terms                 termIndex // where each term began (terms.go)
 	repaired              *RepairReport
 
-	def deferState // deferred appends and the writer (deferred.go)
+	def   deferState    // deferred appends and the writer (deferred.go)
+	syncs atomic.Uint64 // fsyncs that made batch frames durable (Syncs)
 }
 
 // segment is one open segment file and the live entries it holds.
@@ -296,6 +298,7 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 		return l.fail(FailSync, fmt.Errorf("wal: sync batch [%d,%d]: %w", e0, e0+uint64(len(entries))-1, err))
 	}
 	measureFsync(start)
+	l.syncs.Add(1)
 	sampleBatch(len(entries), len(buf))
 	l.floor.raise(floor)
 
