@@ -3,7 +3,6 @@ package jobraft
 import (
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/jobraft/jobraft/fsm"
 )
@@ -34,7 +33,6 @@ func newBatcher(c *Controller) *batcher {
 	b := &batcher{}
 	b.coalescer = coalescer[submitReq, outcome]{
 		inflightMax:   func() int { return c.cfg.BatchInflight },
-		hold:          func() time.Duration { return c.cfg.BatchHold },
 		closedOutcome: outcome{err: ErrClosed},
 		take: func(queue []*pending[submitReq, outcome]) int {
 			n, jobs, size := 0, 0, 0

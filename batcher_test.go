@@ -72,7 +72,7 @@ func TestHoldGathersClosedLoopSubmitters(t *testing.T) {
 			t.Fatalf("%d jobs submitted, want %d", jobs, clients*each)
 		}
 		t.Logf("hold %v: %d entries for %d jobs (%.1f per entry), %d holds, %d expired",
-			hold, entries, jobs, float64(jobs)/float64(entries), after.SubmitHolds-before.SubmitHolds, after.SubmitHoldsExpired-before.SubmitHoldsExpired)
+			hold, entries, jobs, float64(jobs)/float64(entries), after.BatchHolds-before.BatchHolds, after.BatchHoldsExpired-before.BatchHoldsExpired)
 		return float64(jobs) / float64(entries)
 	}
 	with, without := perEntry(time.Second), perEntry(-1)

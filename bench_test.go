@@ -100,30 +100,29 @@ func BenchmarkCycle(b *testing.B) {
 }
 
 // tally is what a benchmark's operations cost the cluster's logs and the
-// leader's submit batcher.
+// leader's batchers.
 type tally struct {
-	syncs, jobs, holds, expired uint64
+	syncs, holds, expired uint64
 }
 
 // logTally adds up every member's log fsyncs (wal.Log.Syncs) and the
-// leader l's submit batching.
+// leader l's holds.
 func logTally(c *ctltest.Cluster, l int) tally {
 	var t tally
 	for _, ctl := range c.Ctls {
 		t.syncs += ctl.Node().Log().Syncs()
 	}
 	st := c.Ctls[l].LocalStats()
-	t.jobs, t.holds, t.expired = st.SubmittedJobs, st.SubmitHolds, st.SubmitHoldsExpired
+	t.holds, t.expired = st.BatchHolds, st.BatchHoldsExpired
 	return t
 }
 
 // report reports, per operation since before, the fsyncs of all members
-// together, and the holds of the submit batcher with the share of them
-// that expired.
+// together, and the leader's holds with the share of them that expired.
 func (t tally) report(b *testing.B, before tally) {
 	b.ReportMetric(float64(t.syncs-before.syncs)/float64(b.N), "fsyncs/op")
 	if h := t.holds - before.holds; h > 0 {
-		b.ReportMetric(float64(t.jobs-before.jobs)/float64(h), "jobs/hold")
+		b.ReportMetric(float64(h)/float64(b.N), "holds/op")
 		b.ReportMetric(float64(t.expired-before.expired)/float64(h), "expired/hold")
 	}
 }

@@ -24,7 +24,6 @@ func newHoldRig(t *testing.T, inflight int, hold time.Duration) *holdRig {
 	r := &holdRig{t: t, sent: make(chan []int, 64), free: map[int]chan struct{}{}, wait: map[int]*pending[int, int]{}}
 	r.c = &coalescer[int, int]{
 		inflightMax:   func() int { return inflight },
-		hold:          func() time.Duration { return hold },
 		take:          func(q []*pending[int, int]) int { return len(q) },
 		closedOutcome: -1,
 		send: func(batch []*pending[int, int]) {
@@ -43,6 +42,7 @@ func newHoldRig(t *testing.T, inflight int, hold time.Duration) *holdRig {
 			}
 		},
 	}
+	r.c.join(newHoldGate(func() time.Duration { return hold }))
 	return r
 }
 
@@ -127,7 +127,7 @@ func TestHoldGathersTheAnsweredCallers(t *testing.T) {
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("a hold that filled took %v, want no time at all", d)
 		}
-		if h, e := r.c.holds.Load(), r.c.expired.Load(); h != 1 || e != 0 {
+		if h, e := r.c.gate.holds.Load(), r.c.gate.expired.Load(); h != 1 || e != 0 {
 			t.Fatalf("holds %d expired %d, want 1 and 0", h, e)
 		}
 
@@ -142,7 +142,7 @@ func TestHoldGathersTheAnsweredCallers(t *testing.T) {
 		if d := time.Since(start); d != hold {
 			t.Fatalf("an expired hold sent after %v, want %v", d, hold)
 		}
-		if h, e := r.c.holds.Load(), r.c.expired.Load(); h != 2 || e != 1 {
+		if h, e := r.c.gate.holds.Load(), r.c.gate.expired.Load(); h != 2 || e != 1 {
 			t.Fatalf("holds %d expired %d, want 2 and 1", h, e)
 		}
 		r.answer(6, 6)
@@ -165,7 +165,7 @@ func TestHoldNeverDelaysALoneCaller(t *testing.T) {
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("a lone caller waited %v", d)
 		}
-		if h := r.c.holds.Load(); h != 0 {
+		if h := r.c.gate.holds.Load(); h != 0 {
 			t.Fatalf("%d holds for a lone caller", h)
 		}
 		r.c.close()
@@ -181,7 +181,7 @@ func TestHoldNeverDelaysALoneCaller(t *testing.T) {
 		r.answer(2, 2, 3)
 		r.submit(4)
 		wantSent(t, "hold off: the first caller back goes at once", r.sentNow(), []int{4})
-		if h := r.c.holds.Load(); h != 0 {
+		if h := r.c.gate.holds.Load(); h != 0 {
 			t.Fatalf("%d holds with the hold off", h)
 		}
 		r.answer(4, 4)
@@ -257,17 +257,17 @@ func TestHoldStopsForCallersWhoDoNotComeBack(t *testing.T) {
 			time.Sleep(hold)
 			synctest.Wait()
 		}
-		if h, e := r.c.holds.Load(), r.c.expired.Load(); h != holdMisses || e != holdMisses {
+		if h, e := r.c.gate.holds.Load(), r.c.gate.expired.Load(); h != holdMisses || e != holdMisses {
 			t.Fatalf("holds %d expired %d, want %d and %d", h, e, holdMisses, holdMisses)
 		}
 		for i := 0; i < holdProbe-1; i++ {
 			pair()
 		}
-		if h := r.c.holds.Load(); h != holdMisses {
+		if h := r.c.gate.holds.Load(); h != holdMisses {
 			t.Fatalf("%d holds after %d misses in a row and %d entries, want none more", h, holdMisses, holdProbe-1)
 		}
 		pair() // the probe: it holds
-		if h := r.c.holds.Load(); h != holdMisses+1 {
+		if h := r.c.gate.holds.Load(); h != holdMisses+1 {
 			t.Fatalf("holds %d, want the probe's (%d)", h, holdMisses+1)
 		}
 		r.submit(next)
@@ -276,7 +276,7 @@ func TestHoldStopsForCallersWhoDoNotComeBack(t *testing.T) {
 		r.answer(next, next, next+1) // an entry of two: it holds again
 		next += 2
 		synctest.Wait()
-		if h := r.c.holds.Load(); h != holdMisses+2 {
+		if h := r.c.gate.holds.Load(); h != holdMisses+2 {
 			t.Fatalf("holds %d after a filled probe, want every entry to hold again (%d)", h, holdMisses+2)
 		}
 		time.Sleep(hold)

@@ -47,15 +47,17 @@ type Config struct {
 	BatchMaxJobs  int
 	BatchMaxBytes int
 	BatchInflight int
-	// BatchHold is how long the next entry may wait for the callers of
+	// BatchHold is how long the next entries may wait for the callers of
 	// one just answered to come back (default 300µs; negative: never).
 	// When an entry of two or more requests commits, its callers tend to
-	// send their next at once; waiting for them (until as many requests
-	// are queued as were waiting plus those answered, or BatchHold)
-	// puts them all in one entry instead of several that each pay a
-	// replication round: at 64 concurrent submitters it halves the
-	// fsyncs per job. A lone caller is never held; at worst an entry
-	// waits BatchHold when the callers do not come back.
+	// send their next at once (a worker acks the job it claimed, submits
+	// the next); waiting for them — until as many requests are queued, in
+	// the submit and the lease-command batchers together, as were waiting
+	// plus those answered, or BatchHold — puts them in one replication
+	// round instead of several: at 64 concurrent clients it halves the
+	// fsyncs per submit and per job cycle. A lone caller is never held;
+	// after three holds in a row that ran out, only one entry in 16 holds
+	// until one fills (Stats.BatchHolds, BatchHoldsExpired).
 	BatchHold time.Duration
 	// ProposeTimeout bounds one raft proposal the controller makes on the
 	// caller's behalf (default 10s). Submit retries past it while its own

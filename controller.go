@@ -24,6 +24,7 @@ type Controller struct {
 	log  hclog.Logger
 	sub  *batcher
 	ops  *opBatcher
+	hold *holdGate // the hold sub and ops share
 
 	closed    chan struct{}
 	life      context.Context // canceled by Close
@@ -63,8 +64,11 @@ func Open(ctx context.Context, cfg Config, opts ...nodeopt.Option) (*Controller,
 		c.log = hclog.New(&hclog.LoggerOptions{Name: "jobraft", Level: hclog.Info})
 	}
 	c.log = c.log.Named("controller").With("member", cfg.ID)
+	c.hold = newHoldGate(func() time.Duration { return c.cfg.BatchHold })
 	c.sub = newBatcher(c)
 	c.ops = newOpBatcher(c)
+	c.sub.join(c.hold)
+	c.ops.join(c.hold)
 	c.wg.Add(1)
 	go c.duties()
 	return c, nil

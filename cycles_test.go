@@ -172,6 +172,30 @@ func TestCyclesShareEntries(t *testing.T) {
 	}
 }
 
+// TestHoldSharesCycleRounds: with the hold, the submits, claims and acks
+// of 32 clients cycling back to back gather into far fewer entries than
+// without it: a submit's caller comes back with a claim, a claim's with an
+// ack, and the member's two batchers hold together. The hold is long here
+// (one second) so that on a loaded machine the callers are back before it
+// ends.
+func TestHoldSharesCycleRounds(t *testing.T) {
+	perCycle := func(hold time.Duration) float64 {
+		c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) { cfg.BatchHold = hold })
+		l := c.WaitLeader(wait)
+		ctx := ctltest.Ctx(t, wait)
+		before := c.Ctls[l].LocalStats()
+		per := cycles(t, ctx, c.Ctls[l], c.Ctls[l], 32, 640)
+		after := c.Ctls[l].LocalStats()
+		t.Logf("hold %v: %.2f entries per cycle, %d holds, %d expired", hold, per,
+			after.BatchHolds-before.BatchHolds, after.BatchHoldsExpired-before.BatchHoldsExpired)
+		return per
+	}
+	with, without := perCycle(time.Second), perCycle(-1)
+	if with > without/2 {
+		t.Fatalf("%.2f entries per cycle with the hold, %.2f without: want at most half", with, without)
+	}
+}
+
 // Run claims as many jobs per claim as it has free slots: with 8 slots
 // free and 8 jobs ready, one claim entry leases them all.
 func TestRunClaimsFreeSlotsAtOnce(t *testing.T) {

@@ -140,13 +140,13 @@ type Stats struct {
 	// and the jobs they carried since Open (their ratio is the batching).
 	SubmitEntries uint64
 	SubmittedJobs uint64
-	// SubmitHolds counts the times the next submit entry waited for the
-	// callers of an answered one (Config.BatchHold), SubmitHoldsExpired
-	// those that ended at BatchHold rather than when the callers were back:
-	// many expired holds mean the callers do not come straight back, and
+	// BatchHolds counts the times this member's next entries waited for
+	// the callers of an answered one (Config.BatchHold), BatchHoldsExpired
+	// those that ended at BatchHold rather than when the callers were
+	// back: when most expire, the callers do not come straight back, and
 	// the hold only adds latency (set BatchHold negative).
-	SubmitHolds        uint64
-	SubmitHoldsExpired uint64
+	BatchHolds        uint64
+	BatchHoldsExpired uint64
 	// WatchOldest is the oldest index Watch can start from on this member.
 	WatchOldest uint64
 }
@@ -171,7 +171,7 @@ func (c *Controller) LocalStats() Stats {
 		Member: c.cfg.ID, Role: r.State().String(), Term: r.CurrentTerm(), Leader: string(leader),
 		AppliedIndex: c.rec.jobs.AppliedIndex(), Jobs: c.rec.jobs.Len(), Queues: c.rec.jobs.Queues(),
 		SubmitEntries: c.sub.entries.Load(), SubmittedJobs: c.sub.jobs.Load(), WatchOldest: oldest,
-		SubmitHolds: c.sub.holds.Load(), SubmitHoldsExpired: c.sub.expired.Load(),
+		BatchHolds: c.hold.holds.Load(), BatchHoldsExpired: c.hold.expired.Load(),
 	}
 }
 
