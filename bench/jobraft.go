@@ -13,12 +13,12 @@ import (
 )
 
 // jobraftCluster: three Controllers in this process on loopback, every
-// setting at its default (fsync on).
+// setting at its default (fsync on) but BatchHold when -hold sets it.
 type jobraftCluster struct {
 	ctls []*jobraft.Controller
 }
 
-func startJobraft(dir string, addrs []string) (*jobraftCluster, error) {
+func startJobraft(dir string, addrs []string, hold time.Duration) (*jobraftCluster, error) {
 	var members []raft.Member
 	for i, a := range addrs {
 		members = append(members, raft.Member{ID: fmt.Sprint("j", i), Address: a, Voter: true})
@@ -28,7 +28,7 @@ func startJobraft(dir string, addrs []string) (*jobraftCluster, error) {
 		ctl, err := jobraft.Open(context.Background(), jobraft.Config{Config: raft.Config{
 			ID: members[i].ID, DataDir: filepath.Join(dir, members[i].ID), BindAddr: a,
 			Bootstrap: true, InitialMembers: members, Logger: hclog.NewNullLogger(),
-		}})
+		}, BatchHold: hold})
 		if err != nil {
 			c.close()
 			return nil, err

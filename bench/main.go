@@ -27,6 +27,7 @@ func main() {
 	flag.DurationVar(&cfg.Warm, "warm", time.Second, "warm-up per system and point")
 	flag.IntVar(&cfg.Runs, "runs", 1, "fresh clusters per point (the median is reported)")
 	flag.IntVar(&cfg.Payload, "payload", 256, "payload bytes")
+	flag.DurationVar(&cfg.Hold, "hold", 0, "jobraft's Config.BatchHold (0: its default; negative: no hold)")
 	flag.Parse()
 	for _, f := range strings.Split(cs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -36,8 +37,12 @@ func main() {
 		}
 		cfg.Clients = append(cfg.Clients, n)
 	}
-	fmt.Printf("3 members per system in one process on loopback, fsync on, %d B payloads, closed loop, %v per point (after %v warm-up), median of %d\n\n",
+	fmt.Printf("3 members per system in one process on loopback, fsync on, %d B payloads, closed loop, %v per point (after %v warm-up), median of %d",
 		cfg.Payload, cfg.Duration, cfg.Warm, cfg.Runs)
+	if cfg.Hold != 0 {
+		fmt.Printf(", jobraft BatchHold %v", cfg.Hold)
+	}
+	fmt.Print("\n\n")
 	rows, err := run(cfg, func(s string) { fmt.Fprintln(os.Stderr, s) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

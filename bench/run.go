@@ -20,6 +20,7 @@ type config struct {
 	Warm     time.Duration
 	Runs     int
 	Payload  int
+	Hold     time.Duration // jobraft's Config.BatchHold (0: its default)
 }
 
 // Systems and operations measured, in table order.
@@ -143,7 +144,7 @@ func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
 	err = retryStart(func() error {
 		addrs, err := freeAddrs(3)
 		if err == nil {
-			jr, err = startJobraft(filepath.Join(dir, "jobraft-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs)
+			jr, err = startJobraft(filepath.Join(dir, "jobraft-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs, cfg.Hold)
 		}
 		return err
 	})
