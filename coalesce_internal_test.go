@@ -21,6 +21,11 @@ type holdRig struct {
 }
 
 func newHoldRig(t *testing.T, inflight int, hold time.Duration) *holdRig {
+	return newHoldRigOn(t, inflight, newHoldGate(func() time.Duration { return hold }))
+}
+
+// newHoldRigOn is a rig whose coalescer joins g (which other rigs may share).
+func newHoldRigOn(t *testing.T, inflight int, g *holdGate) *holdRig {
 	r := &holdRig{t: t, sent: make(chan []int, 64), free: map[int]chan struct{}{}, wait: map[int]*pending[int, int]{}}
 	r.c = &coalescer[int, int]{
 		inflightMax:   func() int { return inflight },
@@ -42,7 +47,7 @@ func newHoldRig(t *testing.T, inflight int, hold time.Duration) *holdRig {
 			}
 		},
 	}
-	r.c.join(newHoldGate(func() time.Duration { return hold }))
+	r.c.join(g)
 	return r
 }
 
@@ -281,5 +286,41 @@ func TestHoldStopsForCallersWhoDoNotComeBack(t *testing.T) {
 		}
 		time.Sleep(hold)
 		r.c.close()
+	})
+}
+
+// TestHoldIsSharedByTheBatchers: callers answered by one coalescer who
+// come back to the other (a submit's caller claims next) fill the hold,
+// every caller answered while it runs is waited for too, and the held
+// requests of both go out together.
+func TestHoldIsSharedByTheBatchers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newHoldGate(func() time.Duration { return time.Second })
+		sub, ops := newHoldRigOn(t, 1, g), newHoldRigOn(t, 1, g)
+		ops.submit(100) // a lease command waiting for its slot behind 101
+		ops.submit(101)
+		wantSent(t, "ops", ops.sentNow(), []int{100})
+		sub.holdAfterPair() // two submitters answered: a hold for 101 and two more
+		ops.answer(100, 100) // answered during the hold: its caller is waited for too
+		wantSent(t, "ops: held with the submits", ops.sentNow())
+		start := time.Now()
+		ops.submit(102) // a submitter back, with a lease command: two of four
+		sub.submit(4)   // the other, with a submit: three of four
+		wantSent(t, "submits: three of four", sub.sentNow())
+		wantSent(t, "ops: three of four", ops.sentNow())
+		ops.submit(103) // 100's caller: four
+		wantSent(t, "submits released", sub.sentNow(), []int{4})
+		wantSent(t, "ops released with them", ops.sentNow(), []int{101, 102, 103})
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("a shared hold that filled took %v", d)
+		}
+		if h, e := g.holds.Load(), g.expired.Load(); h != 1 || e != 0 {
+			t.Fatalf("holds %d expired %d, want 1 and 0", h, e)
+		}
+		sub.answer(4, 4)
+		ops.answer(101, 101, 102, 103)
+		time.Sleep(time.Second)
+		sub.c.close()
+		ops.c.close()
 	})
 }
