@@ -300,7 +300,7 @@ func TestHoldIsSharedByTheBatchers(t *testing.T) {
 		ops.submit(100) // a lease command waiting for its slot behind 101
 		ops.submit(101)
 		wantSent(t, "ops", ops.sentNow(), []int{100})
-		sub.holdAfterPair() // two submitters answered: a hold for 101 and two more
+		sub.holdAfterPair()  // two submitters answered: a hold for 101 and two more
 		ops.answer(100, 100) // answered during the hold: its caller is waited for too
 		wantSent(t, "ops: held with the submits", ops.sentNow())
 		start := time.Now()
