@@ -20,7 +20,11 @@ import (
 //	go test -run X -bench . -benchtime 3s
 //
 // Every benchmark also reports cpu-us/op (process CPU time per operation,
-// all members included) and allocs/op (every goroutine's).
+// all members included) and allocs/op (every goroutine's); the jobraft
+// ones fsyncs/op (every member's log fsyncs, wal.Log.Syncs), holds/op and
+// expired/hold (the leader's batch holds, Config.BatchHold, and the share
+// of them that ran out). -jobraft.hold and -jobraft.inflight set
+// BatchHold and BatchInflight.
 //
 // BenchmarkSubmit/jobraft/c=N: durable submits through the controller on
 // the leader (batched); .../spread/c=N: clients spread over all members
