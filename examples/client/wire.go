@@ -196,6 +196,12 @@ type Stats struct {
 	Member       string       `json:"member"`
 	Queues       []QueueStats `json:"queues"`
 	Role         string       `json:"role"`
+	// BatchHolds counts the times the answering member's next entries
+	// waited for the callers of one just answered (jobraft's
+	// Config.BatchHold), BatchHoldsExpired those that ran out before the
+	// callers were back.
+	BatchHolds        uint64 `json:"batch_holds"`
+	BatchHoldsExpired uint64 `json:"batch_holds_expired"`
 	// SubmitEntries and SubmittedJobs count the answering member's submit
 	// entries and the jobs they carried since it started.
 	SubmitEntries uint64 `json:"submit_entries"`

@@ -69,7 +69,8 @@ func statsOf(st jobraft.Stats) client.Stats {
 		queues[i] = client.QueueStats{Counts: counts, Name: q.Name, Paused: q.Paused}
 	}
 	return client.Stats{AppliedIndex: st.AppliedIndex, Jobs: st.Jobs, Leader: st.Leader, Member: st.Member, Queues: queues,
-		Role: st.Role, SubmitEntries: st.SubmitEntries, SubmittedJobs: st.SubmittedJobs, Term: st.Term, WatchOldest: st.WatchOldest}
+		Role: st.Role, BatchHolds: st.BatchHolds, BatchHoldsExpired: st.BatchHoldsExpired,
+		SubmitEntries: st.SubmitEntries, SubmittedJobs: st.SubmittedJobs, Term: st.Term, WatchOldest: st.WatchOldest}
 }
 
 // statusOf is raft.Status with the digest in hex and the member's
