@@ -101,6 +101,31 @@ func BenchmarkCycle(b *testing.B) {
 			logTally(ctl, l).report(b, tally)
 		})
 	}
+	// shared/c=64: every client claims from one queue, as make bench's
+	// cycle does (each takes whichever job is oldest).
+	b.Run("shared/c=64", func(b *testing.B) {
+		l := ctl.WaitLeader(wait)
+		c := ctl.Ctls[l]
+		before, tally := lastIndex(c), logTally(ctl, l)
+		runClients(b, 64, func(client, _ int) error {
+			return sharedCycle(context.Background(), c, fmt.Sprint("w", client), payload)
+		})
+		b.ReportMetric(float64(lastIndex(c)-before)/float64(b.N), "entries/cycle")
+		logTally(ctl, l).report(b, tally)
+	})
+}
+
+// sharedCycle is make bench's cycle: submit to the shared queue, claim one
+// job of it (whichever), ack it.
+func sharedCycle(ctx context.Context, c *jobraft.Controller, worker string, payload []byte) error {
+	if _, err := c.Submit(ctx, jobraft.SubmitRequest{Queue: "shared", Kind: "k", Payload: payload}); err != nil {
+		return err
+	}
+	ls, err := c.Claim(ctx, jobraft.ClaimRequest{Queues: []string{"shared"}, Worker: worker, Wait: 10 * time.Second})
+	if err != nil || len(ls) != 1 {
+		return fmt.Errorf("claim: %d, %v", len(ls), err)
+	}
+	return ls[0].Ack(ctx, nil)
 }
 
 // tally is what a benchmark's operations cost the cluster's logs and the
