@@ -187,8 +187,10 @@ func (m *Mux) acceptLoop() {
 // hands the connection to its channel.
 func (m *Mux) serveConn(tc *trackedConn) {
 	remote := tc.RemoteAddr().String()
+	// refuse logs why, then closes: whoever sees the connection end can
+	// already read the reason.
 	refuse := func(reason string, err error) {
-		_ = tc.Close()
+		defer tc.Close()
 		if m.isClosed() {
 			// Our own Close ended the handshake: nothing to warn about.
 			m.log.Debug("closing inbound connection at shutdown", "remote", remote, "reason", reason)
