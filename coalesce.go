@@ -131,7 +131,7 @@ func (b *coalescer[T, O]) close() {
 // whole replication round (an fsync on each member, two network hops) for
 // its share of the callers. So the coalescers hold their next entries back
 // until as many requests are queued, in all of them together, as were
-// waiting plus those just answered, or for at most hold(), whichever comes
+// waiting plus those just answered, or for at most hold, whichever comes
 // first (the hold; PostgreSQL's commit_delay with commit_siblings is the
 // same idea). They share it because a caller answered by one often comes
 // back to the other (a submit's caller claims next): released together,
@@ -143,7 +143,7 @@ func (b *coalescer[T, O]) close() {
 // timer, the gate holds again only for one entry in holdProbe, until a
 // hold fills.
 type holdGate struct {
-	hold func() time.Duration // 0: never hold
+	hold time.Duration // 0: never hold
 
 	mu      sync.Mutex
 	members []holdMember
@@ -171,7 +171,7 @@ const (
 	holdProbe  = 16
 )
 
-func newHoldGate(hold func() time.Duration) *holdGate { return &holdGate{hold: hold} }
+func newHoldGate(hold time.Duration) *holdGate { return &holdGate{hold: hold} }
 
 func (g *holdGate) queuedLocked() int {
 	n := 0
@@ -185,11 +185,7 @@ func (g *holdGate) queuedLocked() int {
 // a hold (n ≥ 2), or makes the current one wait for these callers too.
 func (g *holdGate) answeredLocked(n int) {
 	if !g.holding {
-		d := time.Duration(0)
-		if g.hold != nil {
-			d = g.hold()
-		}
-		if n < 2 || d <= 0 {
+		if n < 2 || g.hold <= 0 {
 			return
 		}
 		if g.misses >= holdMisses {
@@ -202,7 +198,7 @@ func (g *holdGate) answeredLocked(n int) {
 		g.gen++
 		gen := g.gen
 		g.holds.Add(1)
-		g.timer = time.AfterFunc(d, func() { g.expire(gen) })
+		g.timer = time.AfterFunc(g.hold, func() { g.expire(gen) })
 	}
 	g.want += n
 	g.arrivedLocked()

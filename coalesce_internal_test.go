@@ -21,7 +21,7 @@ type holdRig struct {
 }
 
 func newHoldRig(t *testing.T, inflight int, hold time.Duration) *holdRig {
-	return newHoldRigOn(t, inflight, newHoldGate(func() time.Duration { return hold }))
+	return newHoldRigOn(t, inflight, newHoldGate(hold))
 }
 
 // newHoldRigOn is a rig whose coalescer joins g (which other rigs may share).
@@ -194,9 +194,9 @@ func TestHoldNeverDelaysALoneCaller(t *testing.T) {
 	})
 }
 
-// TestHoldEndsAtClose: close during a hold answers what is queued as
+// TestCloseDuringAHold: close during a hold answers what is queued as
 // closed, and the hold's timer, when it fires later, sends nothing.
-func TestHoldEndsAtClose(t *testing.T) {
+func TestCloseDuringAHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newHoldRig(t, 1, time.Millisecond)
 		r.holdAfterPair()
@@ -295,7 +295,7 @@ func TestHoldStopsForCallersWhoDoNotComeBack(t *testing.T) {
 // requests of both go out together.
 func TestHoldIsSharedByTheBatchers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newHoldGate(func() time.Duration { return time.Second })
+		g := newHoldGate(time.Second)
 		sub, ops := newHoldRigOn(t, 1, g), newHoldRigOn(t, 1, g)
 		ops.submit(100) // a lease command waiting for its slot behind 101
 		ops.submit(101)

@@ -54,8 +54,8 @@ type Config struct {
 	// the next); waiting for them — until as many requests are queued, in
 	// the submit and the lease-command batchers together, as were waiting
 	// plus those answered, or BatchHold — puts them in one replication
-	// round instead of several: at 64 concurrent clients it halves the
-	// fsyncs per submit and per job cycle. A lone caller is never held;
+	// round instead of several: at 64 concurrent clients it about halves
+	// the fsyncs per submit and per job cycle. A lone caller is never held;
 	// after three holds in a row that ran out, only one entry in 16 holds
 	// until one fills (Stats.BatchHolds, BatchHoldsExpired).
 	BatchHold time.Duration

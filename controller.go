@@ -64,7 +64,7 @@ func Open(ctx context.Context, cfg Config, opts ...nodeopt.Option) (*Controller,
 		c.log = hclog.New(&hclog.LoggerOptions{Name: "jobraft", Level: hclog.Info})
 	}
 	c.log = c.log.Named("controller").With("member", cfg.ID)
-	c.hold = newHoldGate(func() time.Duration { return c.cfg.BatchHold })
+	c.hold = newHoldGate(c.cfg.BatchHold)
 	c.sub = newBatcher(c)
 	c.ops = newOpBatcher(c)
 	c.sub.join(c.hold)
