@@ -208,3 +208,44 @@ func TestLinearizableBeforeALie(t *testing.T) {
 		t.Errorf("a read of a job before its submit, all before the cut: %v, want illegal", res)
 	}
 }
+
+// A leaderless stretch that began with the leader's disk failing may last
+// one election timeout longer (the shape of regression seed 9006 under
+// make test: the leader's fsyncs failed at 202 ms and it led on, holding
+// its followers' votes, while its replicators finished): the allowance
+// applies to a leader whose fsyncs fail or whose disk is full, not to a
+// follower with the fault, a leader without one, or a killed leader (gone
+// at once: the bound covers it).
+func TestLivenessAllowsAFailedLeaderItsStepDown(t *testing.T) {
+	const et = 200 * ms
+	r := &runner{o: Options{ElectionTimeout: et}}
+	s := Schedule{Actions: []Action{
+		{At: 200 * ms, For: 500 * ms, Kind: Fsync, Members: []int{2}},
+		{At: 900 * ms, For: 400 * ms, Kind: DiskFull, Members: []int{1}},
+		{At: 1500 * ms, For: 300 * ms, Kind: Kill, Members: []int{0}},
+	}}
+	round := func(leader int) []Sample {
+		out := make([]Sample, 3)
+		for m := range out {
+			out[m] = Sample{Member: m, OK: true, Role: "Follower"}
+		}
+		out[leader].Role = "Leader"
+		return out
+	}
+	for _, c := range []struct {
+		name   string
+		leader int
+		at     time.Duration
+		want   time.Duration
+	}{
+		{"leader with failing fsyncs", 2, 212 * ms, et},
+		{"leader with a full disk", 1, 950 * ms, et},
+		{"follower with failing fsyncs, another leads", 0, 212 * ms, 0},
+		{"leader after its fault ended", 2, 750 * ms, 0},
+		{"killed leader", 0, 1550 * ms, 0},
+	} {
+		if got := r.failedLeaderLeads(round(c.leader), c.at, s); got != c.want {
+			t.Errorf("%s: allowance %v, want %v", c.name, got, c.want)
+		}
+	}
+}

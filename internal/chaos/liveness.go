@@ -13,7 +13,8 @@ import (
 // completes within two election timeouts, and one split vote (candidates
 // timing out together, seen with five members) may take two more; plus
 // one poll period of observation. The members run with HB = ET, so
-// 6 ET + poll. Widened by the measured stall.
+// 6 ET + poll. Widened by the measured stall, and by failedLeaderLeads
+// for a stretch that began with the leader's disk failing.
 func (r *runner) livenessBound() time.Duration {
 	return 6*r.o.ElectionTimeout + pollEvery
 }
@@ -36,16 +37,37 @@ func (r *runner) effective() Schedule {
 // memberImpaired reports whether the schedule has a member fault on m at
 // offset t (a kill, a pause, a failing disk, a bit flip).
 func (s Schedule) memberImpaired(m int, t time.Duration) bool {
+	return s.faultOn(m, t, Kill, Pause, Fsync, DiskFull, BitFlip)
+}
+
+// faultOn reports whether the schedule has a fault of one of kinds on
+// member m at offset t.
+func (s Schedule) faultOn(m int, t time.Duration, kinds ...Kind) bool {
 	for _, a := range s.Actions {
 		if t < a.At || t >= a.End() || len(a.Members) == 0 || a.Members[0] != m {
 			continue
 		}
-		switch a.Kind {
-		case Kill, Pause, Fsync, DiskFull, BitFlip:
-			return true
+		for _, k := range kinds {
+			if a.Kind == k {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// failedLeaderLeads is how much longer a stretch may last when it began
+// with the leader's disk failing: a leader whose log failed leads on until
+// its replicators have the entries it appended or an election timeout
+// passed (raft.Node's step-down), and its followers, hearing it, hold
+// their votes meanwhile; one election timeout.
+func (r *runner) failedLeaderLeads(round []Sample, t time.Duration, eff Schedule) time.Duration {
+	for _, s := range round {
+		if s.Role == "Leader" && eff.faultOn(s.Member, t, Fsync, DiskFull) {
+			return r.o.ElectionTimeout
+		}
+	}
+	return 0
 }
 
 // linkHealthy reports whether the schedule leaves the link x–y whole, both
@@ -96,6 +118,7 @@ func (r *runner) liveness() Verdict {
 	eff := r.effective()
 	var worst time.Duration
 	first := time.Duration(-1) // the first leaderless round of a connected quorum's current stretch
+	var extra time.Duration    // the current stretch's allowance past bound (failedLeaderLeads)
 	var prev time.Duration     // the previous round
 	_, loss, lied := r.firstLie()
 	for k := 0; k+n <= len(samples); k += n {
@@ -130,6 +153,12 @@ func (r *runner) liveness() Verdict {
 		}
 		if first < 0 {
 			first = t
+			// The leader that made this stretch may show in this round
+			// or the one before.
+			extra = r.failedLeaderLeads(round, t, eff)
+			if k >= n && extra == 0 {
+				extra = r.failedLeaderLeads(samples[k-n:k], t, eff)
+			}
 		}
 		// The stretch is measured between leaderless observations: a
 		// lower bound of the time without a leader, so a round that took
@@ -137,9 +166,9 @@ func (r *runner) liveness() Verdict {
 		gap := t - first
 		worst = max(worst, gap)
 		stall := stalltest.Between(r.start.Add(first), r.start.Add(t))
-		if gap > bound+stall.Total {
+		if gap > bound+extra+stall.Total {
 			return Verdict{Checker: "liveness", At: first,
-				Detail: fmt.Sprintf("a connected quorum of %v without a leader for at least %s from %s (bound %s, %s)", voters, gap.Round(time.Millisecond), first.Round(time.Millisecond), bound, stall)}
+				Detail: fmt.Sprintf("a connected quorum of %v without a leader for at least %s from %s (bound %s, %s)", voters, gap.Round(time.Millisecond), first.Round(time.Millisecond), bound+extra, stall)}
 		}
 	}
 	detail := fmt.Sprintf("longest leaderless stretch of a connected quorum %s (bound %s)", worst.Round(time.Millisecond), bound)
