@@ -67,8 +67,9 @@ func (b *batcher) send(c *Controller, batch []*pending[submitReq, outcome]) {
 			p.done <- outcome{err: err}
 			continue
 		}
-		p.done <- outcome{subs: subs[off : off+len(p.req.jobs)]}
-		off += len(p.req.jobs)
+		n := len(p.req.jobs) // read before the answer: p may be recycled after it
+		p.done <- outcome{subs: subs[off : off+n]}
+		off += n
 	}
 }
 

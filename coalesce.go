@@ -31,9 +31,12 @@ type coalescer[T, O any] struct {
 
 	entries atomic.Uint64 // entries proposed
 	items   atomic.Uint64 // requests in them
+
+	free sync.Pool // recycled *pending[T, O] (recycle)
 }
 
-// pending is one queued request.
+// pending is one queued request. Whoever answers it on done must not touch
+// it afterwards: its caller may recycle it at once.
 type pending[T, O any] struct {
 	req  T
 	sent bool
@@ -48,7 +51,11 @@ func (b *coalescer[T, O]) join(g *holdGate) {
 }
 
 func (b *coalescer[T, O]) enqueue(req T) (*pending[T, O], error) {
-	p := &pending[T, O]{req: req, done: make(chan O, 1)}
+	p, _ := b.free.Get().(*pending[T, O])
+	if p == nil {
+		p = &pending[T, O]{done: make(chan O, 1)}
+	}
+	p.req = req
 	g := b.gate
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -59,6 +66,17 @@ func (b *coalescer[T, O]) enqueue(req T) (*pending[T, O], error) {
 	g.arrivedLocked()
 	b.dispatchLocked()
 	return p, nil
+}
+
+// recycle gives p back for a later enqueue. Only its caller may, and only
+// once p can be answered no more: after it received p's answer, or after
+// withdraw removed it. (A request its caller gave up on after it was sent
+// is answered later and left to the collector.) A request and its answer
+// channel are two allocations, the answer's buffer the size of O.
+func (b *coalescer[T, O]) recycle(p *pending[T, O]) {
+	var zero T
+	p.req, p.sent = zero, false
+	b.free.Put(p)
 }
 
 // withdraw removes p if it was not sent yet; false means it was sent (its

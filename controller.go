@@ -145,11 +145,12 @@ func (c *Controller) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, 
 	if err != nil {
 		return fsm.Result{}, mapErr(err)
 	}
-	return c.proposeBytes(ctx, b)
+	return c.proposeBytes(ctx, b, fsm.DecodeResult)
 }
 
-// proposeBytes is propose for an encoded command.
-func (c *Controller) proposeBytes(ctx context.Context, b []byte) (fsm.Result, error) {
+// proposeBytes is propose for an encoded command, its result decoded by
+// decode.
+func (c *Controller) proposeBytes(ctx context.Context, b []byte, decode func([]byte) (fsm.Result, error)) (fsm.Result, error) {
 	if c.isClosed() {
 		return fsm.Result{}, ErrClosed
 	}
@@ -159,7 +160,7 @@ func (c *Controller) proposeBytes(ctx context.Context, b []byte) (fsm.Result, er
 	if err != nil {
 		return fsm.Result{}, err
 	}
-	r, err := fsm.DecodeResult(res.Data)
+	r, err := decode(res.Data)
 	if err != nil {
 		return fsm.Result{}, fmt.Errorf("jobraft: result of entry %d: %w", res.Index, err)
 	}

@@ -328,6 +328,58 @@ func TestConcurrentSubmitsAreBatched(t *testing.T) {
 	}
 }
 
+// Concurrent callers of batches of different sizes sharing entries each
+// get the answers to their own jobs, in order, also while the requests'
+// storage is recycled from one call to the next (a batcher that read a
+// request after answering it would hand out a neighbour's answers; the
+// race detector, which make test runs, reports such a read every time,
+// the wrong answers only when the timing is unlucky).
+func TestConcurrentBatchesGetTheirOwnAnswers(t *testing.T) {
+	c := ctltest.Start(t, 3, nil)
+	l := c.WaitLeader(wait)
+	ctx := ctltest.Ctx(t, wait)
+	var wg sync.WaitGroup
+	const clients, rounds = 32, 20
+	errs := make(chan error, clients)
+	for g := 0; g < clients; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < rounds; k++ {
+				reqs := make([]jobraft.SubmitRequest, 1+(g+k)%5)
+				for i := range reqs {
+					reqs[i] = jobraft.SubmitRequest{ID: fmt.Sprintf("c%d-r%d-%d", g, k, i), Queue: "own", Kind: "k"}
+				}
+				res, err := c.Ctls[l].SubmitBatch(ctx, reqs)
+				if err == nil && len(res) != len(reqs) {
+					err = fmt.Errorf("%d answers to %d jobs", len(res), len(reqs))
+				}
+				for i := 0; err == nil && i < len(res); i++ {
+					if res[i].Err != nil || res[i].Job.ID != reqs[i].ID || res[i].Duplicate {
+						err = fmt.Errorf("job %s answered %+v", reqs[i].ID, res[i])
+					}
+				}
+				if err != nil {
+					errs <- fmt.Errorf("client %d round %d: %w", g, k, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st, err := c.Ctls[l].Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.SubmitEntries*2 > st.SubmittedJobs {
+		t.Fatalf("%d jobs in %d entries: not batched", st.SubmittedJobs, st.SubmitEntries)
+	}
+}
+
 func TestWatchResumeAndCompacted(t *testing.T) {
 	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) { cfg.WatchRetainEntries = 8 })
 	c.WaitLeader(wait)

@@ -41,9 +41,11 @@ func newOpBatcher(c *Controller) *opBatcher {
 }
 
 // sendOps proposes batch: a lone command as itself, more as a BatchCmd.
+// Acks, naks and terms are answered without the job record (their callers
+// read only the error).
 func sendOps(c *Controller, batch []*pending[[]byte, opOutcome]) {
 	if len(batch) == 1 {
-		r, err := c.proposeBytes(c.life, batch[0].req)
+		r, err := c.proposeBytes(c.life, batch[0].req, fsm.DecodeResultWithoutEndedJobs)
 		batch[0].done <- opOutcome{r: r, err: err}
 		return
 	}
@@ -54,7 +56,7 @@ func sendOps(c *Controller, batch []*pending[[]byte, opOutcome]) {
 	enc, err := fsm.EncodeBatch(cmds)
 	var r fsm.Result
 	if err == nil {
-		r, err = c.proposeBytes(c.life, enc)
+		r, err = c.proposeBytes(c.life, enc, fsm.DecodeResultWithoutEndedJobs)
 	}
 	if err == nil && len(r.Batch) != len(batch) {
 		err = fmt.Errorf("jobraft: batch entry %d answered %d commands of %d", r.Index, len(r.Batch), len(batch))
@@ -82,9 +84,11 @@ func (c *Controller) applyOp(ctx context.Context, cmd fsm.Command) (fsm.Result, 
 	}
 	select {
 	case o := <-p.done:
+		c.ops.recycle(p)
 		return o.r, classify(o.err)
 	case <-ctx.Done():
 		if c.ops.withdraw(p) {
+			c.ops.recycle(p)
 			return fsm.Result{}, classify(ctx.Err()) // ErrNotApplied
 		}
 		return fsm.Result{}, &classed{class: ErrOutcomeUnknown, cause: fmt.Errorf("%w while its entry was in flight", ctx.Err())}

@@ -255,8 +255,11 @@ func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int
 		var o outcome
 		select {
 		case o = <-p.done:
+			c.sub.recycle(p)
 		case <-ctx.Done():
-			if !c.sub.withdraw(p) {
+			if c.sub.withdraw(p) {
+				c.sub.recycle(p)
+			} else {
 				unknown = true // sent: its entry may commit
 			}
 			fail(classOf(), ctx.Err())

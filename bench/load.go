@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -37,7 +39,9 @@ type op func(ctx context.Context, c int) error
 // A failed operation (a leadership change under load) is counted, and the
 // client pauses 10 ms before its next one; the error is the last failure
 // when no operation at all succeeded.
-func closedLoop(n int, warm, d time.Duration, f op) (result, error) {
+//
+// With prof set, the measured window is CPU-profiled into that file.
+func closedLoop(n int, warm, d time.Duration, prof string, f op) (result, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var measuring atomic.Bool
@@ -77,6 +81,12 @@ func closedLoop(n int, warm, d time.Duration, f op) (result, error) {
 	case <-timer.C:
 	case <-ctx.Done():
 	}
+	stopProfile, err := startProfile(prof)
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return result{}, err
+	}
 	measuring.Store(true)
 	start := time.Now()
 	cpu0, sw0 := usage()
@@ -87,6 +97,11 @@ func closedLoop(n int, warm, d time.Duration, f op) (result, error) {
 	}
 	elapsed := time.Since(start)
 	cpu1, sw1 := usage()
+	if err := stopProfile(); err != nil {
+		cancel()
+		wg.Wait()
+		return result{}, err
+	}
 	cpu := cpu1 - cpu0
 	cancel()
 	wg.Wait()
@@ -110,6 +125,26 @@ func closedLoop(n int, warm, d time.Duration, f op) (result, error) {
 		r.Switches = float64(sw1-sw0) / float64(len(all))
 	}
 	return r, nil
+}
+
+// startProfile starts a CPU profile into the file prof (nothing when it
+// is empty) and returns what stops it and closes the file.
+func startProfile(prof string) (stop func() error, err error) {
+	if prof == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(prof)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // usage is the CPU time this process used so far (user + system) and

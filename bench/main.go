@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,18 @@ func main() {
 	flag.IntVar(&cfg.Runs, "runs", 1, "fresh clusters per point (the median is reported)")
 	flag.IntVar(&cfg.Payload, "payload", 256, "payload bytes")
 	flag.DurationVar(&cfg.Hold, "hold", 0, "jobraft's Config.BatchHold (0: its default; negative: no hold)")
+	var sys string
+	flag.StringVar(&sys, "systems", strings.Join(systems, ","), "systems to run, comma-separated: "+strings.Join(systems, ", "))
+	flag.StringVar(&cfg.CPUProfile, "cpuprofile", "", "CPU-profile each series' measured window into <prefix>-c<C>-r<run>-<series>.pprof")
 	flag.Parse()
+	for _, f := range strings.Split(sys, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(systems, f) {
+			fmt.Fprintf(os.Stderr, "bench: unknown system %q (have %s)\n", f, strings.Join(systems, ", "))
+			os.Exit(2)
+		}
+		cfg.Systems = append(cfg.Systems, f)
+	}
 	for _, f := range strings.Split(cs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {

@@ -21,7 +21,21 @@ type config struct {
 	Runs     int
 	Payload  int
 	Hold     time.Duration // jobraft's Config.BatchHold (0: its default)
+	// Systems names the systems to run ("bare", "nats", "jobraft"); empty:
+	// all. A series not run reports zero and its ratios "-".
+	Systems []string
+	// CPUProfile, when set, is a path prefix: each series' measured window
+	// is CPU-profiled into <prefix>-c<C>-r<run>-<series>.pprof.
+	CPUProfile string
 }
+
+// runs reports whether the invocation includes system sys.
+func (c config) runs(sys string) bool {
+	return len(c.Systems) == 0 || slices.Contains(c.Systems, sys)
+}
+
+// systems are the names -systems takes.
+var systems = []string{"bare", "nats", "jobraft"}
 
 // Systems and operations measured, in table order.
 const (
@@ -37,6 +51,9 @@ const (
 var seriesNames = [nSeries]string{
 	"bare raft submit", "bare raft cycle", "NATS JS R3 submit", "NATS JS R3 cycle", "jobraft Submit", "jobraft cycle",
 }
+
+// seriesFiles name the series in profile file names.
+var seriesFiles = [nSeries]string{"bare-submit", "bare-cycle", "nats-submit", "nats-cycle", "jobraft-submit", "jobraft-cycle"}
 
 // row is one client count's results (the median run of each series).
 type row struct {
@@ -58,11 +75,14 @@ func run(cfg config, progress func(string)) ([]row, error) {
 	for _, n := range cfg.Clients {
 		var runs [nSeries][]result
 		for r := 0; r < cfg.Runs; r++ {
-			got, err := runOnce(cfg, n, payload)
+			got, err := runOnce(cfg, n, r, payload)
 			if err != nil {
 				return nil, fmt.Errorf("c=%d run %d: %w", n, r, err)
 			}
 			for s := range got {
+				if got[s].Ops == 0 {
+					continue // a system not run
+				}
 				runs[s] = append(runs[s], got[s])
 				progress(fmt.Sprintf("c=%d run %d %-18s %9.0f/s  p50 %v  p99 %v  cpu/op %v  switches/op %.2f  failed %d", n, r, seriesNames[s], got[s].Rate,
 					got[s].P50.Round(10*time.Microsecond), got[s].P99.Round(10*time.Microsecond), got[s].CPU.Round(100*time.Nanosecond), got[s].Switches, got[s].Errors))
@@ -70,6 +90,9 @@ func run(cfg config, progress func(string)) ([]row, error) {
 		}
 		rw := row{C: n}
 		for s := range runs {
+			if len(runs[s]) == 0 {
+				continue
+			}
 			slices.SortFunc(runs[s], func(a, b result) int { return cmp.Compare(a.Rate, b.Rate) })
 			rw.R[s] = runs[s][len(runs[s])/2]
 		}
@@ -80,10 +103,14 @@ func run(cfg config, progress func(string)) ([]row, error) {
 
 // runOnce measures every series once at n clients, each system on a
 // fresh cluster in a fresh directory.
-func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
+func runOnce(cfg config, n, run int, payload []byte) ([nSeries]result, error) {
 	var out [nSeries]result
 	measure := func(s int, f op) error {
-		r, err := closedLoop(n, cfg.Warm, cfg.Duration, f)
+		prof := ""
+		if cfg.CPUProfile != "" {
+			prof = fmt.Sprintf("%s-c%d-r%d-%s.pprof", cfg.CPUProfile, n, run, seriesFiles[s])
+		}
+		r, err := closedLoop(n, cfg.Warm, cfg.Duration, prof, f)
 		if err != nil {
 			return fmt.Errorf("%s: %w", seriesNames[s], err)
 		}
@@ -96,8 +123,28 @@ func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
 	}
 	defer os.RemoveAll(dir)
 
+	if cfg.runs("bare") {
+		if err := runBare(cfg, dir, payload, measure); err != nil {
+			return out, err
+		}
+	}
+	if cfg.runs("nats") {
+		if err := runNATS(dir, payload, measure); err != nil {
+			return out, err
+		}
+	}
+	if cfg.runs("jobraft") {
+		if err := runJobraft(cfg, dir, payload, measure); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// runBare measures bare raft's series on a fresh cluster in dir.
+func runBare(_ config, dir string, payload []byte, measure func(int, op) error) error {
 	var bare *bareCluster
-	err = retryStart(func() error {
+	err := retryStart(func() error {
 		addrs, err := freeAddrs(3)
 		if err == nil {
 			bare, err = startBare(filepath.Join(dir, "bare-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs)
@@ -105,7 +152,7 @@ func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
 		return err
 	})
 	if err != nil {
-		return out, err
+		return err
 	}
 	err = errors.Join(
 		measure(bareSubmit, func(_ context.Context, c int) error {
@@ -116,12 +163,13 @@ func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
 		}),
 	)
 	bare.close()
-	if err != nil {
-		return out, err
-	}
+	return err
+}
 
+// runNATS measures NATS JetStream's series on a fresh cluster in dir.
+func runNATS(dir string, payload []byte, measure func(int, op) error) error {
 	var nc *natsCluster
-	err = retryStart(func() error {
+	err := retryStart(func() error {
 		addrs, err := freeAddrs(6)
 		if err == nil {
 			nc, err = startNATS(filepath.Join(dir, "nats-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs[:3], addrs[3:])
@@ -129,19 +177,20 @@ func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
 		return err
 	})
 	if err != nil {
-		return out, err
+		return err
 	}
 	err = errors.Join(
 		measure(natsSubmit, func(ctx context.Context, c int) error { return nc.submit(ctx, c, payload) }),
 		measure(natsCycle, func(ctx context.Context, c int) error { return nc.cycle(ctx, c, payload) }),
 	)
 	nc.close()
-	if err != nil {
-		return out, err
-	}
+	return err
+}
 
+// runJobraft measures jobraft's series on a fresh cluster in dir.
+func runJobraft(cfg config, dir string, payload []byte, measure func(int, op) error) error {
 	var jr *jobraftCluster
-	err = retryStart(func() error {
+	err := retryStart(func() error {
 		addrs, err := freeAddrs(3)
 		if err == nil {
 			jr, err = startJobraft(filepath.Join(dir, "jobraft-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs, cfg.Hold)
@@ -149,7 +198,7 @@ func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
 		return err
 	})
 	if err != nil {
-		return out, err
+		return err
 	}
 	l := jr.leader()
 	err = errors.Join(
@@ -157,18 +206,26 @@ func runOnce(cfg config, n int, payload []byte) ([nSeries]result, error) {
 		measure(jobraftCycle, func(ctx context.Context, c int) error { return jr.cycle(ctx, l, fmt.Sprint("w", c), payload) }),
 	)
 	jr.close()
-	return out, err
+	return err
 }
 
 // table prints the rows and the ratios.
 func table(rows []row) string {
 	var b strings.Builder
-	rate := func(r result) string { return fmt.Sprintf("%s/s", thousands(r.Rate)) }
+	rate := func(r result) string {
+		if r.Ops == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s/s", thousands(r.Rate))
+	}
 	withP99 := func(r result) string {
+		if r.Ops == 0 {
+			return "-"
+		}
 		return fmt.Sprintf("%s/s (p99 %.1f ms)", thousands(r.Rate), float64(r.P99)/float64(time.Millisecond))
 	}
 	ratio := func(a, b result) string {
-		if b.Rate == 0 {
+		if a.Rate == 0 || b.Rate == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.2f×", a.Rate/b.Rate)
@@ -189,9 +246,14 @@ func table(rows []row) string {
 	fmt.Fprintf(&b, "\nCPU per operation (process CPU seconds per 1000 operations, all three members and the clients):\n\n")
 	fmt.Fprintf(&b, "| C | bare submit | bare cycle | NATS submit | NATS cycle | jobraft Submit | jobraft cycle | Submit CPU / NATS submit CPU | cycle CPU / bare cycle CPU |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
-	cpu := func(r result) string { return fmt.Sprintf("%.3f s", r.CPU.Seconds()*1000) }
+	cpu := func(r result) string {
+		if r.Ops == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f s", r.CPU.Seconds()*1000)
+	}
 	cpuRatio := func(a, b result) string {
-		if b.CPU == 0 {
+		if a.CPU == 0 || b.CPU == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.2f×", float64(a.CPU)/float64(b.CPU))
@@ -203,7 +265,12 @@ func table(rows []row) string {
 	fmt.Fprintf(&b, "\nContext switches per operation (the process's threads, voluntary and involuntary):\n\n")
 	fmt.Fprintf(&b, "| C | bare submit | bare cycle | NATS submit | NATS cycle | jobraft Submit | jobraft cycle |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
-	sw := func(r result) string { return fmt.Sprintf("%.2f", r.Switches) }
+	sw := func(r result) string {
+		if r.Ops == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", r.Switches)
+	}
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", r.C, sw(r.R[bareSubmit]), sw(r.R[bareCycle]), sw(r.R[natsSubmit]),
 			sw(r.R[natsCycle]), sw(r.R[jobraftSubmit]), sw(r.R[jobraftCycle]))

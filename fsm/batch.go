@@ -118,8 +118,10 @@ func validateBatch(c *BatchCmd, all bool) *refusal {
 // batch applies each command of c at entry e, each with its own result.
 func (s *state) batch(e Entry, now int64, c *BatchCmd, r *result) {
 	r.batch = make([]*result, len(c.Cmds))
+	all := make([]result, len(c.Cmds)) // one allocation for the batch's results
 	for i, x := range c.Cmds {
-		sr := &result{index: e.Index, cmd: x.Type()}
+		sr := &all[i]
+		sr.index, sr.cmd = e.Index, x.Type()
 		s.applyOne(e, now, x, sr)
 		r.batch[i] = sr
 	}

@@ -255,17 +255,84 @@ func TestDecodeResultWithoutPayloads(t *testing.T) {
 	}
 }
 
+// applier applies commands to m at indexes 1, 2, ... and returns each
+// one's result.
+func applier(t *testing.T, m *Jobs) func(Command) []byte {
+	var index uint64
+	return func(c Command) []byte {
+		t.Helper()
+		index++
+		return m.Apply(Entry{Index: index, Term: 1, Time: baseTime, Cmd: appendCommand(nil, c)})
+	}
+}
+
+// DecodeResultWithoutEndedJobs decodes what DecodeResult does, but acks',
+// naks' and terms' results without their job records (alone or batched;
+// claims and extends keep theirs), and still refuses such a result whose
+// record is cut.
+func TestDecodeResultWithoutEndedJobs(t *testing.T) {
+	m := New()
+	apply := applier(t, m)
+	apply(&SubmitCmd{Jobs: []NewJob{{ID: "a", Queue: "q", Kind: "k", Payload: []byte("pay")}, {ID: "b", Queue: "q", Kind: "k"},
+		{ID: "c", Queue: "q", Kind: "k"}, {ID: "d", Queue: "q", Kind: "k"}}})
+	claimed, err := DecodeResult(apply(&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 3, TTL: time.Minute}))
+	if err != nil || len(claimed.Jobs) != 3 {
+		t.Fatalf("claim: %v, %d jobs", err, len(claimed.Jobs))
+	}
+	tok := claimed.Jobs[0].Lease.Token
+	outs := map[string][]byte{
+		"ack":          apply(&AckCmd{ID: claimed.Jobs[0].ID, Token: tok}),
+		"nak":          apply(&NakCmd{ID: claimed.Jobs[1].ID, Token: tok}),
+		"term":         apply(&TermCmd{ID: claimed.Jobs[2].ID, Token: tok, Reason: "r"}),
+		"repeated ack": apply(&AckCmd{ID: claimed.Jobs[0].ID, Token: tok}),
+		"batch": apply(&BatchCmd{Cmds: []Command{
+			&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 1, TTL: time.Minute},
+			&AckCmd{ID: claimed.Jobs[0].ID, Token: tok},
+			&ExtendCmd{ID: claimed.Jobs[0].ID, Token: tok}, // stale: refused
+			&AckCmd{ID: "none", Token: 1},                  // refused
+		}}),
+	}
+	strip := func(r *Result) {
+		if r.Command == CmdAck || r.Command == CmdNak || r.Command == CmdTerm {
+			r.Jobs = nil
+		}
+	}
+	for name, out := range outs {
+		full, err := DecodeResult(out)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		lean, err := DecodeResultWithoutEndedJobs(out)
+		if err != nil {
+			t.Fatalf("%s lean: %v", name, err)
+		}
+		if name != "batch" && len(full.Jobs) != 1 {
+			t.Fatalf("%s: %d jobs in the full result", name, len(full.Jobs))
+		}
+		strip(&full)
+		for i := range full.Batch {
+			strip(&full.Batch[i])
+		}
+		if !reflect.DeepEqual(full, lean) {
+			t.Fatalf("%s without ended jobs:\n%+v\nwant\n%+v", name, lean, full)
+		}
+		if name == "batch" && (len(lean.Batch) != 4 || len(lean.Batch[0].Jobs) != 1 || lean.Batch[1].Err() != nil || lean.Batch[1].Jobs != nil) {
+			t.Fatalf("batch: %+v", lean)
+		}
+		for cut := 1; cut < len(out); cut++ {
+			if _, err := DecodeResultWithoutEndedJobs(out[:cut]); !errors.Is(err, ErrInvalidResult) {
+				t.Fatalf("%s cut at %d of %d: %v", name, cut, len(out), err)
+			}
+		}
+	}
+}
+
 // ScanBatch reads from a batch's result, undecoded, whether a nak in it put
 // a job back in its queue: a nak that changed the job, not one repeated,
 // refused, or an ack; and it does not read other results or cut ones.
 func TestScanBatch(t *testing.T) {
 	m := New()
-	var index uint64
-	apply := func(c Command) []byte {
-		t.Helper()
-		index++
-		return m.Apply(Entry{Index: index, Term: 1, Time: baseTime, Cmd: appendCommand(nil, c)})
-	}
+	apply := applier(t, m)
 	apply(&SubmitCmd{Jobs: []NewJob{{ID: "a", Queue: "q", Kind: "k"}, {ID: "b", Queue: "q", Kind: "k"}, {ID: "c", Queue: "q", Kind: "k"}}})
 	claimed, err := DecodeResult(apply(&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 3, TTL: time.Minute}))
 	if err != nil || len(claimed.Jobs) != 3 {

@@ -196,19 +196,38 @@ type sub struct {
 // itself via Result.Err.
 func DecodeResult(b []byte) (Result, error) {
 	var arena []byte
-	return decodeResult(b, &arena, false)
+	return decodeResult(b, &arena, decodeAll)
 }
 
 // DecodeResultWithoutPayloads is DecodeResult for an observer that does
 // not run the jobs: claimed jobs come without their payloads (not copied).
 func DecodeResultWithoutPayloads(b []byte) (Result, error) {
 	var arena []byte
-	return decodeResult(b, &arena, true)
+	return decodeResult(b, &arena, decodeNoPayload)
 }
 
+// DecodeResultWithoutEndedJobs is DecodeResult for the proposer of acks,
+// naks and terms, which reads only their codes and Changed: their results
+// (alone or in a batch) come without the job record (Jobs nil; the record
+// is still checked). Every other result decodes as DecodeResult decodes
+// it.
+func DecodeResultWithoutEndedJobs(b []byte) (Result, error) {
+	var arena []byte
+	return decodeResult(b, &arena, decodeLean)
+}
+
+// decodeMode is how decodeResult treats job records.
+type decodeMode uint8
+
+const (
+	decodeAll       decodeMode = iota
+	decodeNoPayload            // records without payloads (not copied)
+	decodeLean                 // ack, nak and term results without records
+)
+
 // decodeResult is DecodeResult with the strings' arena shared (a batch's
-// results decode into one), skipping payloads when noPayload.
-func decodeResult(b []byte, arena *[]byte, noPayload bool) (Result, error) {
+// results decode into one), treating records as mode says.
+func decodeResult(b []byte, arena *[]byte, mode decodeMode) (Result, error) {
 	var r Result
 	if len(b) < 3 {
 		return r, fmt.Errorf("%w: %d bytes", ErrInvalidResult, len(b))
@@ -221,7 +240,7 @@ func decodeResult(b []byte, arena *[]byte, noPayload bool) (Result, error) {
 	if r.Command >= numCmds || r.Code >= numCodes {
 		return Result{}, fmt.Errorf("%w: command %d code %d", ErrInvalidResult, b[1], b[2])
 	}
-	d := decoder{b: b[3:], pooled: true, arena: *arena, noPayload: noPayload} // the jobs' strings share chunks
+	d := decoder{b: b[3:], pooled: true, arena: *arena, noPayload: mode == decodeNoPayload} // the jobs' strings share chunks
 	defer func() { *arena = d.arena }()
 	r.Index = d.uvarint()
 	r.Detail = d.str()
@@ -243,9 +262,20 @@ func decodeResult(b []byte, arena *[]byte, noPayload bool) (Result, error) {
 			}
 		case CmdClaim, CmdExtend, CmdAck, CmdNak, CmdTerm, CmdCancel, CmdRetry:
 			n := d.count(MaxClaim, 20)
-			r.Jobs = make([]Job, 0, n)
-			for i := 0; i < n && d.err == nil; i++ {
-				r.Jobs = append(r.Jobs, decodePublic(&d, r.Command == CmdClaim))
+			ends := r.Command == CmdAck || r.Command == CmdNak || r.Command == CmdTerm
+			if mode == decodeLean && ends {
+				// Read in place, nothing kept.
+				v := decoder{b: d.b, err: d.err, view: true, noPayload: true}
+				for i := 0; i < n && v.err == nil; i++ {
+					var rec job
+					decodeJobInto(&v, &rec)
+				}
+				d.b, d.err = v.b, v.err
+			} else {
+				r.Jobs = make([]Job, 0, n)
+				for i := 0; i < n && d.err == nil; i++ {
+					r.Jobs = append(r.Jobs, decodePublic(&d, r.Command == CmdClaim))
+				}
 			}
 			switch {
 			case r.Command == CmdAck || r.Command == CmdNak || r.Command == CmdTerm:
@@ -272,7 +302,7 @@ func decodeResult(b []byte, arena *[]byte, noPayload bool) (Result, error) {
 					break
 				}
 				*arena = d.arena
-				sr, err := decodeResult(raw, arena, noPayload)
+				sr, err := decodeResult(raw, arena, mode)
 				d.arena = *arena
 				if err != nil {
 					d.fail("batch result %d: %v", i, err)
