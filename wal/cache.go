@@ -1,23 +1,42 @@
 package wal
 
-import "github.com/hashicorp/raft"
+import (
+	"time"
 
-// entryCache keeps the most recently stored entries, decoded, in a ring
-// indexed by index mod size. Guarded by Log.mu.
+	"github.com/hashicorp/raft"
+)
+
+// entryCache keeps the most recently stored entries in a ring indexed by
+// index mod size. Guarded by Log.mu.
+//
+// It keeps a copy of each stored *raft.Log, sharing its Data and
+// Extensions with the caller's: a Raft implementation never changes an
+// entry it stored (hashicorp/raft's own LogCache keeps its callers'
+// pointers), and encoding the batch into a buffer the cache could keep
+// cost a third of the log's allocation. A cached entry reads as the same
+// entry read from its segment: AppendedAt at the nanosecond, without a
+// monotonic reading, empty Data and Extensions not nil.
 type entryCache struct {
 	ring []*raft.Log
 }
 
 func newEntryCache(n int) *entryCache { return &entryCache{ring: make([]*raft.Log, n)} }
 
-// put decodes a record just written (and so verified) into the cache.
-func (c *entryCache) put(rec []byte) {
+// put caches l, just stored.
+func (c *entryCache) put(l *raft.Log) {
 	if len(c.ring) == 0 {
 		return
 	}
 	e := new(raft.Log)
-	if _, err := decodeRecord(rec, e); err != nil {
-		return
+	*e = *l
+	if !e.AppendedAt.IsZero() {
+		e.AppendedAt = time.Unix(0, e.AppendedAt.UnixNano())
+	}
+	if e.Data == nil {
+		e.Data = []byte{}
+	}
+	if e.Extensions == nil {
+		e.Extensions = []byte{}
 	}
 	c.ring[e.Index%uint64(len(c.ring))] = e
 }

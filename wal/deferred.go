@@ -3,6 +3,7 @@ package wal
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,7 @@ type deferState struct {
 	flushMu  sync.Mutex
 	pend     region // frames appended since the writer last took them
 	inflight region // frames the writer is writing and syncing
+	spare    []byte // the buffer of the last frame written, for the next
 	changed  chan struct{}
 	durable  atomic.Uint64 // Durable, published under mu
 	once     sync.Once
@@ -134,32 +136,33 @@ func (l *segStore) appendDeferred(entries []*raft.Log, floor uint64) error {
 	}
 	tail := l.segs[len(l.segs)-1]
 	floor = max(floor, l.floor.now())
-	buf, at := encodeBatch(entries, floor)
+	size := batchSize(entries)
 	l.mu.RLock()
 	waiting := len(l.def.pend.buf)
 	l.mu.RUnlock()
-	if sh.Last == 0 || tail.size >= l.opts.segmentSize || uint64(waiting+len(buf)) > maxBatch {
+	if sh.Last == 0 || tail.size >= l.opts.segmentSize || uint64(waiting+size) > maxBatch {
 		return l.appendBatch(entries, floor)
 	}
-	sampleBatch(len(entries), len(buf))
+	sampleBatch(len(entries), size)
 	l.mu.Lock()
 	p := &l.def.pend
 	if p.empty() {
-		// The frame's header is put when the writer takes the frame.
-		*p = region{seg: tail, from: tail.size, first: entries[0].Index, buf: buf[:frameHeaderSize:frameHeaderSize]}
+		// The frame's header is put when the writer takes the frame; its
+		// buffer is the last frame's, written, when there is one.
+		*p = region{seg: tail, from: tail.size, first: entries[0].Index, buf: slices.Grow(l.def.spare[:0], size)[:frameHeaderSize]}
+		l.def.spare = nil
 		tail.size += frameHeaderSize
 	}
 	// The batch's records, after the waiting ones, in the waiting frame.
-	recs := buf[frameHeaderSize:]
-	for i := range at {
-		at[i] -= frameHeaderSize
-	}
 	frameAt := tail.size
-	p.buf = append(p.buf, recs...)
+	n := len(p.buf)
+	for _, e := range entries {
+		p.buf = appendRecord(p.buf, e)
+	}
 	p.count += len(entries)
 	p.last, p.floor = entries[len(entries)-1].Index, max(p.floor, floor)
-	tail.size += int64(len(recs))
-	l.publishLocked(tail, entries, recs, at, frameAt)
+	tail.size += int64(len(p.buf) - n)
+	l.publishLocked(tail, entries, frameAt)
 	l.mu.Unlock()
 	l.def.once.Do(func() { go l.writer() })
 	select {
@@ -225,6 +228,9 @@ func (l *segStore) flushLocked() error {
 	l.floor.raise(r.floor)
 	l.mu.Lock()
 	l.def.inflight = region{}
+	if cap(r.buf) <= maxKeptBuf {
+		l.def.spare = r.buf[:0] // nothing refers to it now: the next frame's
+	}
 	l.setDurableLocked()
 	l.def.notifyLocked()
 	l.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,7 +43,14 @@ type segStore struct {
 
 	def   deferState    // deferred appends and the writer (deferred.go)
 	syncs atomic.Uint64 // fsyncs that made batch frames durable (Syncs)
+
+	// wbuf is the frame buffer of synchronous appends, reused (wmu).
+	wbuf []byte
 }
+
+// maxKeptBuf bounds a frame buffer the log keeps for reuse: a larger one
+// (a rare large batch) is left to the collector.
+const maxKeptBuf = 1 << 20
 
 // segment is one open segment file and the live entries it holds.
 type segment struct {
@@ -288,7 +296,8 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 	tail = l.segs[len(l.segs)-1]
 
 	floor = max(floor, l.floor.now())
-	buf, at := encodeBatch(entries, floor)
+	buf := encodeBatch(l.wbuf[:0], entries, floor)
+	defer l.keepWriteBuf(buf)
 	frameAt := tail.size
 	if err := l.writeTail(tail, buf); err != nil {
 		return l.fail(FailWrite, fmt.Errorf("wal: write batch [%d,%d]: %w", e0, e0+uint64(len(entries))-1, err))
@@ -303,44 +312,52 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 	l.floor.raise(floor)
 
 	l.mu.Lock()
-	l.publishLocked(tail, entries, buf, at, frameAt)
+	l.publishLocked(tail, entries, frameAt+frameHeaderSize)
 	l.def.notifyLocked()
 	l.mu.Unlock()
 	return nil
 }
 
-// encodeBatch encodes entries as one batch frame under floor: the frame and
-// the offsets of its records within it.
-func encodeBatch(entries []*raft.Log, floor uint64) (buf []byte, at []int) {
+// keepWriteBuf keeps buf, written, for the next synchronous append (wmu).
+func (l *segStore) keepWriteBuf(buf []byte) {
+	if cap(buf) <= maxKeptBuf {
+		l.wbuf = buf[:0]
+	}
+}
+
+// batchSize is the length of the frame encodeBatch makes of entries.
+func batchSize(entries []*raft.Log) int {
 	size := frameHeaderSize
 	for _, e := range entries {
 		size += recordSize(e)
 	}
-	buf = make([]byte, frameHeaderSize, size)
-	at = make([]int, len(entries))
-	for i, e := range entries {
-		at[i] = len(buf)
-		buf = appendRecord(buf, e)
+	return size
+}
+
+// encodeBatch appends entries, as one batch frame under floor, to b (whose
+// capacity it reuses) and returns the frame.
+func encodeBatch(b []byte, entries []*raft.Log, floor uint64) []byte {
+	b = slices.Grow(b[:0], batchSize(entries))[:frameHeaderSize]
+	for _, e := range entries {
+		b = appendRecord(b, e)
 	}
-	frameHeader{Kind: frameBatch, Count: uint32(len(entries)), Floor: floor, BodyLen: uint32(len(buf) - frameHeaderSize)}.put(buf)
-	return buf, at
+	frameHeader{Kind: frameBatch, Count: uint32(len(entries)), Floor: floor, BodyLen: uint32(len(b) - frameHeaderSize)}.put(b)
+	return b
 }
 
 // publishLocked makes a batch's entries part of the log: the index of the
-// tail (frame at frameAt, records at at within buf) and the cache, which
-// refers to buf's records. mu held.
-func (l *segStore) publishLocked(tail *segment, entries []*raft.Log, buf []byte, at []int, frameAt int64) {
+// tail (their records one after the other from offset at) and the cache.
+// mu held.
+func (l *segStore) publishLocked(tail *segment, entries []*raft.Log, at int64) {
 	if len(tail.offs) == 0 {
 		tail.base = entries[0].Index
 	}
-	for i := range entries {
-		end := len(buf)
-		if i+1 < len(entries) {
-			end = at[i+1]
-		}
-		tail.offs = append(tail.offs, uint32(frameAt)+uint32(at[i]))
-		tail.lens = append(tail.lens, uint32(end-at[i]))
-		l.cache.put(buf[at[i]:end])
+	for _, e := range entries {
+		n := recordSize(e)
+		tail.offs = append(tail.offs, uint32(at))
+		tail.lens = append(tail.lens, uint32(n))
+		at += int64(n)
+		l.cache.put(e)
 	}
 	if l.last == 0 {
 		l.first = entries[0].Index
