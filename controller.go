@@ -141,21 +141,28 @@ func (c *Controller) opCtx(ctx context.Context) (context.Context, context.Cancel
 // (raft.ErrRejected / raft.ErrIndeterminate). The submit path reads these
 // raw errors; other operations classify them (apply).
 func (c *Controller) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
-	b, err := fsm.EncodeCommand(cmd)
+	b, err := encodeOwned(cmd)
 	if err != nil {
 		return fsm.Result{}, mapErr(err)
 	}
 	return c.proposeBytes(ctx, b, fsm.DecodeResult)
 }
 
-// proposeBytes is propose for an encoded command, its result decoded by
-// decode.
+// encodeOwned encodes cmd behind raft.Headroom bytes of room, for
+// proposeBytes.
+func encodeOwned(cmd fsm.Command) ([]byte, error) {
+	return fsm.EncodeCommandWithRoom(cmd, raft.Headroom)
+}
+
+// proposeBytes is propose for an encoded command behind raft.Headroom bytes
+// of room (the node seals the entry there: raft.Node.ProposeOwned; b is
+// the node's from the call on), its result decoded by decode.
 func (c *Controller) proposeBytes(ctx context.Context, b []byte, decode func([]byte) (fsm.Result, error)) (fsm.Result, error) {
 	if c.isClosed() {
 		return fsm.Result{}, ErrClosed
 	}
 	pctx, cancel := c.opCtx(ctx)
-	res, err := c.node.Propose(pctx, b)
+	res, err := c.node.ProposeOwned(pctx, b)
 	cancel()
 	if err != nil {
 		return fsm.Result{}, err

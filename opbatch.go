@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
 )
 
 // opBatcher coalesces concurrent lease commands (claims, extends, acks,
@@ -12,7 +13,7 @@ import (
 // of at most fsm.MaxBatch commands and about BatchMaxBytes bytes. A lone
 // command is proposed as itself; two or more as one fsm.BatchCmd, where
 // each gets its own result.
-type opBatcher = coalescer[[]byte, opOutcome] // requests: commands encoded by fsm.EncodeCommand
+type opBatcher = coalescer[[]byte, opOutcome] // requests: commands encoded behind raft.Headroom bytes (encodeOwned)
 
 // opOutcome is one command's answer: its result and error as propose
 // returns them (a raft error, or the mapped refusal of this command).
@@ -28,11 +29,11 @@ func newOpBatcher(c *Controller) *opBatcher {
 		take: func(queue []*pending[[]byte, opOutcome]) int {
 			n, size := 0, 0
 			for n < len(queue) && n < fsm.MaxBatch {
-				q := queue[n].req
-				if n > 0 && size+len(q) > c.cfg.BatchMaxBytes {
+				q := len(queue[n].req) - raft.Headroom
+				if n > 0 && size+q > c.cfg.BatchMaxBytes {
 					break
 				}
-				n, size = n+1, size+len(q)
+				n, size = n+1, size+q
 			}
 			return n
 		},
@@ -51,9 +52,9 @@ func sendOps(c *Controller, batch []*pending[[]byte, opOutcome]) {
 	}
 	cmds := make([][]byte, len(batch))
 	for i, p := range batch {
-		cmds[i] = p.req
+		cmds[i] = p.req[raft.Headroom:]
 	}
-	enc, err := fsm.EncodeBatch(cmds)
+	enc, err := fsm.EncodeBatchWithRoom(cmds, raft.Headroom)
 	var r fsm.Result
 	if err == nil {
 		r, err = c.proposeBytes(c.life, enc, fsm.DecodeResultWithoutEndedJobs)
@@ -74,7 +75,7 @@ func sendOps(c *Controller, batch []*pending[[]byte, opOutcome]) {
 // is of exactly one outcome class: the context ending before the command
 // was sent is ErrNotApplied, after it ErrOutcomeUnknown.
 func (c *Controller) applyOp(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
-	enc, err := fsm.EncodeCommand(cmd)
+	enc, err := encodeOwned(cmd)
 	if err != nil {
 		return fsm.Result{}, classify(mapErr(err))
 	}

@@ -39,7 +39,11 @@ func Batchable(t CommandType) bool {
 // EncodeBatch wraps commands already encoded by EncodeCommand into the
 // bytes of one BatchCmd entry. It checks each one's header (a batchable
 // type) and the count, not their fields (EncodeCommand did).
-func EncodeBatch(cmds [][]byte) ([]byte, error) {
+func EncodeBatch(cmds [][]byte) ([]byte, error) { return EncodeBatchWithRoom(cmds, 0) }
+
+// EncodeBatchWithRoom is EncodeBatch with room bytes (zero) before the
+// encoding (see EncodeCommandWithRoom).
+func EncodeBatchWithRoom(cmds [][]byte, room int) ([]byte, error) {
 	if len(cmds) == 0 || len(cmds) > MaxBatch {
 		return nil, fmt.Errorf("%w: batch of %d commands (1..%d)", ErrTooLarge, len(cmds), MaxBatch)
 	}
@@ -50,7 +54,7 @@ func EncodeBatch(cmds [][]byte) ([]byte, error) {
 		}
 		n += binary.MaxVarintLen64 + len(c)
 	}
-	b := make([]byte, 0, n)
+	b := make([]byte, room, room+n)
 	b = append(b, FormatVersion, byte(CmdBatch))
 	b = binary.AppendUvarint(b, uint64(len(cmds)))
 	for _, c := range cmds {

@@ -373,3 +373,39 @@ func TestScanBatch(t *testing.T) {
 		}
 	}
 }
+
+// EncodeCommandWithRoom and EncodeBatchWithRoom encode what EncodeCommand
+// and EncodeBatch do, behind room zero bytes, in one buffer that needs no
+// growing, and refuse what they refuse.
+func TestEncodeWithRoom(t *testing.T) {
+	cmds := []Command{
+		&SubmitCmd{Jobs: []NewJob{{ID: "a", Queue: "q", Kind: "k", Payload: []byte("pay")}, {ID: "b", Queue: "q", Kind: "k"}}},
+		&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 2, TTL: time.Minute, ID: "c1"},
+		&AckCmd{ID: "a", Token: 7, Result: []byte("r")},
+	}
+	var encoded [][]byte
+	for _, c := range cmds {
+		want := mustEncode(t, c)
+		got, err := EncodeCommandWithRoom(c, 9)
+		if err != nil || !bytes.Equal(got[:9], make([]byte, 9)) || !bytes.Equal(got[9:], want) {
+			t.Fatalf("%T: %v, room zero %v, encoding equal %v", c, err, bytes.Equal(got[:9], make([]byte, 9)), bytes.Equal(got[9:], want))
+		}
+		if _, ok := c.(*SubmitCmd); ok && cap(got) != len(got) {
+			t.Fatalf("submit: %d bytes in a buffer of %d", len(got), cap(got))
+		}
+		if c.Type() != CmdSubmit {
+			encoded = append(encoded, want)
+		}
+	}
+	want, _ := EncodeBatch(encoded)
+	got, err := EncodeBatchWithRoom(encoded, 9)
+	if err != nil || !bytes.Equal(got[9:], want) || !bytes.Equal(got[:9], make([]byte, 9)) {
+		t.Fatalf("batch: %v, encoding equal %v", err, bytes.Equal(got[9:], want))
+	}
+	if _, err := EncodeCommandWithRoom(&AckCmd{ID: ""}, 9); !errors.Is(err, ErrInvalidCommand) {
+		t.Fatalf("invalid ack: %v", err)
+	}
+	if _, err := EncodeBatchWithRoom([][]byte{mustEncode(t, cmds[0])}, 9); !errors.Is(err, ErrInvalidCommand) {
+		t.Fatalf("batch of a submit: %v", err)
+	}
+}

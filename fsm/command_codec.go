@@ -71,6 +71,20 @@ func EncodeCommand(c Command) ([]byte, error) {
 	return appendCommand(make([]byte, 0, commandSizeHint(c)), c), nil
 }
 
+// EncodeCommandWithRoom is EncodeCommand with room bytes (zero) before the
+// encoding, in the same allocation: with room for a header (raft's
+// Headroom), the command is never copied again.
+func EncodeCommandWithRoom(c Command, room int) ([]byte, error) {
+	c = normalize(c)
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil command", ErrInvalidCommand)
+	}
+	if r := validate(c, true); r != nil {
+		return nil, r
+	}
+	return appendCommand(make([]byte, room, room+commandSizeHint(c)), c), nil
+}
+
 // commandSizeHint is the encoded size of a submit (exact) and a small
 // guess for other commands: the buffer EncodeCommand encodes into, so a
 // submit of many jobs is written without growing it.

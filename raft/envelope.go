@@ -23,9 +23,15 @@ var errBadEnvelope = errors.New("raft: malformed command envelope")
 
 func seal(now time.Time, cmd []byte) []byte {
 	b := make([]byte, envelopeSize, envelopeSize+len(cmd))
+	return append(sealInPlace(now, b), cmd...)
+}
+
+// sealInPlace writes the envelope into the first envelopeSize bytes of b
+// (the command follows them) and returns b.
+func sealInPlace(now time.Time, b []byte) []byte {
 	b[0] = envelopeVersion
 	binary.LittleEndian.PutUint64(b[1:], uint64(now.UnixNano()))
-	return append(b, cmd...)
+	return b
 }
 
 func open(b []byte) (time.Time, []byte, error) {

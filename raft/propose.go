@@ -43,6 +43,29 @@ const (
 // cause. A frozen leader thus holds it no longer than the election that
 // replaces it, not until ctx's deadline.
 func (n *Node) Propose(ctx context.Context, cmd []byte) (Result, error) {
+	return n.propose(ctx, cmd, nil)
+}
+
+// Headroom is the room ProposeOwned needs before a command: the size of
+// the envelope a local proposal wraps the command in.
+const Headroom = envelopeSize
+
+// ProposeOwned is Propose for a command that follows Headroom bytes of
+// room: buf is that room and then the command. The node writes the entry's
+// envelope into the room instead of copying the command into a new entry
+// (a submit of many jobs is copied once less). buf belongs to the node
+// from the call on: the caller must not change or reuse it, whatever the
+// outcome. A buf shorter than Headroom is refused (ErrRejected).
+func (n *Node) ProposeOwned(ctx context.Context, buf []byte) (Result, error) {
+	if len(buf) < Headroom {
+		return Result{}, rejected("", fmt.Errorf("raft: ProposeOwned: %d bytes, no room for the envelope (%d)", len(buf), Headroom))
+	}
+	return n.propose(ctx, buf[Headroom:], buf)
+}
+
+// propose is Propose; own, when not nil, is cmd with Headroom bytes of room
+// before it, which the first local attempt seals in place.
+func (n *Node) propose(ctx context.Context, cmd, own []byte) (Result, error) {
 	if len(cmd) > n.cfg.MaxCommandSize {
 		return Result{}, rejected("", fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(cmd), n.cfg.MaxCommandSize))
 	}
@@ -56,7 +79,11 @@ func (n *Node) Propose(ctx context.Context, cmd []byte) (Result, error) {
 		case id == "":
 			last = rejected("", ErrNoLeader)
 		case string(id) == n.cfg.ID:
-			res, err := n.proposeLocal(ctx, cmd)
+			// Only the first local attempt seals own: a rejected attempt
+			// never reached the log, but a retry gets a buffer of its own
+			// all the same.
+			res, err := n.proposeSealed(ctx, cmd, own)
+			own = nil
 			if err == nil || !errors.Is(err, ErrRejected) || !retryable(err) {
 				return res, err
 			}
@@ -86,7 +113,19 @@ func retryable(err error) bool {
 }
 
 func (n *Node) proposeLocal(ctx context.Context, cmd []byte) (Result, error) {
-	l := hraft.Log{Type: hraft.LogCommand, Data: seal(n.cfg.Clock(), cmd)}
+	return n.proposeSealed(ctx, cmd, nil)
+}
+
+// proposeSealed is proposeLocal, sealing own (cmd with Headroom bytes of
+// room before it) in place when it is not nil.
+func (n *Node) proposeSealed(ctx context.Context, cmd, own []byte) (Result, error) {
+	var data []byte
+	if own != nil {
+		data = sealInPlace(n.cfg.Clock(), own)
+	} else {
+		data = seal(n.cfg.Clock(), cmd)
+	}
+	l := hraft.Log{Type: hraft.LogCommand, Data: data}
 	wal.Stamp(&l)
 	f := n.r.ApplyLog(l, n.cfg.ApplyTimeout)
 	done := make(chan error, 1)
