@@ -60,16 +60,7 @@ const minJobWire = 12
 // be a command value or a pointer to one. Validation is the same Apply does
 // (minus state-dependent checks), so an error here means Apply would refuse;
 // errors wrap the sentinels of errors.go.
-func EncodeCommand(c Command) ([]byte, error) {
-	c = normalize(c)
-	if c == nil {
-		return nil, fmt.Errorf("%w: nil command", ErrInvalidCommand)
-	}
-	if r := validate(c, true); r != nil {
-		return nil, r
-	}
-	return appendCommand(make([]byte, 0, commandSizeHint(c)), c), nil
-}
+func EncodeCommand(c Command) ([]byte, error) { return EncodeCommandWithRoom(c, 0) }
 
 // EncodeCommandWithRoom is EncodeCommand with room bytes (zero) before the
 // encoding, in the same allocation: with room for a header (raft's

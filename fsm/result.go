@@ -278,7 +278,7 @@ func decodeResult(b []byte, arena *[]byte, mode decodeMode) (Result, error) {
 				}
 			}
 			switch {
-			case r.Command == CmdAck || r.Command == CmdNak || r.Command == CmdTerm:
+			case ends:
 				r.Changed = version == resultVersionV1 || d.bool()
 			case r.Command == CmdClaim:
 				r.Changed = version != ResultVersion || d.bool()

@@ -12,8 +12,10 @@ import (
 // It keeps a copy of each stored *raft.Log, sharing its Data and
 // Extensions with the caller's: a Raft implementation never changes an
 // entry it stored (hashicorp/raft's own LogCache keeps its callers'
-// pointers), and encoding the batch into a buffer the cache could keep
-// cost a third of the log's allocation. A cached entry reads as the same
+// pointers; StoreLogs asks its callers the same), and encoding each batch
+// into a new buffer the cache could keep, then copying a deferred batch
+// into the waiting frame, were a fifth of what a submit allocated across
+// the three members of a cluster. A cached entry reads as the same
 // entry read from its segment: AppendedAt at the nanosecond, without a
 // monotonic reading, empty Data and Extensions not nil.
 type entryCache struct {

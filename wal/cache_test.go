@@ -2,6 +2,7 @@ package wal_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -104,4 +105,38 @@ func TestCachedEntriesReadAsStored(t *testing.T) {
 func show(e raft.Log) string {
 	return fmt.Sprintf("{index %d term %d type %v data %d B (nil %v) ext %d B (nil %v) at %v}", e.Index, e.Term, e.Type,
 		len(e.Data), e.Data == nil, len(e.Extensions), e.Extensions == nil, e.AppendedAt)
+}
+
+// A caller that changes an entry's data after storing it (which StoreLogs
+// asks callers not to do: the cache shares it) never reads the change
+// back: the cached entry no longer matches its stamp and GetLog refuses
+// it; the disk holds what was stored, and a reopened log reads it.
+func TestChangedDataAfterStoreIsRefusedNotRead(t *testing.T) {
+	dir := t.TempDir()
+	l, err := wal.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := []byte("stored")
+	e := &raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: buf}
+	wal.Stamp(e)
+	if err := l.StoreLogs([]*raft.Log{e}); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "CHANGE")
+	var got raft.Log
+	if err := l.GetLog(1, &got); !errors.Is(err, wal.ErrPayloadMismatch) {
+		t.Fatalf("GetLog of a changed cached entry: %v (data equal to the change %v), want ErrPayloadMismatch", err, string(got.Data) == "CHANGE")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = wal.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.GetLog(1, &got); err != nil || string(got.Data) != "stored" {
+		t.Fatalf("reopened: %v, data as stored %v", err, string(got.Data) == "stored")
+	}
 }

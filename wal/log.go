@@ -69,6 +69,13 @@ func (l *Log) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
 // write and made durable with one fsync before it returns (G7). Entries that
 // arrive without a stamp get one (origin StampPersist); the caller's entries
 // are never modified.
+//
+// The caller must not change a stored entry's Data or Extensions afterwards
+// (hashicorp/raft never does; its own LogCache asks the same): the log's
+// cache of recent entries shares them. Data changed anyway is not read
+// back: the entry no longer matches its stamp, and GetLog refuses it
+// (ErrPayloadMismatch) while it is cached; the disk holds what was stored
+// (TestChangedDataAfterStoreIsRefusedNotRead).
 func (l *Log) StoreLogs(entries []*raft.Log) error { return l.g.storeLogs(entries, false) }
 
 // StoreLogsDeferred is StoreLogs without the wait for the disk: the batch
@@ -81,7 +88,8 @@ func (l *Log) StoreLogs(entries []*raft.Log) error { return l.g.storeLogs(entrie
 // (StoreLogs, DeleteRange, Close) first makes everything waiting durable.
 // A write or sync error of the writer fails the log (ErrFailed) as
 // StoreLogs's would. What was waiting when the process died is lost with
-// it; nothing said it was durable.
+// it; nothing said it was durable. Stored entries are the log's to share,
+// as with StoreLogs.
 func (l *Log) StoreLogsDeferred(entries []*raft.Log) error { return l.g.storeLogs(entries, true) }
 
 // DeleteRange implements raft.LogStore under the guard's G4 (see
