@@ -28,6 +28,14 @@ import (
 //     synchronous, so its answer to the leader still means "on my disk".
 //     When in doubt (an RPC handed over while the leader dispatches) the
 //     store is synchronous.
+//   - the first entry of the leader's term (raft's no-op) is stored
+//     synchronously: raft commits an entry of an earlier term only through
+//     an entry of the current term (the Raft paper's Figure 8), and counts
+//     the leader for it as soon as its store returns, so everything raft
+//     reckons committed from before the term is then on the leader's disk
+//     too — whatever raft does on that count (apply, the commit index it
+//     sends, a barrier, the next membership change) stands on a majority
+//     of disks, and a power loss cannot take it back;
 //   - an entry is applied only once it is durable here (the FSM gate,
 //     adapter.gate), so no client is answered on the strength of a copy
 //     only in memory; a configuration entry is stored synchronously, since
@@ -50,22 +58,33 @@ type raftLog struct {
 }
 
 // StoreLogs implements raft.LogStore: synchronous while raft handles an
-// RPC, or when the batch holds a configuration entry; deferred otherwise.
-// hashicorp/raft decides a configuration is committed — and takes the next
-// membership change — from its own commit index, which counts the leader
-// as soon as this returns, not from the state machine the gate holds; a
-// configuration entry is therefore on the leader's disk (with everything
-// before it) before raft counts it.
+// RPC, or when the batch holds a configuration entry or the no-op that
+// opens a leader's term; deferred otherwise.
+//
+// hashicorp/raft counts the leader as soon as this returns. For a
+// configuration entry, raft decides it is committed — and takes the next
+// membership change — from that count, not from the state machine the gate
+// holds. For the no-op, the count is what commits every entry of earlier
+// terms (raft's commitment starts at the term's first index), and the gate
+// holds back only the entries the state machine is handed, of which the
+// no-op is none: an earlier-term entry below it would be applied, sent as
+// committed, persisted as the floor and counted by a read's barrier on a
+// no-op only in memory, and lost with it at a power loss
+// (TestFigure8PowerLossNeverAppliesAnEarlierTermEntry). Both are therefore
+// on the leader's disk, with everything before them, before raft counts
+// them: one fsync per term and per membership change.
 func (l raftLog) StoreLogs(entries []*hraft.Log) error {
-	if l.inRaft.Load() > 0 || hasConfiguration(entries) {
+	if l.inRaft.Load() > 0 || mustSync(entries) {
 		return l.Log.StoreLogs(entries)
 	}
 	return l.Log.StoreLogsDeferred(entries)
 }
 
-func hasConfiguration(entries []*hraft.Log) bool {
+// mustSync reports whether a leader's batch holds an entry raft must not
+// count from memory: a configuration entry or a term's no-op.
+func mustSync(entries []*hraft.Log) bool {
 	for _, e := range entries {
-		if e.Type == hraft.LogConfiguration {
+		if e.Type == hraft.LogConfiguration || e.Type == hraft.LogNoop {
 			return true
 		}
 	}

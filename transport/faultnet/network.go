@@ -40,13 +40,15 @@ import (
 type Network struct {
 	seed int64
 
-	mu       sync.Mutex
-	rngs     map[link]*rand.Rand
-	drop     float64
-	dup      float64
-	delay    time.Duration
-	jitter   time.Duration
-	down     map[link]bool    // partitions and cuts, directed
+	mu     sync.Mutex
+	rngs   map[link]*rand.Rand
+	drop   float64
+	dup    float64
+	delay  time.Duration
+	jitter time.Duration
+	down   map[link]bool // partitions and cuts, directed
+	// cutKinds: requests of one kind refused on a directed link (CutKind).
+	cutKinds map[kindLink]bool
 	lossy    map[link]float64 // per-link drop probabilities, directed
 	isolated map[raft.ServerAddress]bool
 	flaps    map[link]flap // keyed by both directions
@@ -105,6 +107,7 @@ func New(seed int64) *Network {
 		seed:     seed,
 		rngs:     make(map[link]*rand.Rand),
 		down:     make(map[link]bool),
+		cutKinds: make(map[kindLink]bool),
 		lossy:    make(map[link]float64),
 		isolated: make(map[raft.ServerAddress]bool),
 		flaps:    make(map[link]flap),
@@ -143,6 +146,20 @@ func (n *Network) Cut(from, to raft.ServerAddress) {
 	n.set(func() { n.down[link{from, to}] = true })
 }
 
+// kindLink is a directed link and a message kind.
+type kindLink struct {
+	link
+	kind string
+}
+
+// CutKind refuses every request of one kind (a Kind* constant) on the
+// link from -> to; other kinds and the responses to requests sent the
+// other way still pass. A test shapes an election with it (a candidate's
+// votes reach a voter while its appends do not).
+func (n *Network) CutKind(from, to raft.ServerAddress, kind string) {
+	n.set(func() { n.cutKinds[kindLink{link{from, to}, kind}] = true })
+}
+
 // DropLink makes messages from -> to (requests one way, and the responses
 // to requests sent the other way) lost with probability p (0..1), on top of
 // SetDrop's network-wide probability: a lossy link. p <= 0 removes it.
@@ -176,12 +193,13 @@ func (n *Network) Flap(a, b raft.ServerAddress, period time.Duration) {
 	})
 }
 
-// Heal restores a healthy network: no partitions, cuts, isolations, flaps,
+// Heal restores a healthy network: no partitions, cuts (of kinds too), isolations, flaps,
 // drops, duplicates or delays. Observations (senders, stats) are kept.
 func (n *Network) Heal() {
 	n.set(func() {
 		n.drop, n.dup, n.delay, n.jitter = 0, 0, 0, 0
 		n.down = make(map[link]bool)
+		n.cutKinds = make(map[kindLink]bool)
 		n.lossy = make(map[link]float64)
 		n.isolated = make(map[raft.ServerAddress]bool)
 		n.flaps = make(map[link]flap)
@@ -256,6 +274,8 @@ func (n *Network) decide(kind string, from, to raft.ServerAddress, request bool)
 	switch {
 	case !n.linkUpLocked(l, time.Now()):
 		v.lost = "link down"
+	case request && n.cutKinds[kindLink{l, kind}]:
+		v.lost = "kind cut"
 	case pDrop < max(n.drop, n.lossy[l]):
 		v.lost = "dropped"
 	}

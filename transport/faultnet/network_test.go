@@ -315,3 +315,28 @@ func TestFaultLoseCallResponses(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+func TestCutKindRefusesOnlyThatKindOnThatLink(t *testing.T) {
+	n := New(1)
+	a, _ := inmemPair(t, n)
+	n.CutKind("a", "b", KindAppendEntries)
+	var ae raft.AppendEntriesResponse
+	err := a.AppendEntries("b", "b", &raft.AppendEntriesRequest{}, &ae)
+	if !errors.Is(err, ErrInjected) {
+		t.Fatalf("append a->b with AppendEntries cut: %v, want ErrInjected", err)
+	}
+	var pv raft.RequestPreVoteResponse
+	if err := a.(raft.WithPreVote).RequestPreVote("b", "b", &raft.RequestPreVoteRequest{}, &pv); err != nil || !pv.Granted {
+		t.Fatalf("pre-vote a->b (another kind) = %v, %+v: want delivered and answered", err, pv)
+	}
+	if got := n.Stats()[KindAppendEntries].Refused; got != 1 {
+		t.Fatalf("refused appends = %d, want 1", got)
+	}
+	if !n.LinkUp("a", "b") {
+		t.Fatal("a kind cut reported the whole link down")
+	}
+	n.Heal()
+	if err := a.AppendEntries("b", "b", &raft.AppendEntriesRequest{}, &ae); err != nil {
+		t.Fatalf("append after Heal: %v", err)
+	}
+}
