@@ -1,26 +1,20 @@
-// Package faultfs is a wal.FS that injects the faults of a failing disk
-// (write errors, short writes, fsync errors, a full disk, a stall) for
-// tests, and the two halves of a lying one (Checkpoint, Restore). It is a
-// separate package so that no host binary links it; a log takes it through
-// wal.WithFS.
 package faultfs
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jobraft/jobraft/wal"
 )
 
-// FS wraps a wal.FS and injects the faults of a failing disk: write
-// errors, short writes, fsync errors and a full disk. It is safe for
-// concurrent use and can be reconfigured at any time. Tests of every package
-// use it; it is never used by default.
+// FS wraps a wal.FS over the real disk and injects the faults of a failing
+// disk: write errors, short writes, fsync errors, a full disk, stalled or
+// held Syncs; it models an honest power loss (PowerLoss, see the package
+// doc). It is safe for concurrent use and can be reconfigured at any time.
+// Tests of every package use it; it is never used by default.
 type FS struct {
 	inner wal.FS
 
@@ -39,10 +33,16 @@ type FS struct {
 	stall      time.Duration // the next Sync's extra latency, once
 	hold       chan struct{} // while not nil, a Sync waits for it to close
 	held       int           // Syncs waiting on hold
+
+	power power // the power-loss model (power.go, names.go)
 }
 
 // New returns an FS over inner with no faults armed.
-func New(inner wal.FS) *FS { return &FS{inner: inner, space: -1} }
+func New(inner wal.FS) *FS {
+	f := &FS{inner: inner, space: -1}
+	f.power.init()
+	return f
+}
 
 // FailWrites makes every following write fail with err (nil disarms).
 func (f *FS) FailWrites(err error) { f.mu.Lock(); f.writeErr = err; f.mu.Unlock() }
@@ -89,7 +89,10 @@ func (f *FS) LimitSpace(n int64) { f.mu.Lock(); f.space = n; f.mu.Unlock() }
 // Syncs returns how many Sync calls succeeded.
 func (f *FS) Syncs() int { f.mu.Lock(); defer f.mu.Unlock(); return f.syncs }
 
-// OpenFile implements wal.FS.
+// OpenFile implements wal.FS. A file it creates is durable after a
+// SyncDir of its directory; a file opened for writing only is opened for
+// reading and writing underneath (the power-loss model reads the bytes a
+// write overwrites), and refuses reads as the real one would (EBADF).
 func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
 	if flag&(os.O_CREATE|os.O_WRONLY|os.O_RDWR) != 0 {
 		f.mu.Lock()
@@ -103,130 +106,45 @@ func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error)
 		f.ops.RLock()
 		defer f.ops.RUnlock()
 	}
-	inner, err := f.inner.OpenFile(name, flag, perm)
+	p := &f.power
+	path, err := f.enterPath("open", name)
 	if err != nil {
 		return nil, err
 	}
-	return &faultFile{File: inner, fs: f}, nil
-}
-
-// Remove implements wal.FS.
-func (f *FS) Remove(name string) error {
-	f.ops.RLock()
-	defer f.ops.RUnlock()
-	return f.inner.Remove(name)
-}
-
-// Rename implements wal.FS.
-func (f *FS) Rename(o, n string) error {
-	f.ops.RLock()
-	defer f.ops.RUnlock()
-	return f.inner.Rename(o, n)
-}
-
-// ReadDirNames implements wal.FS.
-func (f *FS) ReadDirNames(dir string) ([]string, error) { return f.inner.ReadDirNames(dir) }
-
-// MkdirAll implements wal.FS.
-func (f *FS) MkdirAll(dir string, perm os.FileMode) error { return f.inner.MkdirAll(dir, perm) }
-
-// SyncDir implements wal.FS.
-func (f *FS) SyncDir(dir string) error {
-	f.ops.RLock()
-	defer f.ops.RUnlock()
-	f.mu.Lock()
-	err := f.syncErr
-	f.mu.Unlock()
+	defer p.pl.RUnlock()
+	p.nsmu.Lock()
+	defer p.nsmu.Unlock()
+	n, err := p.ensure(path)
 	if err != nil {
-		return err
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	return f.inner.SyncDir(dir)
-}
-
-type faultFile struct {
-	wal.File
-	fs *FS
-}
-
-func (ff *faultFile) Write(p []byte) (int, error) { return ff.faulty(p, ff.File.Write) }
-
-func (ff *faultFile) Truncate(size int64) error {
-	ff.fs.ops.RLock()
-	defer ff.fs.ops.RUnlock()
-	return ff.File.Truncate(size)
-}
-
-func (ff *faultFile) WriteAt(p []byte, off int64) (int, error) {
-	return ff.faulty(p, func(b []byte) (int, error) { return ff.File.WriteAt(b, off) })
-}
-
-// faulty applies the armed write faults to one write of p done by write.
-func (ff *faultFile) faulty(p []byte, write func([]byte) (int, error)) (int, error) {
-	f := ff.fs
-	f.ops.RLock()
-	defer f.ops.RUnlock()
-	f.mu.Lock()
-	werr, short, space := f.writeErr, f.shortWrite, f.space
-	f.mu.Unlock()
-	if werr != nil {
-		return 0, &os.PathError{Op: "write", Path: ff.Name(), Err: werr}
+	acc := flag & (os.O_WRONLY | os.O_RDWR)
+	iflag := flag &^ os.O_TRUNC
+	if acc == os.O_WRONLY {
+		iflag = iflag&^os.O_WRONLY | os.O_RDWR
 	}
-	if short {
-		n, err := write(p[:len(p)/2])
-		if err == nil {
-			err = io.ErrShortWrite
-		}
-		return n, err
-	}
-	if space >= 0 && int64(len(p)) > space {
-		n, err := write(p[:space])
-		f.mu.Lock()
-		f.space -= int64(n)
-		f.mu.Unlock()
-		if err == nil {
-			err = &os.PathError{Op: "write", Path: ff.Name(), Err: syscall.ENOSPC}
-		}
-		return n, err
-	}
-	n, err := write(p)
-	if space >= 0 {
-		f.mu.Lock()
-		f.space -= int64(n)
-		f.mu.Unlock()
-	}
-	return n, err
-}
-
-func (ff *faultFile) Sync() error {
-	f := ff.fs
-	f.ops.RLock()
-	defer f.ops.RUnlock()
-	f.mu.Lock()
-	if hold := f.hold; hold != nil {
-		f.held++
-		f.mu.Unlock()
-		<-hold
-		f.mu.Lock()
-		f.held--
-	}
-	err, delay := f.syncErr, f.stall
-	if err == nil {
-		f.stall = 0
-	}
-	f.mu.Unlock()
+	inner, err := f.inner.OpenFile(name, iflag, perm)
 	if err != nil {
-		return &os.PathError{Op: "fdatasync", Path: ff.Name(), Err: err}
+		return nil, err
 	}
-	if delay > 0 {
-		time.Sleep(delay) // the disk's latency, not a wait for state
+	if n == nil { // created now
+		d, err := p.ensure(filepath.Dir(path))
+		if err != nil || d == nil {
+			inner.Close()
+			return nil, &os.PathError{Op: "open", Path: name, Err: fmt.Errorf("faultfs: its directory: %v", err)}
+		}
+		p.changed(d, filepath.Base(path))
+		n = &node{parent: d, name: filepath.Base(path)}
+		p.attach(n)
 	}
-	if err := ff.File.Sync(); err != nil {
-		return err
+	ff := &faultFile{File: inner, fs: f, node: n, acc: acc, app: flag&os.O_APPEND != 0}
+	if flag&os.O_TRUNC != 0 && acc != 0 {
+		if err := ff.truncate(0); err != nil {
+			inner.Close()
+			return nil, err
+		}
 	}
-	f.mu.Lock()
-	f.syncs++
-	f.mu.Unlock()
-	return nil
+	return ff, nil
 }
 
 // A lying disk acknowledges every fsync while the data sits in a volatile
@@ -248,6 +166,10 @@ func (ff *faultFile) Sync() error {
 func (f *FS) Checkpoint(dir, dst string, keep func(name string) bool) error {
 	f.ops.Lock()
 	defer f.ops.Unlock()
+	if err := f.power.enter(); err != nil {
+		return fmt.Errorf("faultfs: checkpoint: %w", err)
+	}
+	defer f.power.pl.RUnlock()
 	if err := os.RemoveAll(dst); err != nil {
 		return err
 	}
@@ -285,7 +207,7 @@ func copyFiles(from, to string, keep func(name string) bool) error {
 		return err
 	}
 	for _, e := range ents {
-		if !e.Type().IsRegular() || !keep(e.Name()) {
+		if !e.Type().IsRegular() || reserved(e.Name()) || !keep(e.Name()) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(from, e.Name()))
