@@ -28,3 +28,7 @@ func CheckCrashBatches(l *Log, last uint64) error {
 	got, _ := l.LastIndex()
 	return crashCheck(l, first, got, m)
 }
+
+// CrashEntry returns the crash tests' entry (index, term): a stamped
+// command whose payload is a function of both.
+func CrashEntry(index, term uint64) *raft.Log { return crashEntry(index, term) }
