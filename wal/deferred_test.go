@@ -342,3 +342,30 @@ func TestDeferredConcurrentReaders(t *testing.T) {
 	awaitDurable(t, l, lastIndex(l))
 	ftCheck(t, l, lastIndex(l))
 }
+
+// Close makes what deferred appends left durable, and says so only if it
+// did: a log whose writer failed with entries waiting returns ErrFailed
+// from Close, and so does a log that failed before it (its floor mark is
+// not written either).
+func TestCloseOfAFailedLogSaysItFailed(t *testing.T) {
+	l, ffs := openFault(t, t.TempDir())
+	if err := l.StoreLogs(ftBatch(1, 8)); err != nil {
+		t.Fatal(err)
+	}
+	release := ffs.HoldSyncs()
+	if err := l.StoreLogsDeferred(ftBatch(9, 16)); err != nil {
+		t.Fatal(err)
+	}
+	awaitHeld(t, ffs, 1)
+	if err := l.StoreLogsDeferred(ftBatch(17, 24)); err != nil { // waits in memory
+		t.Fatal(err)
+	}
+	ffs.FailSyncs(syscall.EIO)
+	release()
+	if err := l.Close(); !errors.Is(err, wal.ErrFailed) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Close with deferred entries it could not make durable: %v, want ErrFailed (EIO)", err)
+	}
+	if got := l.Durable(); got != 8 {
+		t.Fatalf("durable %d after the failed close, want 8", got)
+	}
+}

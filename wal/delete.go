@@ -127,7 +127,9 @@ func (l *segStore) truncate(min, prevTerm uint64) error {
 
 // Close makes what deferred appends left durable, writes a floor mark if
 // the floor advanced since the last batch, and closes every file. Further
-// calls return ErrClosed.
+// calls return ErrClosed. A log that failed (before Close, or when Close
+// wrote what waited) still closes every file but returns ErrFailed: nothing
+// beyond Durable and PersistedFloor was made durable.
 func (l *segStore) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
@@ -152,6 +154,8 @@ func (l *segStore) Close() error {
 		if err := l.persistFloor(); err != nil {
 			firstErr = err
 		}
+	} else {
+		firstErr = fmt.Errorf("wal: close: %w: %w", ErrFailed, failed)
 	}
 	l.closeFiles()
 	if err := l.stable.Close(); err != nil && firstErr == nil {

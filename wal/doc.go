@@ -57,7 +57,9 @@
 //  4. Treat ErrFailed as fatal for this open log: after a write or fsync
 //     error nothing more is written; close and reopen it (an fsync is never
 //     retried).
-//  5. Close it after raft has shut down; Close persists the floor.
+//  5. Close it after raft has shut down; Close persists the floor. Close
+//     of a failed log returns ErrFailed: what it held beyond Durable was not
+//     made durable.
 //
 // # What each error means
 //

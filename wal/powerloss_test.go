@@ -9,11 +9,13 @@ package wal_test
 // loss and after), nothing that was not written there, and must go on.
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/faultfs"
 )
 
 // settle waits until everything stored is durable, or the log failed (the
@@ -78,7 +80,10 @@ func TestPowerLossDuringHeldDeferredSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := l.Durable()
-	_ = l.Close()
+	// What waited could not be made durable: Close must not say it was.
+	if err := l.Close(); !errors.Is(err, wal.ErrFailed) || !errors.Is(err, faultfs.ErrPowerLost) {
+		t.Fatalf("Close after the loss: %v, want ErrFailed (ErrPowerLost)", err)
+	}
 	r, err := wal.Open(dir)
 	if err != nil {
 		t.Fatal(err)
