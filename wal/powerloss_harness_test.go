@@ -1,7 +1,8 @@
 package wal_test
 
 // The power-loss harness: a log written through a faultfs.FS that loses the
-// power just before its n-th change of the disk, for every n in turn, then
+// power just before its n-th change of the disk (PowerLossAt), for every n
+// in turn, then
 // reopened from the directory and checked against what it acknowledged
 // before the loss. A model records what the log was asked to write and what
 // it said was durable (a returned StoreLogs, DeleteRange, SyncFloor; the
@@ -10,8 +11,6 @@ package wal_test
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -21,65 +20,6 @@ import (
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/faultfs"
 )
-
-// cutFS loses the power just before its at-th change of the disk (a write,
-// sync, truncation, creation, removal, rename or directory sync through it
-// or a file it opened); at 0, never.
-type cutFS struct {
-	*faultfs.FS
-	at int64
-	n  atomic.Int64
-
-	mu  sync.Mutex
-	cut string // the change the power went before
-	err error  // PowerLoss's own error
-}
-
-func newCutFS(at int64) *cutFS { return &cutFS{FS: faultfs.New(wal.OSFS{}), at: at} }
-
-func (c *cutFS) tick(op, name string) {
-	if c.FS.Lost() || c.n.Add(1) != c.at {
-		return
-	}
-	err := c.FS.PowerLoss()
-	c.mu.Lock()
-	c.cut, c.err = op+" "+filepath.Base(name), err
-	c.mu.Unlock()
-}
-
-func (c *cutFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
-	if flag&os.O_CREATE != 0 {
-		c.tick("create", name)
-	}
-	f, err := c.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &cutFile{File: f, c: c}, nil
-}
-
-func (c *cutFS) Remove(name string) error { c.tick("remove", name); return c.FS.Remove(name) }
-func (c *cutFS) Rename(o, n string) error { c.tick("rename", o); return c.FS.Rename(o, n) }
-func (c *cutFS) SyncDir(dir string) error { c.tick("syncdir", dir); return c.FS.SyncDir(dir) }
-func (c *cutFS) MkdirAll(d string, p os.FileMode) error {
-	c.tick("mkdir", d)
-	return c.FS.MkdirAll(d, p)
-}
-
-type cutFile struct {
-	wal.File
-	c *cutFS
-}
-
-func (f *cutFile) Write(p []byte) (int, error) { f.c.tick("write", f.Name()); return f.File.Write(p) }
-func (f *cutFile) WriteAt(p []byte, off int64) (int, error) {
-	f.c.tick(fmt.Sprintf("write %d bytes at %d of", len(p), off), f.Name())
-	return f.File.WriteAt(p, off)
-}
-func (f *cutFile) Sync() error            { f.c.tick("sync", f.Name()); return f.File.Sync() }
-func (f *cutFile) Truncate(n int64) error { f.c.tick("truncate", f.Name()); return f.File.Truncate(n) }
-
-var _ wal.FS = (*cutFS)(nil)
 
 // logModel is what a log was asked to do and what it acknowledged. Its
 // methods do the operation on the log and record it; after the first
@@ -282,7 +222,7 @@ func (m *logModel) check(t *testing.T, r *wal.Log, where string) (next, term uin
 // again: the log must go on after any loss.
 func powerLossPoints(t *testing.T, opts []wal.Option, scenario func(l *wal.Log, m *logModel)) {
 	t.Helper()
-	dry := newCutFS(0)
+	dry := faultfs.New(wal.OSFS{})
 	l, err := wal.Open(t.TempDir(), append(opts, wal.WithFS(dry))...)
 	if err != nil {
 		t.Fatal(err)
@@ -293,31 +233,28 @@ func powerLossPoints(t *testing.T, opts []wal.Option, scenario func(l *wal.Log, 
 		t.Fatalf("the scenario fails without a power loss: %v", m.failed)
 	}
 	l.Close()
-	total := dry.n.Load()
-	var lost [2]int // losses inside the scenario, after it
+	total := dry.Changes()
+	inside := 0
 	for at := int64(1); at <= total+1; at++ {
 		dir := t.TempDir()
-		c := newCutFS(at)
+		ffs := faultfs.New(wal.OSFS{})
+		ffs.PowerLossAt(at)
 		m := newLogModel()
-		l, err := wal.Open(dir, append(opts, wal.WithFS(c))...)
+		l, err := wal.Open(dir, append(opts, wal.WithFS(ffs))...)
 		if err == nil {
 			scenario(l, m)
 		}
-		if c.Lost() {
-			lost[0]++
+		cut, perr := ffs.LostBefore()
+		if ffs.Lost() {
+			inside++
 		} else {
-			lost[1]++
-			c.mu.Lock()
-			c.cut, c.err = "after the last", c.FS.PowerLoss()
-			c.mu.Unlock()
+			cut, perr = "after the last change", ffs.PowerLoss()
 		}
 		if l != nil {
 			m.observe(l) // what the log reports after the loss counts too
 			_ = l.Close()
 		}
-		c.mu.Lock()
-		where, perr := fmt.Sprintf("power lost before change %d of %d (%s)", at, total, c.cut), c.err
-		c.mu.Unlock()
+		where := fmt.Sprintf("power lost before change %d of %d (%s)", at, total, cut)
 		if perr != nil {
 			t.Fatalf("%s: PowerLoss: %v", where, perr)
 		}
@@ -347,5 +284,5 @@ func powerLossPoints(t *testing.T, opts []wal.Option, scenario func(l *wal.Log, 
 		}
 		r.Close()
 	}
-	t.Logf("%d changes of the disk; the power lost before each (%d inside the scenario) and after the last", total, lost[0])
+	t.Logf("%d changes of the disk; the power lost before each (%d times inside the scenario) and after the last", total, inside)
 }

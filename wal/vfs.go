@@ -1,118 +1,25 @@
 package wal
 
 import (
-	"io"
 	"os"
-	"path/filepath"
-	"sort"
-	"syscall"
+
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
-// FS is the file-system seam the log does all its IO through. OSFS is the
-// real one; wal/faultfs injects write, sync and space errors for tests.
-type FS interface {
-	// OpenFile opens a file like os.OpenFile.
-	OpenFile(name string, flag int, perm os.FileMode) (File, error)
-	// Remove removes a file.
-	Remove(name string) error
-	// Rename renames a file (atomic within a directory).
-	Rename(oldname, newname string) error
-	// ReadDirNames lists the names in dir, sorted.
-	ReadDirNames(dir string) ([]string, error)
-	// MkdirAll creates dir and its parents.
-	MkdirAll(dir string, perm os.FileMode) error
-	// SyncDir makes a directory's entries (creations, removals) durable.
-	SyncDir(dir string) error
-}
+// FS is the file-system seam the log does all its IO through: open,
+// remove, rename, list, create directories, sync a directory. OSFS is the
+// real one; wal/faultfs injects write, sync and space errors and an honest
+// power loss for tests. It is the same type as the snapshot store's seam
+// (snapshot.FS adds directory operations), so one file system can serve
+// both.
+type FS = vfs.FS
 
-// File is an open file of an FS.
-type File interface {
-	io.ReaderAt
-	io.Writer
-	io.WriterAt
-	// Sync makes written data durable (fdatasync where available).
-	Sync() error
-	// Truncate changes the file's size.
-	Truncate(size int64) error
-	// Size returns the file's current size.
-	Size() (int64, error)
-	Close() error
-	// Name returns the path the file was opened with.
-	Name() string
-}
+// File is an open file of an FS: ReadAt, Write, WriteAt, Sync (fdatasync
+// where available), Truncate, Size, Close, Name.
+type File = vfs.File
 
-// OSFS is the operating system's file system.
-type OSFS struct{}
-
-var _ FS = OSFS{}
-
-type osFile struct{ *os.File }
-
-func (f osFile) Sync() error { return fdatasync(f.File) }
-
-func (f osFile) Size() (int64, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
-}
-
-// OpenFile implements FS.
-func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return osFile{f}, nil
-}
-
-// Remove implements FS.
-func (OSFS) Remove(name string) error { return os.Remove(name) }
-
-// Rename implements FS.
-func (OSFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
-
-// ReadDirNames implements FS.
-func (OSFS) ReadDirNames(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
-// MkdirAll implements FS.
-func (OSFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
-
-// SyncDir implements FS.
-func (OSFS) SyncDir(dir string) error {
-	d, err := os.Open(filepath.Clean(dir))
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func fdatasync(f *os.File) error {
-	for {
-		err := syscall.Fdatasync(int(f.Fd()))
-		if err != syscall.EINTR {
-			if err != nil {
-				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
-			}
-			return nil
-		}
-	}
-}
+// OSFS is the operating system's file system (it also has the directory
+// operations snapshot.FS needs).
+type OSFS = vfs.OSFS
 
 const osRDONLY = os.O_RDONLY

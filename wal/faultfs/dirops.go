@@ -13,6 +13,7 @@ import (
 // Mkdir creates the directory name like os.Mkdir. The new entry is durable
 // after a SyncDir of its parent.
 func (f *FS) Mkdir(name string, perm os.FileMode) error {
+	f.change("mkdir", name)
 	f.ops.RLock()
 	defer f.ops.RUnlock()
 	p := &f.power
@@ -32,6 +33,7 @@ func (f *FS) Mkdir(name string, perm os.FileMode) error {
 // MkdirAll implements wal.FS: it creates dir and the parents it lacks.
 // Each created directory is durable after a SyncDir of its parent.
 func (f *FS) MkdirAll(dir string, perm os.FileMode) error {
+	f.change("mkdir", dir)
 	f.ops.RLock()
 	defer f.ops.RUnlock()
 	p := &f.power
@@ -71,6 +73,7 @@ func (f *FS) MkdirAll(dir string, perm os.FileMode) error {
 // parent; until then the file is moved aside (hidden from ReadDirNames) so
 // that a power loss can bring it back.
 func (f *FS) Remove(name string) error {
+	f.change("remove", name)
 	f.ops.RLock()
 	defer f.ops.RUnlock()
 	p := &f.power
@@ -109,6 +112,7 @@ func (f *FS) Remove(name string) error {
 // when it does not exist). The removal is durable after a SyncDir of the
 // parent, as for Remove.
 func (f *FS) RemoveAll(name string) error {
+	f.change("removeall", name)
 	f.ops.RLock()
 	defer f.ops.RUnlock()
 	p := &f.power
@@ -133,6 +137,7 @@ func (f *FS) RemoveAll(name string) error {
 // directory (ErrCrossDir otherwise). The rename is durable after a SyncDir
 // of the directory; an entry it replaces is moved aside until then.
 func (f *FS) Rename(oldname, newname string) error {
+	f.change("rename", oldname)
 	f.ops.RLock()
 	defer f.ops.RUnlock()
 	p := &f.power
@@ -219,6 +224,7 @@ func (f *FS) ReadDirNames(dir string) ([]string, error) {
 // SyncDir implements wal.FS: on success the directory's current entries
 // are durable. Changes of names in it wait while it syncs.
 func (f *FS) SyncDir(dir string) error {
+	f.change("syncdir", dir)
 	f.ops.RLock()
 	defer f.ops.RUnlock()
 	p := &f.power

@@ -71,6 +71,14 @@
 //     into sectors, which this model never does (the wal's torn-tail tests
 //     cover torn writes).
 //
+// PowerLossAt picks the instant: every change of the disk through the FS is
+// numbered when attempted (Changes), and the loss is armed just before one
+// of them; a harness runs a scenario once to count its changes, then once
+// per change with the loss before it (LostBefore names it).
+//
+// The FS also has the directory operations of a snapshot store (Mkdir,
+// RemoveAll, Stat; it is a snapshot.FS), under the same model.
+//
 // The lying disk (Checkpoint, Restore) is the other model: fsyncs that
 // succeed but are not honoured. It stays independent of PowerLoss, which
 // models an honest disk.

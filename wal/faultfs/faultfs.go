@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/jobraft/jobraft/internal/vfs"
 	"github.com/jobraft/jobraft/wal"
 )
 
@@ -35,7 +37,14 @@ type FS struct {
 	held       int           // Syncs waiting on hold
 
 	power power // the power-loss model (power.go, names.go)
+
+	changes    atomic.Int64 // changes of the disk attempted (at.go)
+	lossAt     atomic.Int64 // the change PowerLossAt armed a loss before; 0: none
+	lostBefore string       // mu: the change it went before
+	lossErr    error        // mu: PowerLoss's error then
 }
+
+var _ vfs.DirFS = (*FS)(nil)
 
 // New returns an FS over inner with no faults armed.
 func New(inner wal.FS) *FS {
@@ -101,6 +110,9 @@ func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error)
 		if err != nil && flag&os.O_CREATE != 0 {
 			return nil, &os.PathError{Op: "open", Path: name, Err: err}
 		}
+	}
+	if flag&os.O_CREATE != 0 || flag&os.O_TRUNC != 0 && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		f.change("create", name)
 	}
 	if flag&os.O_CREATE != 0 {
 		f.ops.RLock()

@@ -58,6 +58,7 @@ func (ff *faultFile) Close() error {
 }
 
 func (ff *faultFile) Truncate(size int64) error {
+	ff.fs.change("truncate", ff.Name())
 	ff.fs.ops.RLock()
 	defer ff.fs.ops.RUnlock()
 	if err := ff.fs.power.enter(); err != nil {
@@ -89,6 +90,11 @@ func (ff *faultFile) truncate(size int64) error {
 // (seq) where the handle's next Write goes.
 func (ff *faultFile) faulty(p []byte, off int64, seq bool) (int, error) {
 	f := ff.fs
+	if seq {
+		f.changeWrite(ff.Name(), len(p), -1)
+	} else {
+		f.changeWrite(ff.Name(), len(p), off)
+	}
 	f.ops.RLock()
 	defer f.ops.RUnlock()
 	if err := f.power.enter(); err != nil {
@@ -167,6 +173,7 @@ func (ff *faultFile) put(b []byte, at int64, seq bool) (int, error) {
 // if the power did not go before it returns.
 func (ff *faultFile) Sync() error {
 	f := ff.fs
+	f.change("sync", ff.Name())
 	f.ops.RLock()
 	defer f.ops.RUnlock()
 	p := &f.power

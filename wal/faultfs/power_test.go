@@ -426,3 +426,25 @@ func TestReservedNamesRefused(t *testing.T) {
 	}
 	h.want("a=x")
 }
+
+// PowerLossAt loses the power just before the n-th change from when it was
+// armed: that change fails, the ones before it are judged by the model.
+func TestPowerLossAtLosesBeforeTheNthChange(t *testing.T) {
+	h := newPL(t)
+	h.synced("a", "old") // changes 1-4: create, write, sync, syncdir
+	if got := h.fs.Changes(); got != 4 {
+		t.Fatalf("%d changes counted, want 4", got)
+	}
+	h.fs.PowerLossAt(3)
+	f := h.open("a", os.O_RDWR) // not a change
+	h.writeAt(f, 0, "new")      // change 1
+	h.do(h.fs.Mkdir(h.path("d"), 0o700))
+	if err := f.Sync(); !errors.Is(err, ErrPowerLost) { // change 3
+		t.Fatalf("the third change: %v, want ErrPowerLost", err)
+	}
+	what, err := h.fs.LostBefore()
+	if err != nil || what != "change 7: sync a" {
+		t.Fatalf("LostBefore: %q, %v; want the sync, the 7th change", what, err)
+	}
+	h.want("a=old")
+}
