@@ -30,7 +30,7 @@ func BenchmarkSnapshotSeal(b *testing.B) {
 			s := benchStore(b)
 			id := benchPut(b, s, 1, data)
 			dir := filepath.Join(s.Dir(), id)
-			m, err := readManifest(dir, id)
+			m, err := readManifest(OSFS{}, dir, id)
 			if err != nil {
 				b.Fatal(err)
 			}

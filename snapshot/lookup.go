@@ -6,5 +6,5 @@ import "path/filepath"
 // disk and validated (it names id). It does not check the artifact: Open
 // does.
 func (s *Store) Manifest(id string) (*Manifest, error) {
-	return readManifest(filepath.Join(s.dir, id), id)
+	return readManifest(s.opts.fs, filepath.Join(s.dir, id), id)
 }

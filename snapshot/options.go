@@ -55,6 +55,7 @@ type options struct {
 	logger       hclog.Logger
 	onEvent      func(Event)
 	sync         bool
+	fs           FS
 
 	// gateHook runs after the manifest is sealed and before the gate re-reads
 	// the candidate. Tests use it to alter the artifact; nil in production.
@@ -62,7 +63,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{retain: 2, keepRejected: 3, sync: true}
+	return options{retain: 2, keepRejected: 3, sync: true, fs: OSFS{}}
 }
 
 // WithRetain keeps the newest n published snapshots (default 2, n >= 1).
@@ -114,6 +115,19 @@ func WithEvents(fn func(Event)) Option {
 func WithSync(on bool) Option {
 	return func(o *options) error {
 		o.sync = on
+		return nil
+	}
+}
+
+// WithFS makes the store do all its IO through fsys (default OSFS): in
+// tests, a fault injector such as wal/faultfs, whose power loss then covers
+// the store's files and directories. nil is refused.
+func WithFS(fsys FS) Option {
+	return func(o *options) error {
+		if fsys == nil {
+			return fmt.Errorf("%w: nil file system", ErrInvalidOption)
+		}
+		o.fs = fsys
 		return nil
 	}
 }

@@ -144,7 +144,7 @@ func TestAppliesRacingSnapshotsNeverDifferFromManifest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		size, digest, err := digestFile(filepath.Join(dir, artifactName))
+		size, digest, err := digestFile(OSFS{}, filepath.Join(dir, artifactName))
 		if err != nil || size != m.Size || digest != m.Digest || m.Index != index {
 			t.Fatalf("snapshot %s: artifact %d bytes %x, manifest %d bytes %x index %d (want %d), err %v",
 				id, size, digest, m.Size, m.Digest, m.Index, index, err)

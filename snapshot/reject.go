@@ -29,7 +29,7 @@ func (s *Store) reject(m *Manifest, dir string, g *GateError) error {
 	kept := s.keepRejected(m, dir, g)
 	s.mu.Unlock()
 	if !kept {
-		if err := os.RemoveAll(dir); err != nil {
+		if err := s.opts.fs.RemoveAll(dir); err != nil {
 			s.log.Error("failed to remove rejected snapshot candidate", "path", dir, "error", err)
 		}
 	}
@@ -56,7 +56,7 @@ func (s *Store) keepRejected(m *Manifest, dir string, g *GateError) bool {
 	}
 	target := filepath.Join(s.dir, rejectedPrefix+m.ID)
 	for n := 1; ; n++ {
-		if _, err := os.Lstat(target); os.IsNotExist(err) {
+		if _, err := s.opts.fs.Stat(target); os.IsNotExist(err) {
 			break
 		}
 		target = filepath.Join(s.dir, rejectedPrefix+m.ID+"."+strconv.Itoa(n))
@@ -69,17 +69,17 @@ func (s *Store) keepRejected(m *Manifest, dir string, g *GateError) bool {
 	}, Rejected: time.Now().UTC().Format(time.RFC3339Nano)}
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err == nil {
-		err = writeFileSync(filepath.Join(dir, diagnosticName), append(b, '\n'), s.opts.sync)
+		err = writeFileSync(s.opts.fs, filepath.Join(dir, diagnosticName), append(b, '\n'), s.opts.sync)
 	}
 	if err == nil {
-		err = os.Rename(dir, target)
+		err = s.opts.fs.Rename(dir, target)
 	}
 	if err == nil {
 		err = s.syncDir(s.dir)
 	}
 	if err != nil {
 		s.log.Error("failed to keep rejected snapshot candidate", "path", dir, "error", err)
-		if _, serr := os.Lstat(target); serr != nil {
+		if _, serr := s.opts.fs.Stat(target); serr != nil {
 			g.KeptDir = ""
 			return false
 		}
@@ -91,7 +91,7 @@ func (s *Store) keepRejected(m *Manifest, dir string, g *GateError) bool {
 // boundRejected removes the oldest kept rejected candidates beyond the
 // limit. Failures are logged: they only leave extra evidence behind.
 func (s *Store) boundRejected() {
-	entries, err := os.ReadDir(s.dir)
+	names, err := s.opts.fs.ReadDirNames(s.dir)
 	if err != nil {
 		s.log.Error("failed to scan for rejected candidates", "error", err)
 		return
@@ -101,13 +101,13 @@ func (s *Store) boundRejected() {
 		mod  time.Time
 	}
 	var all []kept
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), rejectedPrefix) {
+	for _, name := range names {
+		path := filepath.Join(s.dir, name)
+		if !strings.HasPrefix(name, rejectedPrefix) || !isDir(s.opts.fs, path) {
 			continue
 		}
-		path := filepath.Join(s.dir, e.Name())
 		mod := time.Time{}
-		if fi, err := os.Stat(filepath.Join(path, diagnosticName)); err == nil {
+		if fi, err := s.opts.fs.Stat(filepath.Join(path, diagnosticName)); err == nil {
 			mod = fi.ModTime()
 		}
 		all = append(all, kept{path, mod})
@@ -119,7 +119,7 @@ func (s *Store) boundRejected() {
 		return all[i].path > all[j].path
 	})
 	for i := s.opts.keepRejected; i < len(all); i++ {
-		if err := os.RemoveAll(all[i].path); err != nil {
+		if err := s.opts.fs.RemoveAll(all[i].path); err != nil {
 			s.log.Error("failed to remove old rejected candidate", "path", all[i].path, "error", fmt.Sprint(err))
 			continue
 		}

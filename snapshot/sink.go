@@ -24,7 +24,7 @@ type sink struct {
 	dir string    // candidate dir, <id>.tmp
 
 	mu     sync.Mutex
-	f      *os.File
+	f      File
 	buf    *bufio.Writer
 	h      hash.Hash
 	n      int64
@@ -34,7 +34,7 @@ type sink struct {
 }
 
 func newSink(s *Store, m *Manifest, dir string) (*sink, error) {
-	f, err := os.OpenFile(filepath.Join(dir, artifactName), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := s.opts.fs.OpenFile(filepath.Join(dir, artifactName), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: create artifact: %w", err)
 	}
@@ -89,7 +89,7 @@ func (k *sink) Cancel() error {
 	k.done = true
 	k.result = errors.New("snapshot: candidate was cancelled")
 	_ = k.f.Close()
-	if err := os.RemoveAll(k.dir); err != nil {
+	if err := k.s.opts.fs.RemoveAll(k.dir); err != nil {
 		return fmt.Errorf("snapshot: discard candidate %s: %w", k.dir, err)
 	}
 	return nil
@@ -100,7 +100,7 @@ func (k *sink) seal() error {
 	s := k.s
 	fail := func(err error) error {
 		_ = k.f.Close()
-		if rerr := os.RemoveAll(k.dir); rerr != nil {
+		if rerr := s.opts.fs.RemoveAll(k.dir); rerr != nil {
 			s.log.Error("failed to discard snapshot candidate", "path", k.dir, "error", rerr)
 		}
 		s.log.Error("snapshot candidate failed before the gate", "id", k.m.ID, "error", err)
@@ -129,7 +129,7 @@ func (k *sink) seal() error {
 		return fail(err)
 	}
 	manifestPath := filepath.Join(k.dir, manifestName)
-	if err := writeFileSync(manifestPath, enc, s.opts.sync); err != nil {
+	if err := writeFileSync(s.opts.fs, manifestPath, enc, s.opts.sync); err != nil {
 		return fail(fmt.Errorf("snapshot: write manifest %s: %w", k.m.ID, err))
 	}
 	if err := s.syncDir(k.dir); err != nil {
@@ -152,12 +152,12 @@ func (k *sink) seal() error {
 // artifact on disk has m's size and digest.
 func (s *Store) gate(m *Manifest, dir string) *GateError {
 	intact := false
-	if b, err := os.ReadFile(filepath.Join(dir, manifestName)); err == nil {
+	if b, err := readFile(s.opts.fs, filepath.Join(dir, manifestName)); err == nil {
 		if onDisk, err := DecodeManifest(b); err == nil {
 			intact = equalManifest(onDisk, m)
 		}
 	}
-	size, digest, rerr := digestFile(filepath.Join(dir, artifactName))
+	size, digest, rerr := digestFile(s.opts.fs, filepath.Join(dir, artifactName))
 	g := s.check(OpSeal, m, dir, size, digest, rerr)
 	if g == nil && intact {
 		return nil
@@ -173,9 +173,9 @@ func (s *Store) gate(m *Manifest, dir string) *GateError {
 func (s *Store) publish(m *Manifest, dir string) error {
 	final := filepath.Join(s.dir, m.ID)
 	s.mu.Lock()
-	if err := os.Rename(dir, final); err != nil {
+	if err := s.opts.fs.Rename(dir, final); err != nil {
 		s.mu.Unlock()
-		_ = os.RemoveAll(dir)
+		_ = s.opts.fs.RemoveAll(dir)
 		return fmt.Errorf("snapshot: publish %s: %w", m.ID, err)
 	}
 	if err := s.syncDir(s.dir); err != nil {
@@ -200,8 +200,8 @@ func (s *Store) publish(m *Manifest, dir string) error {
 }
 
 // writeFileSync writes b to a new file at path and fsyncs it.
-func writeFileSync(path string, b []byte, doSync bool) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+func writeFileSync(fsys FS, path string, b []byte, doSync bool) error {
+	f, err := fsys.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}

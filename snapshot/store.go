@@ -55,7 +55,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if o.logger == nil {
 		o.logger = hclog.New(&hclog.LoggerOptions{Name: "snapshot"})
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := o.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("snapshot: create store dir: %w", err)
 	}
 	s := &Store{dir: dir, opts: o, log: o.logger}
@@ -69,19 +69,18 @@ func Open(dir string, opts ...Option) (*Store, error) {
 func (s *Store) Dir() string { return s.dir }
 
 func (s *Store) removeLeftovers() error {
-	entries, err := os.ReadDir(s.dir)
+	names, err := s.opts.fs.ReadDirNames(s.dir)
 	if err != nil {
 		return fmt.Errorf("snapshot: scan store dir: %w", err)
 	}
 	removed := false
-	for _, e := range entries {
-		name := e.Name()
+	for _, name := range names {
 		if !strings.HasSuffix(name, tmpSuffix) && !strings.HasSuffix(name, trashSuffix) {
 			continue
 		}
 		path := filepath.Join(s.dir, name)
 		s.log.Warn("removing leftover of an interrupted snapshot", "path", path)
-		if err := os.RemoveAll(path); err != nil {
+		if err := s.opts.fs.RemoveAll(path); err != nil {
 			return fmt.Errorf("snapshot: remove leftover %s: %w", path, err)
 		}
 		removed = true
@@ -116,8 +115,8 @@ func (s *Store) Create(version raft.SnapshotVersion, index, term uint64, configu
 	var tmp string
 	for n := 1; ; n++ {
 		tmp = filepath.Join(s.dir, m.ID+tmpSuffix)
-		if _, err := os.Lstat(filepath.Join(s.dir, m.ID)); errors.Is(err, fs.ErrNotExist) {
-			err = os.Mkdir(tmp, 0o755)
+		if _, err := s.opts.fs.Stat(filepath.Join(s.dir, m.ID)); errors.Is(err, fs.ErrNotExist) {
+			err = s.opts.fs.Mkdir(tmp, 0o755)
 			if err == nil {
 				break
 			}
@@ -132,7 +131,7 @@ func (s *Store) Create(version raft.SnapshotVersion, index, term uint64, configu
 	}
 	sk, err := newSink(s, m, tmp)
 	if err != nil {
-		_ = os.RemoveAll(tmp)
+		_ = s.opts.fs.RemoveAll(tmp)
 		return nil, err
 	}
 	s.log.Debug("creating snapshot candidate", "id", m.ID, "index", index, "term", term, "path", tmp)
@@ -150,21 +149,21 @@ type published struct {
 // the manifest are returned in bad (with their error), never in good. good
 // is sorted newest first.
 func (s *Store) scan() (good []published, bad []Event, err error) {
-	entries, err := os.ReadDir(s.dir)
+	names, err := s.opts.fs.ReadDirNames(s.dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot: scan store dir: %w", err)
 	}
-	for _, e := range entries {
-		if !e.IsDir() || !idPattern.MatchString(e.Name()) {
+	for _, name := range names {
+		dir := filepath.Join(s.dir, name)
+		if !idPattern.MatchString(name) || !isDir(s.opts.fs, dir) {
 			continue // candidates, trash, rejected-*, foreign files
 		}
-		dir := filepath.Join(s.dir, e.Name())
-		m, err := readManifest(dir, e.Name())
+		m, err := readManifest(s.opts.fs, dir, name)
 		if err != nil {
 			bad = append(bad, Event{Kind: Refused, Path: dir, Err: err})
 			continue
 		}
-		if fi, err := os.Stat(filepath.Join(dir, artifactName)); err != nil || fi.Size() != m.Size {
+		if fi, err := s.opts.fs.Stat(filepath.Join(dir, artifactName)); err != nil || fi.Size() != m.Size {
 			g := s.gateError(OpOpen, m, dir)
 			if err != nil {
 				g.Cause, g.CauseText = err, err.Error()
@@ -186,9 +185,9 @@ func (s *Store) scan() (good []published, bad []Event, err error) {
 
 // readManifest reads and validates dir's manifest and checks that it names
 // the snapshot id.
-func readManifest(dir, id string) (*Manifest, error) {
+func readManifest(fsys FS, dir, id string) (*Manifest, error) {
 	path := filepath.Join(dir, manifestName)
-	b, err := os.ReadFile(path)
+	b, err := readFile(fsys, path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &ManifestError{Path: path, Problems: []string{"manifest file is missing"}}
@@ -246,33 +245,29 @@ func (s *Store) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 		return nil, nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	dir := filepath.Join(s.dir, id)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	if !isDir(s.opts.fs, dir) {
 		return nil, nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	m, err := readManifest(dir, id)
+	m, err := readManifest(s.opts.fs, dir, id)
 	if err != nil {
 		if IsCorrupt(err) {
 			s.report([]Event{{Kind: Refused, Path: dir, Err: err}})
 		}
 		return nil, nil, err
 	}
-	f, err := os.Open(filepath.Join(dir, artifactName))
+	f, err := s.opts.fs.OpenFile(filepath.Join(dir, artifactName), os.O_RDONLY, 0)
 	if err != nil {
 		g := s.gateError(OpOpen, m, dir)
 		g.ManifestIntact, g.ArtifactSize, g.Cause, g.CauseText = true, -1, err, err.Error()
 		s.report([]Event{{Kind: Refused, Path: dir, Manifest: m, Err: g}})
 		return nil, nil, g
 	}
-	size, digest, rerr := digestReader(f)
+	size, digest, rerr := digestReader(fileReader(f))
 	if g := s.check(OpOpen, m, dir, size, digest, rerr); g != nil {
 		_ = f.Close()
 		g.ManifestIntact = true
 		s.report([]Event{{Kind: Refused, Path: dir, Manifest: m, Err: g}})
 		return nil, nil, g
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("snapshot: rewind %s: %w", f.Name(), err)
 	}
 	return m.meta(), newVerifyingReader(f, m, s.gateError(OpOpen, m, dir)), nil
 }
@@ -289,13 +284,13 @@ func (s *Store) prune() ([]Event, error) {
 	for i := s.opts.retain; i < len(good); i++ {
 		p := good[i]
 		trash := p.dir + trashSuffix
-		if err := os.Rename(p.dir, trash); err != nil {
+		if err := s.opts.fs.Rename(p.dir, trash); err != nil {
 			return evs, fmt.Errorf("snapshot: prune %s: %w", p.dir, err)
 		}
 		if err := s.syncDir(s.dir); err != nil {
 			return evs, err
 		}
-		if err := os.RemoveAll(trash); err != nil {
+		if err := s.opts.fs.RemoveAll(trash); err != nil {
 			return evs, fmt.Errorf("snapshot: prune %s: %w", trash, err)
 		}
 		s.log.Info("pruned snapshot", "id", p.m.ID, "index", p.m.Index, "term", p.m.Term)
@@ -315,15 +310,7 @@ func (s *Store) syncDir(dir string) error {
 	if !s.opts.sync {
 		return nil
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("snapshot: open dir for sync: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := s.opts.fs.SyncDir(dir); err != nil {
 		return fmt.Errorf("snapshot: sync dir %s: %w", dir, err)
 	}
 	return nil

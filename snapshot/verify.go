@@ -21,13 +21,13 @@ func digestReader(r io.Reader) (int64, [sha256.Size]byte, error) {
 }
 
 // digestFile is digestReader over a file.
-func digestFile(path string) (int64, [sha256.Size]byte, error) {
-	f, err := os.Open(path)
+func digestFile(fsys FS, path string) (int64, [sha256.Size]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return -1, [sha256.Size]byte{}, err
 	}
 	defer f.Close()
-	return digestReader(f)
+	return digestReader(fileReader(f))
 }
 
 // gateError starts a diagnostic for snapshot m in dir (flags all false).
@@ -68,7 +68,7 @@ func (s *Store) check(op string, m *Manifest, dir string, size int64, digest [sh
 // is read: if the bytes differ from the manifest by the time EOF is reached
 // (or run past its size), Read returns a *GateError instead of io.EOF.
 type verifyingReader struct {
-	f    *os.File
+	f    File
 	br   *bufio.Reader
 	h    hash.Hash
 	n    int64
@@ -77,8 +77,8 @@ type verifyingReader struct {
 	err  error
 }
 
-func newVerifyingReader(f *os.File, m *Manifest, diag *GateError) *verifyingReader {
-	return &verifyingReader{f: f, br: bufio.NewReaderSize(f, 1<<20), h: sha256.New(), m: m, diag: diag}
+func newVerifyingReader(f File, m *Manifest, diag *GateError) *verifyingReader {
+	return &verifyingReader{f: f, br: bufio.NewReaderSize(fileReader(f), 1<<20), h: sha256.New(), m: m, diag: diag}
 }
 
 func (v *verifyingReader) Read(p []byte) (int, error) {
