@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/internal/vfs"
 	"github.com/jobraft/jobraft/snapshot"
 )
 
@@ -69,7 +70,7 @@ func Seed(dataDir string, members []Member, index uint64, artifact io.Reader) er
 			return err
 		}
 	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := vfs.MkdirAll(vfs.OSFS{}, dataDir, 0o755); err != nil { // durable, with the snapshot
 		return err
 	}
 	dir := filepath.Join(dataDir, "snapshots")

@@ -6,6 +6,9 @@
 // # Basics
 //
 // Open(dir) returns a *Store; hand it to raft.NewRaft as the snapshot store.
+// It creates dir durably (the directory holding each directory it creates
+// is fsynced). All IO goes through a file-system seam (WithFS; tests pass
+// wal/faultfs to inject faults and an honest power loss).
 // Store.Create returns a sink; raft streams the FSM state into it (the
 // artifact) while the sink computes its size and SHA-256. sink.Close then:
 //

@@ -165,6 +165,42 @@ func TestPowerLossDuringSeal(t *testing.T) {
 	}
 }
 
+// The Sealed event, from which the node takes the wal's reset bound (the
+// log may then be reset for this snapshot), means the snapshot is durable:
+// the power lost inside the event's callback keeps it.
+func TestSealedEventMeansDurable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "snapshots")
+	ffs := faultfs.New(wal.OSFS{})
+	var lossErr error
+	s, err := Open(dir, WithFS(ffs), WithLogger(hclog.NewNullLogger()), WithEvents(func(e Event) {
+		if e.Kind == Sealed {
+			lossErr = ffs.PowerLoss()
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := artifact(3, 1<<20)
+	id, err := putErr(s, 30, 3, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lossErr != nil || !ffs.Lost() {
+		t.Fatalf("no power loss in the Sealed callback: %v", lossErr)
+	}
+	r, err := Open(dir, WithLogger(hclog.NewNullLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas, err := r.List()
+	if err != nil || len(metas) != 1 || metas[0].ID != id {
+		t.Fatalf("after the loss: %v (err %v), want %s", metas, err, id)
+	}
+	if got := readBack(t, r, id, "after the loss"); !bytes.Equal(got, data) {
+		t.Fatalf("%s reads back %d bytes other than the %d written", id, len(got), len(data))
+	}
+}
+
 // WithFS refuses a nil file system.
 func TestWithFSRefusesNil(t *testing.T) {
 	if _, err := Open(t.TempDir(), WithFS(nil)); err == nil {

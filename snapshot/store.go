@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
 // On-disk names inside the store directory (see docs/snapshot.md).
@@ -55,7 +56,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if o.logger == nil {
 		o.logger = hclog.New(&hclog.LoggerOptions{Name: "snapshot"})
 	}
-	if err := o.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := vfs.MkdirAll(o.fs, dir, 0o755); err != nil { // durable: a first start's directory
 		return nil, fmt.Errorf("snapshot: create store dir: %w", err)
 	}
 	s := &Store{dir: dir, opts: o, log: o.logger}

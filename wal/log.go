@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
 // Log is a segment-file raft.LogStore with the persist guard built in, and a
@@ -34,7 +35,7 @@ func Open(dir string, opts ...Option) (*Log, error) {
 		opt(&o)
 	}
 	fs := o.fs
-	if err := fs.MkdirAll(dir, 0o700); err != nil {
+	if err := vfs.MkdirAll(fs, dir, 0o700); err != nil { // durable: a first start's directory
 		return nil, err
 	}
 	stable, err := openStable(filepath.Join(dir, stableFile))

@@ -10,6 +10,8 @@ package wal_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -223,4 +225,29 @@ func TestPowerLossTruncation(t *testing.T) {
 		m.store(l, 38, 40, 3, false)
 		m.deleteRange(l, 39, 40)
 	})
+}
+
+// Open creates the log's directory (and its missing parents) when it is
+// not there: a member's first start. Those creations must be durable before
+// anything in the directory is acknowledged, or a power loss takes the
+// whole log away — acknowledged entries, and the term and vote in
+// stable.db with them.
+func TestPowerLossKeepsTheDirectoryOpenCreated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data", "log")
+	ffs := faultfs.New(wal.OSFS{})
+	l, err := wal.Open(dir, wal.WithFS(ffs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StoreLogs(ftBatch(1, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ffs.PowerLoss(); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the log's directory after the loss: %v", err)
+	}
+	reopenCheck(t, dir, 8)
 }
