@@ -116,10 +116,12 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 		return nil, fmt.Errorf("raft: open log: %w", err)
 	}
 	gaugeLogFailed(cfg.ID, false)
-	if n.snaps, err = snapshot.Open(filepath.Join(cfg.DataDir, "snapshots"),
+	snapOpts := append([]snapshot.Option{
 		snapshot.WithRetain(cfg.SnapshotRetain),
 		snapshot.WithLogger(logger.Named("snapshot")),
-		snapshot.WithEvents(n.snapshotEvent)); err != nil {
+		snapshot.WithEvents(n.snapshotEvent),
+	}, o.Snapshot...)
+	if n.snaps, err = snapshot.Open(filepath.Join(cfg.DataDir, "snapshots"), snapOpts...); err != nil {
 		return nil, fmt.Errorf("raft: open snapshot store: %w", err)
 	}
 	if n.mux, err = transport.Listen(transport.Config{
@@ -202,7 +204,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	if snap, last, err := resetLogBelowSnapshot(n.log, n.snaps); err != nil {
 		return nil, fmt.Errorf("raft: reset a log that ends below the latest snapshot: %w", err)
 	} else if snap != 0 {
-		cfg.Logger.Warn("the log ended below the latest snapshot (writes the disk acknowledged were lost); reset it: the member continues from the snapshot",
+		cfg.Logger.Warn("the log ended below the latest snapshot (a power loss during an install, or writes the disk acknowledged were lost); reset it: the member continues from the snapshot",
 			"log_last_index", last, "snapshot_index", snap)
 	}
 	if o.Applied != nil {

@@ -45,11 +45,13 @@ func checkRestorable(log *wal.Log, snaps *snapshot.Store) error {
 // resetLogBelowSnapshot resets a log that ends below the snapshot raft will
 // restore (the newest that opens). Raft then continues from the snapshot's
 // index + 1, which such a log cannot take: every append would leave a gap
-// and be refused (G2), and the member would never converge. Only writes the
-// disk acknowledged and then lost leave a log there (raft's own logs reach
-// every snapshot they took or installed: a snapshot covers only applied
-// entries, and an install resets the log): the snapshot covers every entry
-// the log still holds, so they are dropped. It returns the snapshot index
+// and be refused (G2), and the member would never converge. Two things leave
+// a log there (raft's own logs otherwise reach every snapshot they took or
+// installed: a snapshot covers only applied entries, and an install resets
+// the log): a power loss during an install, after its snapshot was sealed
+// and before the log's reset was durable (TestPowerLossDuringInstall), and
+// writes the disk acknowledged and then lost. Either way the snapshot
+// covers every entry the log still holds, so they are dropped. It returns the snapshot index
 // the log was reset for (0: nothing done).
 func resetLogBelowSnapshot(log *wal.Log, snaps *snapshot.Store) (uint64, uint64, error) {
 	last, err := log.LastIndex()

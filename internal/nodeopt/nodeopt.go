@@ -13,6 +13,7 @@ package nodeopt
 import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/history"
+	"github.com/jobraft/jobraft/snapshot"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
 )
@@ -35,6 +36,8 @@ type Options struct {
 	Caller func(addr string, c transport.Caller) transport.Caller
 	// WAL are passed to wal.Open after the node's own options.
 	WAL []wal.Option
+	// Snapshot are passed to snapshot.Open after the node's own options.
+	Snapshot []snapshot.Option
 }
 
 // Applied records the member's applied history into s.
@@ -68,6 +71,13 @@ func WrapCaller(wrap func(addr string, c transport.Caller) transport.Caller) Opt
 // (so a test may set a file system, segment size, cache size or Repair).
 func WALOptions(opts ...wal.Option) Option {
 	return func(o *Options) { o.WAL = append(o.WAL, opts...) }
+}
+
+// SnapshotOptions passes opts to the member's snapshot.Open, after the
+// node's own (so a test may give the store the file system its log uses,
+// and one power loss covers both).
+func SnapshotOptions(opts ...snapshot.Option) Option {
+	return func(o *Options) { o.Snapshot = append(o.Snapshot, opts...) }
 }
 
 // Collect applies opts in order.
