@@ -249,3 +249,24 @@ func TestLivenessAllowsAFailedLeaderItsStepDown(t *testing.T) {
 		}
 	}
 }
+
+// A member whose power is lost is down until its restart, like a killed
+// one: liveness does not count it towards a connected quorum for the span.
+func TestPowerLossImpairsItsMember(t *testing.T) {
+	s := Schedule{Members: 3, Actions: []Action{
+		{At: 200 * ms, For: 300 * ms, Kind: PowerLoss, Members: []int{1}},
+		{At: 300 * ms, For: 400 * ms, Kind: Kill, Members: []int{2}},
+	}}
+	for _, c := range []struct {
+		at       time.Duration
+		impaired bool
+		quorum   bool
+	}{{150 * ms, false, true}, {250 * ms, true, true}, {400 * ms, true, false}, {550 * ms, false, true}} {
+		if got := s.memberImpaired(1, c.at); got != c.impaired {
+			t.Errorf("at %v: m1 impaired %v, want %v", c.at, got, c.impaired)
+		}
+		if got := s.quorumConnected(c.at); got != c.quorum {
+			t.Errorf("at %v: a connected quorum %v, want %v", c.at, got, c.quorum)
+		}
+	}
+}

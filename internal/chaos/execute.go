@@ -162,7 +162,7 @@ func (r *runner) resolve(k int, a Action) (Action, bool) {
 		}
 	}
 	switch a.Kind {
-	case Kill, Pause, Fsync, DiskFull, Skew, BitFlip, Lie:
+	case Kill, Pause, Fsync, DiskFull, Skew, BitFlip, Lie, PowerLoss:
 		m := a.Members[0]
 		r.mu.Lock()
 		busy := r.down[m] || r.paused[m] || r.memberBusy[m]
@@ -215,6 +215,8 @@ func (r *runner) begin(k int, a Action) {
 		r.restart(m, "clock skewed "+a.Skew.String())
 	case Lie:
 		r.lie(k, m)
+	case PowerLoss:
+		r.powerLoss(m)
 	case Transfer:
 		go r.transfer()
 	case Add, Remove, Replace:
@@ -258,6 +260,27 @@ func (r *runner) loseLog(k, m int) {
 	r.restart(m, "after lie")
 }
 
+// powerLoss cuts member m's power (ctltest.Procs.PowerLoss): its log
+// goes back to what it had fsynced, the process dies at once, and it
+// restarts at the end of the span, as after a kill. A power loss that did
+// not take effect as modelled is noted (the member was killed, or runs
+// on until the end of the span restarts it).
+func (r *runner) powerLoss(m int) {
+	r.setDown(m, true) // its death is the fault's, not an exit of its own
+	last := r.obs.lastIndex(m)
+	undid, err := r.p.PowerLoss(m)
+	if err != nil {
+		r.note(m, "powerloss: %v", err)
+		return
+	}
+	sh, err := r.p.LogShapeOf(m)
+	if err != nil {
+		r.note(m, "powerloss: power lost (undid %d bytes in %d files, %d names); its log unreadable now: %v", undid.Bytes, undid.Files, undid.Entries, err)
+		return
+	}
+	r.note(m, "powerloss: power lost, undid %d bytes in %d files and %d names; its log on disk %s (the last status round saw last %d)", undid.Bytes, undid.Files, undid.Entries, sh, last)
+}
+
 func (r *runner) end(k int, _ Action) {
 	r.mu.Lock()
 	a, ok := r.resolved[k]
@@ -281,7 +304,7 @@ func (r *runner) end(k int, _ Action) {
 	}
 	r.note(m, "end %s", a.Kind)
 	switch a.Kind {
-	case Kill, BitFlip:
+	case Kill, BitFlip, PowerLoss:
 		r.restart(m, "after "+string(a.Kind))
 	case Lie:
 		r.loseLog(k, m)

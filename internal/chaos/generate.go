@@ -34,9 +34,10 @@ const step = 50 * time.Millisecond
 
 // Generate returns the schedule of seed: the same seed and options give
 // the same schedule. Faults overlap freely across members; on one member
-// the member faults (kill, pause, disk, bit flip, skew) do not overlap, a
-// member whose log took a bit flip is targeted no more (it may stay down),
-// bit flips hit a minority, and every action ends by Span.
+// the member faults (kill, pause, disk, bit flip, skew, lie, power loss)
+// do not overlap, a member whose log took a bit flip is targeted no more
+// (it may stay down), bit flips hit a minority, and every action ends by
+// Span.
 func Generate(seed uint64, o GenOptions) Schedule {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	n := o.Members
@@ -233,10 +234,55 @@ func Generate(seed uint64, o GenOptions) Schedule {
 	if lrng.IntN(randomLieEvery) == 0 {
 		if a, ok := randomLie(lrng, s, busy); ok {
 			s.Actions = append(s.Actions, a)
+			if m := a.Members[0]; m >= 0 {
+				busy[m] = append(busy[m], a)
+			}
 		}
+	}
+	// Power losses come from a stream of their own too, drawn last, so
+	// that adding them changed no other action of any seed.
+	prng := rand.New(rand.NewPCG(seed, 0x90e71055))
+	if prng.IntN(powerLossEvery) == 0 {
+		s.Actions = append(s.Actions, powerLoss(prng, s, busy, flipped, gone)...)
 	}
 	sortActions(s.Actions)
 	return s
+}
+
+// powerLossEvery: about one seed in powerLossEvery (but the lying-disk
+// composites) gets one power loss, from a stream of its own.
+const powerLossEvery = 4
+
+// powerLoss returns one power loss of 100-450ms (then the member
+// restarts, as after a kill) on the leader (half the time) or a random
+// member that has no member fault in the span, was not removed and took
+// no bit flip; none when the member drawn is busy. Half the losses of the
+// leader come with its disk stalled 50-100ms before (the stall action's
+// first fsync takes 250 or 500ms longer), so that the power goes while
+// entries the leader wrote, and sent, are not yet on its disk.
+func powerLoss(rng *rand.Rand, s Schedule, busy [][]Action, flipped, gone map[int]bool) []Action {
+	slots := int(s.Span / step)
+	if slots < 8 {
+		return nil
+	}
+	at := time.Duration(2+rng.IntN(slots-4)) * step
+	a := Action{At: at, For: min(time.Duration(2+rng.IntN(8))*step, s.Span-at), Kind: PowerLoss}
+	if rng.IntN(2) == 0 {
+		a.Members = []int{Leader} // whoever leads then; a clash is skipped at run time
+		if rng.IntN(2) == 0 {
+			from := at - time.Duration(1+rng.IntN(2))*step
+			stall := Action{At: from, For: a.At - from + step, Kind: Stall, Members: []int{Leader},
+				Delay: []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}[rng.IntN(2)]}
+			return []Action{stall, a}
+		}
+		return []Action{a}
+	}
+	m := rng.IntN(s.Members)
+	if flipped[m] || gone[m] || overlaps(busy[m], a) {
+		return nil
+	}
+	a.Members = []int{m}
+	return []Action{a}
 }
 
 // randomLieEvery: about one other seed in randomLieEvery gets one lie on

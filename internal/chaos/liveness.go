@@ -35,9 +35,9 @@ func (r *runner) effective() Schedule {
 }
 
 // memberImpaired reports whether the schedule has a member fault on m at
-// offset t (a kill, a pause, a failing disk, a bit flip).
+// offset t (a kill, a power loss, a pause, a failing disk, a bit flip).
 func (s Schedule) memberImpaired(m int, t time.Duration) bool {
-	return s.faultOn(m, t, Kill, Pause, Fsync, DiskFull, BitFlip)
+	return s.faultOn(m, t, Kill, PowerLoss, Pause, Fsync, DiskFull, BitFlip)
 }
 
 // faultOn reports whether the schedule has a fault of one of kinds on

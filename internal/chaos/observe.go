@@ -145,3 +145,16 @@ func (o *observer) leader() int {
 	}
 	return best
 }
+
+// lastIndex returns the last log index member m reported in the latest
+// round it answered (0: none).
+func (o *observer) lastIndex(m int) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k := len(o.samples) - 1; k >= 0; k-- {
+		if s := o.samples[k]; s.Member == m && s.OK {
+			return s.Last
+		}
+	}
+	return 0
+}

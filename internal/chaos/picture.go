@@ -52,7 +52,7 @@ func (r *runner) picture(res Result) []byte {
 	for _, a := range r.effective().Actions {
 		color := map[Kind]string{Kill: "#f88", Pause: "#fc8", Partition: "#88f", Bridge: "#aaf", OneWay: "#ccf", Mute: "#ddf", Flap: "#c8f",
 			Net: "#8cc", Fsync: "#cc8", DiskFull: "#aa6", BitFlip: "#f4f", Skew: "#8f8", Transfer: "#555",
-			Stall: "#cb8", Lie: "#f60", Add: "#3a3", Remove: "#a33", Replace: "#a3a"}[a.Kind]
+			Stall: "#cb8", Lie: "#f60", PowerLoss: "#c00", Add: "#3a3", Remove: "#a33", Replace: "#a3a"}[a.Kind]
 		lanes := a.Members
 		if a.Kind == Net || a.Kind == Transfer || len(lanes) == 0 {
 			lanes = nil

@@ -69,6 +69,15 @@ const (
 	// checkers excuse and what they still require is in docs/chaos.md,
 	// "A lying disk".
 	Lie Kind = "lie"
+	// PowerLoss is the ordinary crash of a machine whose disk keeps its
+	// promises: power goes, everything the member's log had not yet
+	// fsynced is lost, everything it fsynced stays (ctltest's POST
+	// /powerloss: faultfs.FS.PowerLoss, then the process SIGKILLs itself
+	// at once, so it sends nothing on the strength of what it lost). The
+	// member restarts from its data dir at the end of the span, like
+	// Kill. Unlike Lie it breaks no Raft assumption: every checker stays
+	// strict (docs/chaos.md, "Power loss").
+	PowerLoss Kind = "powerloss"
 	// Transfer asks the leader to hand leadership over (instant).
 	Transfer Kind = "transfer"
 	// Add adds a spare (a member process started empty, not in the
@@ -161,7 +170,7 @@ func (s Schedule) Validate() error {
 				return fmt.Errorf("%w: action %d (%s) names member %d", ErrSchedule, i, a.Kind, m)
 			}
 		}
-		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0, Stall: 1, Lie: 1, Add: 1, Remove: 1, Replace: 2}
+		want := map[Kind]int{Kill: 1, Pause: 1, Bridge: 2, OneWay: 2, Mute: 1, Flap: 2, Fsync: 1, DiskFull: 1, BitFlip: 1, Skew: 1, Transfer: 0, Net: 0, Stall: 1, Lie: 1, PowerLoss: 1, Add: 1, Remove: 1, Replace: 2}
 		if n, ok := want[a.Kind]; ok && len(a.Members) != n {
 			return fmt.Errorf("%w: action %d (%s) takes %d members, has %d", ErrSchedule, i, a.Kind, n, len(a.Members))
 		}
@@ -372,7 +381,7 @@ func parseAction(w []string) (Action, error) {
 		}
 	}
 	switch a.Kind {
-	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Stall, Lie, Transfer, Add, Remove, Replace:
+	case Kill, Pause, Partition, Bridge, OneWay, Mute, Flap, Net, Fsync, DiskFull, BitFlip, Skew, Stall, Lie, PowerLoss, Transfer, Add, Remove, Replace:
 	default:
 		return a, fmt.Errorf("unknown kind %q", a.Kind)
 	}

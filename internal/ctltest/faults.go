@@ -139,7 +139,68 @@ func (f *memberFaults) handler(next http.Handler) http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(rep)
 	})
+	// POST /powerloss: the power goes (faultfs.FS.PowerLoss: every file and
+	// directory the log wrote goes back to what it last fsynced, and every
+	// later operation fails), then the process SIGKILLs itself at once: it
+	// answers nothing, and sends nothing on the strength of what it lost.
+	// A PowerLoss that fails is answered (the process runs on; the caller
+	// decides).
+	mux.HandleFunc("POST /powerloss", func(w http.ResponseWriter, r *http.Request) {
+		// What the loss will undo, measured a moment before it, for the
+		// harness to report (a file beside the data dir, not through f).
+		if b, err := json.Marshal(f.disk.Unsynced()); err == nil {
+			_ = os.WriteFile(powerLossReport(f.dataDir), b, 0o600)
+		}
+		if err := f.disk.PowerLoss(); err != nil {
+			_ = json.NewEncoder(w).Encode(Reply{Outcome: OutcomeError, Error: err.Error()})
+			return
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	})
 	return mux
+}
+
+// powerLossReport is where a member writes, just before its power loss,
+// what the loss will undo (faultfs.Pending), beside its data dir.
+func powerLossReport(dataDir string) string { return filepath.Clean(dataDir) + ".powerloss" }
+
+// PowerLoss cuts member i's power (POST /powerloss) and reaps the process:
+// its log on disk is what it had fsynced. It returns what the loss undid,
+// as the member measured it a moment before. An error means the power
+// loss did not take effect as modelled: the member refused (its process
+// still runs), or it neither answered nor died within a few seconds (it is
+// then SIGKILLed: a plain kill).
+func (p *Procs) PowerLoss(i int) (faultfs.Pending, error) {
+	var undid faultfs.Pending
+	cmd, exited := p.cmd(i)
+	if cmd == nil || p.Exited(i) {
+		return undid, fmt.Errorf("ctltest: power loss of %s: not running", p.Cfgs[i].ID)
+	}
+	report := powerLossReport(p.Cfgs[i].DataDir)
+	_ = os.Remove(report)
+	rep, err := p.CallT(i, "/powerloss", Request{}, 2*time.Second)
+	if err == nil {
+		return undid, fmt.Errorf("ctltest: power loss of %s refused: %s %s", p.Cfgs[i].ID, rep.Outcome, rep.Error)
+	}
+	select { // no answer: the process killed itself
+	case <-exited:
+		p.mu.Lock()
+		p.cmds[i] = nil
+		p.mu.Unlock()
+	case <-time.After(5 * time.Second):
+		p.Kill(i)
+		return undid, fmt.Errorf("ctltest: power loss of %s: no answer and still running after 5s (%v): killed", p.Cfgs[i].ID, err)
+	}
+	b, err := os.ReadFile(report)
+	if err == nil {
+		err = json.Unmarshal(b, &undid)
+		_ = os.Remove(report)
+	}
+	if err != nil {
+		return undid, fmt.Errorf("ctltest: power loss of %s: power lost, its report unread: %w", p.Cfgs[i].ID, err)
+	}
+	return undid, nil
 }
 
 // LogShape is what a log on disk holds: its last index and its commit
