@@ -112,6 +112,9 @@ func (r *runner) restart(i int, why string) {
 	r.noteRestartFloor(i)
 	r.p.Start(i)
 	r.faults.restarted(i)
+	r.mu.Lock()
+	r.started[i] = r.since()
+	r.mu.Unlock()
 	r.setDown(i, false)
 	r.note(i, "started (%s)", why)
 }
@@ -258,27 +261,6 @@ func (r *runner) loseLog(k, m int) {
 		r.note(m, "lie: power lost, its log as it was when the lie began (%s, was %s)", after, before)
 	}
 	r.restart(m, "after lie")
-}
-
-// powerLoss cuts member m's power (ctltest.Procs.PowerLoss): its log
-// goes back to what it had fsynced, the process dies at once, and it
-// restarts at the end of the span, as after a kill. A power loss that did
-// not take effect as modelled is noted (the member was killed, or runs
-// on until the end of the span restarts it).
-func (r *runner) powerLoss(m int) {
-	r.setDown(m, true) // its death is the fault's, not an exit of its own
-	last := r.obs.lastIndex(m)
-	undid, err := r.p.PowerLoss(m)
-	if err != nil {
-		r.note(m, "powerloss: %v", err)
-		return
-	}
-	sh, err := r.p.LogShapeOf(m)
-	if err != nil {
-		r.note(m, "powerloss: power lost (undid %d bytes in %d files, %d names); its log unreadable now: %v", undid.Bytes, undid.Files, undid.Entries, err)
-		return
-	}
-	r.note(m, "powerloss: power lost, undid %d bytes in %d files and %d names; its log on disk %s (the last status round saw last %d)", undid.Bytes, undid.Files, undid.Entries, sh, last)
 }
 
 func (r *runner) end(k int, _ Action) {

@@ -146,15 +146,15 @@ func (o *observer) leader() int {
 	return best
 }
 
-// lastIndex returns the last log index member m reported in the latest
-// round it answered (0: none).
-func (o *observer) lastIndex(m int) uint64 {
+// lastSample returns member m's sample of the latest round it answered
+// that started at or after since (OK false: none).
+func (o *observer) lastSample(m int, since time.Duration) Sample {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for k := len(o.samples) - 1; k >= 0; k-- {
+	for k := len(o.samples) - 1; k >= 0 && o.samples[k].At >= since; k-- {
 		if s := o.samples[k]; s.Member == m && s.OK {
-			return s.Last
+			return s
 		}
 	}
-	return 0
+	return Sample{Member: m}
 }

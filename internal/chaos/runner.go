@@ -105,6 +105,8 @@ type runner struct {
 	refused []bool // exited on its own after a bit flip
 	lied    []bool // restarted with a log that lost what it wrote during a lie
 	lies    []lieSpan
+	losses  []loss          // power losses that took effect (powerloss.go)
+	started []time.Duration // when each member's process was last started (0: at the run's start)
 	// restartFloors[i][k]: the commit floor on disk when member i's
 	// process started for the k-th time (its k-th Started record; k >= 1)
 	restartFloors []map[int]uint64
@@ -206,7 +208,7 @@ func Run(t testing.TB, s Schedule, o Options) Result {
 	r := &runner{t: t, s: s, o: o,
 		down: make([]bool, n), paused: make([]bool, n),
 		flipped: make([]bool, n), refused: make([]bool, n), lied: make([]bool, n), restartFloors: make([]map[int]uint64, n),
-		memberBusy: make([]bool, n), resolved: map[int]Action{}, members: newMembers(s),
+		memberBusy: make([]bool, n), started: make([]time.Duration, n), resolved: map[int]Action{}, members: newMembers(s),
 		diverged: map[int]*raft.Divergence{}, finalLead: -1}
 	r.p = ctltest.StartProcs(t, n, func(i int, mc *ctltest.MemberConfig) {
 		mc.Join = i >= s.Members // a spare: empty, outside the configuration until added
@@ -280,6 +282,9 @@ func (r *runner) continuousVerdicts() []Verdict {
 		if !seen[c] {
 			out = append(out, Verdict{Checker: c, OK: true})
 		}
+	}
+	if !seen["powerloss"] {
+		out = append(out, r.powerlossVerdictLocked())
 	}
 	return out
 }
