@@ -2,6 +2,7 @@ package ctltest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/snapshot"
 	"github.com/jobraft/jobraft/transport/faultnet"
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/faultfs"
@@ -53,18 +55,21 @@ type FlapSpec struct {
 
 // memberFaults is a member process's fault network and faulty disk.
 type memberFaults struct {
-	mu      sync.Mutex
-	net     *faultnet.Network
-	disk    *faultfs.FS
-	dataDir string
-	stallID int // the last stall armed
+	mu  sync.Mutex
+	net *faultnet.Network
+	// disk carries the member's log (its segments and directory), the
+	// target of every disk fault (FaultSpec, POST /lie); snaps its
+	// snapshot store, faultless but for a power loss, which covers both.
+	disk, snaps *faultfs.FS
+	dataDir     string
+	stallID     int // the last stall armed
 }
 
-// newMemberFaults makes a fault network and a fault FS, both healthy until
+// newMemberFaults makes a fault network and the fault FSs, healthy until
 // a spec arrives; options are the node options that route the member's
-// traffic and log through them.
+// traffic, log and snapshots through them.
 func newMemberFaults(dataDir string) *memberFaults {
-	return &memberFaults{net: faultnet.New(time.Now().UnixNano()), disk: faultfs.New(wal.OSFS{}), dataDir: dataDir}
+	return &memberFaults{net: faultnet.New(time.Now().UnixNano()), disk: faultfs.New(wal.OSFS{}), snaps: faultfs.New(wal.OSFS{}), dataDir: dataDir}
 }
 
 // logDir is where a member's node keeps its log (raft.Config.DataDir/log):
@@ -81,9 +86,12 @@ func lieDir(dataDir string) string { return filepath.Clean(dataDir) + ".lie" }
 // vote twice in a term, an election-safety failure of the fault's own.
 func isSegment(name string) bool { return strings.HasSuffix(name, ".seg") }
 
-// options carries the member's raft traffic, RPCs and log through f.
+// options carries the member's raft traffic, RPCs, log and snapshots
+// through f. The snapshot store has a file system of its own, so that the
+// disk faults (EIO, ENOSPC, a stall: "the log's fsyncs") stay the log's.
 func (f *memberFaults) options() []nodeopt.Option {
-	return append(nodetest.FaultOptions(f.net), nodeopt.WALOptions(wal.WithFS(f.disk)))
+	return append(nodetest.FaultOptions(f.net), nodeopt.WALOptions(wal.WithFS(f.disk)),
+		nodeopt.SnapshotOptions(snapshot.WithFS(f.snaps)))
 }
 
 // apply replaces the member's fault state with s.
@@ -139,19 +147,20 @@ func (f *memberFaults) handler(next http.Handler) http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(rep)
 	})
-	// POST /powerloss: the power goes (faultfs.FS.PowerLoss: every file and
-	// directory the log wrote goes back to what it last fsynced, and every
-	// later operation fails), then the process SIGKILLs itself at once: it
-	// answers nothing, and sends nothing on the strength of what it lost.
-	// A PowerLoss that fails is answered (the process runs on; the caller
-	// decides).
+	// POST /powerloss: the power goes (faultfs.FS.PowerLoss, the log's then
+	// the snapshot store's: every file and directory they wrote goes back
+	// to what it last fsynced, and every later operation fails), then the
+	// process SIGKILLs itself at once: it answers nothing, and sends nothing
+	// on the strength of what it lost. A PowerLoss that fails is answered
+	// (the process runs on; the caller decides).
 	mux.HandleFunc("POST /powerloss", func(w http.ResponseWriter, r *http.Request) {
 		// What the loss will undo, measured a moment before it, for the
 		// harness to report (a file beside the data dir, not through f).
-		if b, err := json.Marshal(f.disk.Unsynced()); err == nil {
+		u, v := f.disk.Unsynced(), f.snaps.Unsynced()
+		if b, err := json.Marshal(faultfs.Pending{Files: u.Files + v.Files, Bytes: u.Bytes + v.Bytes, Entries: u.Entries + v.Entries}); err == nil {
 			_ = os.WriteFile(powerLossReport(f.dataDir), b, 0o600)
 		}
-		if err := f.disk.PowerLoss(); err != nil {
+		if err := errors.Join(f.disk.PowerLoss(), f.snaps.PowerLoss()); err != nil {
 			_ = json.NewEncoder(w).Encode(Reply{Outcome: OutcomeError, Error: err.Error()})
 			return
 		}
