@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft"
@@ -105,5 +106,105 @@ func TestSubmitDuplicateByKeyAfterUnknownAttempt(t *testing.T) {
 	}
 	if got.r.Job.ID != first.ID || !got.r.Duplicate {
 		t.Fatalf("result job %q duplicate=%v, want the pre-existing %q reported as a duplicate", got.r.Job.ID, got.r.Duplicate, first.ID)
+	}
+}
+
+// startSlowFollower starts three members whose m2 has slowTimer timers: it
+// never leads first, and its Submit pauses HeartbeatTimeout/10 (3 s)
+// between attempts, a window a test can end a context in. It returns the
+// cluster and the leader.
+func startSlowFollower(t *testing.T, fn *faultnet.Network) (*ctltest.Cluster, int) {
+	t.Helper()
+	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
+		if i == 2 {
+			cfg.HeartbeatTimeout, cfg.ElectionTimeout = slowTimer, slowTimer
+		}
+	})
+	l := c.WaitLeader(wait)
+	if l == 2 {
+		t.Fatalf("m2 (election timeout %v) led first", slowTimer)
+	}
+	ctltest.WaitFor(t, wait, "m2 to follow the leader", func() bool {
+		return c.Ctls[2].LocalStats().Leader == c.Cfgs[l].ID
+	})
+	return c, l
+}
+
+// slowTimer is m2's heartbeat and election timeout in startSlowFollower.
+const slowTimer = 30 * time.Second
+
+// A submit whose first attempt ended indeterminate (the leader applied the
+// job, its answer to the forwarding follower was lost) and whose retry
+// finds the job under the call's own ID reports it created by this call
+// (Duplicate false), not a job that existed before.
+func TestSubmitRetryFindingItsOwnUnknownAttemptIsNotADuplicate(t *testing.T) {
+	fn := faultnet.New(seed(t))
+	c, l := startSlowFollower(t, fn)
+	from, to := hraft.ServerAddress(c.Cfgs[2].BindAddr), hraft.ServerAddress(c.Cfgs[l].BindAddr)
+	fn.LoseCallResponses(from, to, "jr.propose", 1)
+	lost := fn.StatsFrom(from)[faultnet.KindCall].Lost
+	entries := c.Ctls[2].LocalStats().SubmitEntries
+	ctx := ctltest.Ctx(t, 2*wait)
+	j, err := c.Ctls[2].Submit(ctx, jobraft.SubmitRequest{ID: "own", Queue: "u", Kind: "k"})
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	if got := fn.StatsFrom(from)[faultnet.KindCall].Lost - lost; got != 1 {
+		t.Fatalf("%d forwarded answers lost, want 1: the first attempt was not indeterminate", got)
+	}
+	if got := c.Ctls[2].LocalStats().SubmitEntries - entries; got != 2 {
+		t.Fatalf("%d submit attempts, want 2 (the unknown one and the retry that found the job)", got)
+	}
+	if j.ID != "own" || j.Duplicate {
+		t.Fatalf("submit returned job %q duplicate=%v; want %q created by this call (duplicate=false)", j.ID, j.Duplicate, "own")
+	}
+	p, err := c.Ctls[l].List(ctx, jobraft.ListFilter{Queue: "u"}, jobraft.Page{})
+	if err != nil || len(p.Jobs) != 1 {
+		t.Fatalf("queue holds %d jobs (%v), want 1", len(p.Jobs), err)
+	}
+}
+
+// A submit whose attempt ended indeterminate (applied on the leader, the
+// answer lost) and whose context then ends while it waits to retry
+// reports ErrMayExist, never ErrNotSubmitted: the ended attempt's outcome
+// is unknown, and so the job may exist (it does).
+func TestSubmitContextEndsAfterAnUnknownAttemptIsMayExist(t *testing.T) {
+	fn := faultnet.New(seed(t))
+	c, l := startSlowFollower(t, fn)
+	from, to := hraft.ServerAddress(c.Cfgs[2].BindAddr), hraft.ServerAddress(c.Cfgs[l].BindAddr)
+	fn.LoseCallResponses(from, to, "jr.propose", 1)
+	lost := fn.StatsFrom(from)[faultnet.KindCall].Lost
+	entries := c.Ctls[2].LocalStats().SubmitEntries
+	sctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Ctls[2].Submit(sctx, jobraft.SubmitRequest{ID: "unknown", Queue: "u", Kind: "k"})
+		done <- err
+	}()
+	// The attempt ended (its answer lost) and the job reached m2's state:
+	// the submit now waits its retry pause (3 s) with nothing in flight.
+	ctltest.WaitFor(t, wait, "the first attempt's answer to be lost and the job to reach m2", func() bool {
+		if fn.StatsFrom(from)[faultnet.KindCall].Lost == lost {
+			return false
+		}
+		_, err := c.Ctls[2].Get(context.Background(), "unknown", jobraft.Local)
+		return err == nil
+	})
+	cancel()
+	err := <-done
+	if got := c.Ctls[2].LocalStats().SubmitEntries - entries; got != 1 {
+		t.Fatalf("%d submit attempts when the context ended, want 1: the retry pause (%v) ran out first, the run tests nothing", got, slowTimer/10)
+	}
+	if errors.Is(err, jobraft.ErrNotSubmitted) || !errors.Is(err, jobraft.ErrMayExist) {
+		t.Fatalf("submit whose context ended after an indeterminate attempt: %v; want ErrMayExist only", err)
+	}
+	var se *jobraft.SubmitError
+	if !errors.As(err, &se) || se.ID != "unknown" || se.Class != jobraft.ErrMayExist || !errors.Is(err, context.Canceled) {
+		t.Fatalf("submit error %v (%#v): want ErrMayExist for %q caused by the context", err, se, "unknown")
+	}
+	ctx := ctltest.Ctx(t, wait)
+	if _, err := c.Ctls[l].Get(ctx, "unknown", jobraft.Linearizable); err != nil {
+		t.Fatalf("the job of the unknown attempt: %v (it was applied on the leader)", err)
 	}
 }

@@ -152,3 +152,31 @@ func TestLogClockInSnapshotAndDigest(t *testing.T) {
 		t.Fatalf("flipped clock: %v, want corrupt", err)
 	}
 }
+
+// A new leader whose LeaderSince is earlier than its term's first entry
+// (it took office, by its clock, long before it proposed anything the state
+// machine sees) still waits a whole lease TTL of log time from that first
+// entry before it expires a lease of an earlier term: by its stamps since
+// LeaderSince it has been in office for an hour, by log time not yet.
+func TestExpiryWithAnEarlyLeaderSinceWaitsAFullTTLOfLogTime(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "a", Queue: "q", Kind: "k"})
+	ttl := 10 * time.Second
+	h.claim1("q", ttl)
+	h.term++
+	h.now = baseTime.Add(2 * time.Hour)
+	since := h.now.Add(-time.Hour) // an hour before the term's first entry
+	h.ok(PauseCmd{Queue: "x"})     // the term's first entry: log time starts at its stamp
+	first := h.now
+	for _, dt := range []time.Duration{0, ttl / 2, ttl - 1} {
+		h.now = first.Add(dt)
+		if r := h.ok(ExpireCmd{LeaderSince: since, Term: h.term}); len(r.Expired) != 0 {
+			t.Fatalf("%v of log time since the term's first entry (%v by stamps since LeaderSince): expired %v",
+				dt, h.now.Sub(since), r.Expired)
+		}
+	}
+	h.now = first.Add(ttl)
+	if r := h.ok(ExpireCmd{LeaderSince: since, Term: h.term}); len(r.Expired) != 1 || r.Expired[0] != "a" {
+		t.Fatalf("a TTL of log time since the term's first entry: expired %v, want [a]", r.Expired)
+	}
+}

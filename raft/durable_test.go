@@ -97,6 +97,48 @@ func TestLeaderAppliesOnlyWhatItsOwnDiskHolds(t *testing.T) {
 	c.WaitConverged(wait)
 }
 
+// The commit floor the leader's guard persists and reports counts raft's
+// commit index only as far as the leader's own disk holds the log: with
+// its fsync held, raft commits past the leader's durable index on the
+// followers' answers, and the floor (Status.Floor, PersistedFloor, the
+// wal's Floor) stays at or below the durable index until the disk catches
+// up.
+func TestLeadersFloorStaysWithinItsDurableIndex(t *testing.T) {
+	c, ffs := startHeldCluster(t)
+	l := c.Leader()
+	n := c.Nodes[l]
+	release := ffs[l].HoldSyncs()
+	defer release()
+	durable := n.Log().Durable()
+	done := proposeAsync(c, l, "set held v")
+	nodetest.WaitFor(t, wait, "raft to commit past the leader's durable index", func() bool {
+		return n.Raft().CommitIndex() > durable
+	})
+	entry := n.Raft().CommitIndex()
+	holdsFor(t, 500*time.Millisecond, "while the leader's disk holds the entry back", func() error {
+		d := n.Log().Durable()
+		if d >= entry {
+			return fmt.Errorf("the leader's log is durable through %d with its fsync held", d)
+		}
+		st := n.Status()
+		if f := n.Log().Floor(); f > d {
+			return fmt.Errorf("the leader's wal floor is %d, past its durable index %d (raft's commit index %d)", f, d, n.Raft().CommitIndex())
+		}
+		if st.Floor > d || st.PersistedFloor > d {
+			return fmt.Errorf("the leader reports floor %d, persisted %d, past its durable index %d", st.Floor, st.PersistedFloor, d)
+		}
+		return nil
+	})
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("propose after the leader's disk caught up: %v", err)
+	}
+	nodetest.WaitFor(t, wait, "the leader's floor to reach the entry once its disk holds it", func() bool {
+		return n.Log().Floor() >= entry
+	})
+	c.WaitConverged(wait)
+}
+
 func TestFollowerAnswersOnlyWhatItsDiskHolds(t *testing.T) {
 	c, ffs := startHeldCluster(t)
 	l := c.Leader()

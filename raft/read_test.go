@@ -129,6 +129,68 @@ func TestReadNeedsAMajorityInTheLeadersTermNow(t *testing.T) {
 	}
 }
 
+// termLiarTo answers the leader's term confirmations (jr.term) to the
+// members whose addresses are in lying with a later term, as termLiar does
+// to all.
+type termLiarTo struct {
+	transport.Caller
+	lying *sync.Map // address -> struct{}
+}
+
+func (c termLiarTo) Call(ctx context.Context, addr, method string, req []byte) ([]byte, error) {
+	if _, ok := c.lying.Load(addr); ok && method == "jr.term" {
+		return binary.LittleEndian.AppendUint64(nil, 1<<40), nil
+	}
+	return c.Caller.Call(ctx, addr, method, req)
+}
+
+// With four voters a read needs three of them (the leader counting) to
+// confirm its term: two of four — the leader and one follower — are not a
+// majority (U12). Two followers answer the term round with a later term
+// while raft's heartbeats keep succeeding: the read is refused; with one
+// of them truthful again, three of four confirm and the read is served.
+func TestReadWithFourVotersNeedsThreeOfThem(t *testing.T) {
+	var lying sync.Map
+	c := nodetest.StartOpts(t, 4, nil, nil, nil, func(int) []nodeopt.Option {
+		return []nodeopt.Option{nodeopt.WrapCaller(func(_ string, inner transport.Caller) transport.Caller {
+			return termLiarTo{Caller: inner, lying: &lying}
+		})}
+	})
+	l := c.WaitLeader(wait)
+	if _, err := c.Propose(l, "set k v", wait); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	_, err := c.Nodes[l].LinearizableRead(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("read with every follower truthful: %v", err)
+	}
+	var followers []string
+	for i, n := range c.Nodes {
+		if i != l {
+			followers = append(followers, n.Addr())
+		}
+	}
+	lying.Store(followers[0], struct{}{})
+	lying.Store(followers[1], struct{}{})
+	ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+	idx, err := c.Nodes[l].LinearizableRead(ctx)
+	cancel()
+	if err == nil {
+		t.Fatalf("read served at index %d with two of four voters (the leader and one follower) confirming its term", idx)
+	}
+	if st := c.Nodes[l].Status(); st.Role != "Leader" {
+		t.Fatalf("m%d is %s: the refusal must come from the term round, with raft's heartbeats fine", l, st.Role)
+	}
+	lying.Delete(followers[1])
+	ctx, cancel = context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if _, err := c.Nodes[l].LinearizableRead(ctx); err != nil {
+		t.Fatalf("read with three of four voters confirming its term: %v", err)
+	}
+}
+
 // A new leader writes one barrier for its term, however many linearizable
 // reads reach it before that barrier commits: they share the observer's
 // (read.go, readyFlight). Each read used to write its own.

@@ -15,20 +15,26 @@ import (
 	"github.com/jobraft/jobraft/wal"
 )
 
-// TestRefusedBatchAfterTruncationConverges is the regression test of
-// docs/upstream.md U4. hashicorp/raft v1.7.3 truncates a conflicting
-// suffix (DeleteRange) and only then stores the new entries; when the guard
-// refuses that batch the handler returns with its cached last index still
-// at the old tail's end, above the real log, and every later append that
-// reaches the cut index fails: the member never converges. A deposed leader
-// holding a stale tail n+1.. of its old term is sent, in the new leader's
-// name and term, prev=n and one unstamped command at n+1 (the guard refuses
-// it: RequireStamp). The seam must refuse the append as a whole before raft
-// truncates: Success=false, raft's last index equal to the log's, the stale
-// tail still there, one guard refusal. An append whose refused batch needs
-// no truncation is left to raft (nothing changes either). After the heal
-// the member converges.
-func TestRefusedBatchAfterTruncationConverges(t *testing.T) {
+// staleTail is an old leader holding a stale tail of its old term, cut off
+// while the others elected a new leader in a higher term that committed
+// past the old leader's committed prefix.
+type staleTail struct {
+	faults *faultnet.Network
+	c      *nodetest.Cluster
+	l      int         // the old leader
+	old    *raft.Node  // c.Nodes[l]
+	n      uint64      // its committed prefix
+	prev   hraft.Log   // its entry at n
+	tail   uint64      // its last index (the stale tail is n+1..tail)
+	stale  hraft.Log   // its entry at n+1
+	nl     int         // the new leader
+	leader raft.Status // the new leader's status
+}
+
+// startStaleTail builds a staleTail: the old leader is isolated (it hears
+// nothing from the others; crafted requests from a bare transport reach it).
+func startStaleTail(t *testing.T) staleTail {
+	t.Helper()
 	faults := faultnet.New(1)
 	c := nodetest.Start(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
@@ -79,7 +85,25 @@ func TestRefusedBatchAfterTruncationConverges(t *testing.T) {
 	if _, err := c.Propose(nl, "after=1", wait); err != nil {
 		t.Fatal(err)
 	}
-	leader := c.Nodes[nl].Status()
+	return staleTail{faults: faults, c: c, l: l, old: old, n: n, prev: prev, tail: tail, stale: stale, nl: nl, leader: c.Nodes[nl].Status()}
+}
+
+// TestRefusedBatchAfterTruncationConverges is the regression test of
+// docs/upstream.md U4. hashicorp/raft v1.7.3 truncates a conflicting
+// suffix (DeleteRange) and only then stores the new entries; when the guard
+// refuses that batch the handler returns with its cached last index still
+// at the old tail's end, above the real log, and every later append that
+// reaches the cut index fails: the member never converges. A deposed leader
+// holding a stale tail n+1.. of its old term is sent, in the new leader's
+// name and term, prev=n and one unstamped command at n+1 (the guard refuses
+// it: RequireStamp). The seam must refuse the append as a whole before raft
+// truncates: Success=false, raft's last index equal to the log's, the stale
+// tail still there, one guard refusal. An append whose refused batch needs
+// no truncation is left to raft (nothing changes either). After the heal
+// the member converges.
+func TestRefusedBatchAfterTruncationConverges(t *testing.T) {
+	sc := startStaleTail(t)
+	faults, c, old, n, prev, tail, stale, leader := sc.faults, sc.c, sc.old, sc.n, sc.prev, sc.tail, sc.stale, sc.leader
 	events, cancel := old.Events(1024)
 	defer cancel()
 
@@ -151,6 +175,75 @@ func TestRefusedBatchAfterTruncationConverges(t *testing.T) {
 	checkNoGuardRefusals(t, "the old leader", events)
 	checkCommittedPrefix(t, c)
 	checkElectionSafety(t, faults)
+}
+
+// The same conflict as TestRefusedBatchAfterTruncationConverges after the
+// old leader adopted the new leader's term — the normal case, where raft
+// has already heard from the leader whose append it is: the append carries
+// the member's own term, and the seam must check the truncation and the
+// store together just as for a higher term (U4). A heartbeat in the new
+// leader's name makes the old leader a follower in its term; then prev=n
+// and an unstamped command at n+1 are refused whole, nothing is cut, and
+// after the heal the member converges.
+func TestRefusedBatchAfterTruncationInTheMembersTerm(t *testing.T) {
+	sc := startStaleTail(t)
+	c, old, n, prev, tail, leader := sc.c, sc.old, sc.n, sc.prev, sc.tail, sc.leader
+	events, cancel := old.Events(1024)
+	defer cancel()
+	header := hraft.RPCHeader{ProtocolVersion: hraft.ProtocolVersionMax, ID: []byte(leader.ID), Addr: []byte(leader.Address)}
+
+	// The new leader's heartbeat (prev=n matches, nothing to append): the
+	// old leader adopts its term and follows it.
+	if resp := sendAppend(t, old.Addr(), &hraft.AppendEntriesRequest{
+		RPCHeader: header, Term: leader.Term, PrevLogEntry: n, PrevLogTerm: prev.Term, LeaderCommitIndex: n,
+	}); !resp.Success {
+		t.Fatalf("the new leader's append with no entries at prev %d was refused (term %d)", n, resp.Term)
+	}
+	if st := old.Status(); st.Term != leader.Term || st.LastIndex != tail {
+		t.Fatalf("old leader in term %d with last index %d after the new leader's heartbeat, want term %d with its stale tail to %d",
+			st.Term, st.LastIndex, leader.Term, tail)
+	}
+
+	resp := sendAppend(t, old.Addr(), &hraft.AppendEntriesRequest{
+		RPCHeader:         header,
+		Term:              leader.Term,
+		PrevLogEntry:      n,
+		PrevLogTerm:       prev.Term,
+		Entries:           []*hraft.Log{{Index: n + 1, Term: leader.Term, Type: hraft.LogCommand, Data: []byte("x")}},
+		LeaderCommitIndex: n,
+	})
+	if term := old.Status().Term; term != leader.Term {
+		t.Fatalf("old leader moved to term %d while the append was sent, want %d: the append was not in its term", term, leader.Term)
+	}
+	walLast, err := old.Log().LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raftLast := old.Raft().LastIndex()
+	if resp.Success {
+		t.Fatal("an append whose unstamped command the guard refuses was answered Success=true")
+	}
+	if raftLast != walLast {
+		t.Fatalf("after the refused append in the member's term raft's last index is %d, the log's %d: truncation happened without the store", raftLast, walLast)
+	}
+	if walLast != tail {
+		t.Fatalf("the log's last index is %d, want the stale tail's %d untouched", walLast, tail)
+	}
+	if st := old.Status(); st.Seam.AppendsRefused != 1 {
+		t.Errorf("Status.Seam.AppendsRefused = %d, want 1", st.Seam.AppendsRefused)
+	}
+	waitGuardRefusal(t, events, wal.ErrUnstamped)
+
+	sc.faults.Heal()
+	c.WaitConverged(wait)
+	for i, kv := range c.KVs {
+		if _, ok := kv.Get("after"); !ok {
+			t.Errorf("m%d lacks the new leader's committed write", i)
+		}
+	}
+	checkNoGuardRefusals(t, "the old leader", events)
+	checkCommittedPrefix(t, c)
+	checkElectionSafety(t, sc.faults)
 }
 
 // waitGuardRefusal waits for the guard refusal event matching want on a

@@ -108,6 +108,48 @@ func TestStrayTimeoutNowIsRefused(t *testing.T) {
 	}
 }
 
+// A TimeoutNow is obeyed only from the member's current leader, which it
+// names by ID and address both (U5): the leader's ID from another address,
+// and the leader's address under another ID, are refused by a follower,
+// and no term changes.
+func TestTimeoutNowNeedsTheLeadersIDAndAddress(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil)
+	l := c.WaitLeader(wait)
+	before := c.Nodes[l].Status()
+	f := (l + 1) % 3
+	fol := c.Nodes[f]
+	nodetest.WaitFor(t, wait, "the follower to know the leader", func() bool {
+		st := fol.Status()
+		return st.LeaderID == before.ID && st.LeaderAddress == before.Address
+	})
+	other := c.Nodes[(l+2)%3].Status()
+	nt := bareTransport(t)
+	for _, from := range []struct{ what, id, addr string }{
+		{"the leader's ID from another member's address", before.ID, other.Address},
+		{"the leader's ID from an unknown address", before.ID, "127.0.0.1:1"},
+		{"the leader's address under another member's ID", other.ID, before.Address},
+		{"the leader's address under an unknown ID", "crafted", before.Address},
+	} {
+		refused := fol.Status().Seam.TimeoutNowRefused
+		err := nt.TimeoutNow(hraft.ServerID(fol.ID()), hraft.ServerAddress(fol.Addr()),
+			&hraft.TimeoutNowRequest{RPCHeader: header(from.id, from.addr)}, &hraft.TimeoutNowResponse{})
+		if err == nil {
+			t.Fatalf("TimeoutNow with %s (%s at %s) was obeyed", from.what, from.id, from.addr)
+		}
+		if got := fol.Status().Seam.TimeoutNowRefused; got != refused+1 {
+			t.Fatalf("TimeoutNow with %s: the seam counted %d refusals, want %d", from.what, got, refused+1)
+		}
+		for i, n := range c.Nodes {
+			if s := n.Status(); s.Term != before.Term {
+				t.Fatalf("m%d in term %d after a TimeoutNow with %s, want %d", i, s.Term, from.what, before.Term)
+			}
+		}
+	}
+	if s := fol.Status(); s.Role != "Follower" || s.LeaderID != before.ID {
+		t.Fatalf("follower %s following %q after the refused requests, want a follower of %s", s.Role, s.LeaderID, before.ID)
+	}
+}
+
 // TestHigherTermHeartbeatTakesTheMainLoop is the regression net of
 // docs/upstream.md U6 (hashicorp/raft #695): raft handles a heartbeat on
 // the connection's goroutine, and a higher-term one changes the member's

@@ -161,3 +161,69 @@ func TestInstallPastTheFloorFromAnotherHistoryIsRefused(t *testing.T) {
 	c.WaitConvergedOf(wait, l, (l+2)%3)
 	checkNoGuardRefusals(t, "the follower", events)
 }
+
+// The floor check compares the terms at the floor F itself. A sender whose
+// history agrees with the member's through F-1 and starts another term
+// exactly at F holds another entry at F, which the member committed: its
+// install past the floor is refused loudly, the member diverged at F, and
+// nothing changes. (A check one index low would find the histories equal.)
+func TestInstallPastTheFloorFromAHistoryForkedAtTheFloorIsRefused(t *testing.T) {
+	c := nodetest.Start(t, 3, nil, nil)
+	l := c.WaitLeader(wait)
+	proposeKeys(t, c, l, "a", 5)
+	c.WaitConverged(wait)
+	f := (l + 1) % 3
+	fol, lead := c.Nodes[f], c.Nodes[l]
+	events, cancel := fol.Events(1024)
+	defer cancel()
+	term := lead.Status().Term
+	before := fol.Status()
+	floor := fol.Log().Floor()
+	held, okF := fol.Log().TermAt(floor)
+	below, okB := fol.Log().TermAt(floor - 1)
+	own := fol.Log().TermStarts(floor - 1)
+	if floor < 2 || !okF || !okB || own.Known == 0 || own.Known > floor-1 {
+		t.Fatalf("follower floor %d: term there %d (%v), at %d %d (%v), term index %+v: the setup needs both known",
+			floor, held, okF, floor-1, below, okB, own)
+	}
+	t.Logf("follower floor %d (term %d), term %d at %d, its term index through there %+v", floor, held, below, floor-1, own)
+	// The follower's own term index through F-1, then term held+5 from F.
+	starts := append(own.Starts[:len(own.Starts):len(own.Starts)], wal.TermStart{Index: floor, Term: held + 5})
+	addr, asked := forgedTerms(t, own.Known, starts)
+	forged := wal.TermList{Known: own.Known, Through: floor, Starts: starts}
+	if got, _ := forged.TermAt(floor - 1); got != below {
+		t.Fatalf("the forged history holds term %d at %d, want the follower's %d", got, floor-1, below)
+	}
+	req := installFrom(t, lead, term, before.LastIndex+1000, held+5)
+	req.RPCHeader.ID, req.RPCHeader.Addr = []byte("forger"), []byte(addr)
+
+	_, err := sendInstall(t, fol.Addr(), req, []byte("never read by raft"))
+	if err == nil || !strings.Contains(err.Error(), raft.ErrCommittedDivergence.Error()) || *asked != 1 {
+		t.Fatalf("install from a history that agrees through %d and holds term %d at the floor %d (the follower's: %d): err %v, asked %d; want the committed divergence, asked once",
+			floor-1, held+5, floor, held, err, *asked)
+	}
+	unchanged(t, fol, before, "after an install from a history forked at the floor")
+	var diverged *raft.Event
+	nodetest.WaitFor(t, wait, "the divergence event", func() bool {
+		for {
+			select {
+			case e := <-events:
+				if e.Kind == raft.EventDiverged {
+					diverged = &e
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+	if d := diverged.Divergence; d == nil || d.Index != floor || d.LocalTerm != held || d.Leader != "forger" ||
+		!errors.Is(diverged.Err, raft.ErrCommittedDivergence) {
+		t.Errorf("divergence event %+v (divergence %+v), want at the floor %d, local term %d", *diverged, diverged.Divergence, floor, held)
+	}
+	if st := fol.Status(); st.Diverged == nil || st.Diverged.Index != floor || st.Seam.InstallsDiverged != 1 ||
+		st.Seam.InstallsVerified != 0 || st.Seam.InstallsUnverified != 0 {
+		t.Errorf("Status.Diverged %+v, seam %+v: want one install diverged at the floor %d, none passed to raft", st.Diverged, st.Seam, floor)
+	}
+	checkNoGuardRefusals(t, "the follower", events)
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
@@ -119,4 +120,119 @@ func TestHealthyLeaderKeepsItsTermWhenOneFollowerIsCutOff(t *testing.T) {
 	}
 	c.Faults.Heal()
 	c.WaitConverged(wait)
+}
+
+// The stickiness lift at the seam (docs/upstream.md U13), timed against a
+// real silent leader. m2 (timers of slowTimer, so it never campaigns
+// itself) has stickiness H; both other members stop, the leader last, and
+// m2's silence runs from the leader's last heartbeat (raft's LastContact).
+// Requests in the name of the other member, from a bare transport:
+//
+//   - at 0.6 H of silence a pre-vote and a vote are refused (raft's
+//     stickiness holds within H: the thesis's minimum election timeout),
+//     and m2's term does not move;
+//   - at 0.85 H a pre-vote waits on the seam until the silence reaches H
+//     (liftWait) and is granted then, never before;
+//   - after H a pre-vote and a vote are granted.
+func TestStickinessLiftsAtTheHeartbeatTimeoutNotBefore(t *testing.T) {
+	const h = 3 * time.Second // m2's stickiness: wide windows on a loaded machine
+	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) {
+		if cfg.ID == "m2" {
+			cfg.HeartbeatTimeout, cfg.ElectionTimeout = slowTimer, slowTimer
+		}
+	})
+	m2 := c.Nodes[2]
+	m2.SetStickinessForTest(h)
+	l := c.WaitLeader(wait) // m0 or m1: m2 does not campaign within its 30 s
+	if l == 2 {
+		t.Fatalf("m2 (election timeout %v) led first", slowTimer)
+	}
+	proposeN(t, c, l, "before-", 3)
+	c.WaitConvergedOf(wait, l, 2)
+	x := 1 - l
+	cand := c.Nodes[x].Status()
+	leader := c.Nodes[l].ID()
+	nodetest.WaitFor(t, wait, "m2 to follow the leader", func() bool { return m2.Status().LeaderID == leader })
+	c.StopMember(x)
+	c.StopMember(l)
+	contact := m2.Raft().LastContact()
+	st := m2.Status()
+	term, last, lastTerm := st.Term, st.LastIndex, st.LastTerm
+	t.Logf("leader m%d and m%d stopped; m2 in term %d, last %d/%d, last contact %v ago", l, x, term, last, lastTerm,
+		time.Since(contact).Round(time.Millisecond))
+
+	nt := bareTransport(t)
+	silence := func() time.Duration { return time.Since(m2.Raft().LastContact()) }
+	at := func(frac float64) {
+		t.Helper()
+		<-time.After(time.Until(contact.Add(time.Duration(frac * float64(h))))) // a point in m2's silence, not a state
+	}
+	preVote := func() (granted bool, sent, answered time.Duration) {
+		t.Helper()
+		sent = silence()
+		var resp hraft.RequestPreVoteResponse
+		err := nt.RequestPreVote(hraft.ServerID(m2.ID()), hraft.ServerAddress(m2.Addr()), &hraft.RequestPreVoteRequest{
+			RPCHeader: header(cand.ID, cand.Address), Term: term + 1, LastLogIndex: last, LastLogTerm: lastTerm,
+		}, &resp)
+		if err != nil {
+			t.Fatalf("pre-vote request: %v", err)
+		}
+		return resp.Granted, sent, silence()
+	}
+	vote := func() (granted bool, sent, answered time.Duration) {
+		t.Helper()
+		sent = silence()
+		var resp hraft.RequestVoteResponse
+		err := nt.RequestVote(hraft.ServerID(m2.ID()), hraft.ServerAddress(m2.Addr()), &hraft.RequestVoteRequest{
+			RPCHeader: header(cand.ID, cand.Address), Term: term + 1, LastLogIndex: last, LastLogTerm: lastTerm,
+		}, &resp)
+		if err != nil {
+			t.Fatalf("vote request: %v", err)
+		}
+		return resp.Granted, sent, silence()
+	}
+	// late fails a request sent before 0.8 H of silence and granted at H or
+	// later: either the seam let a request that arrived before 0.8 H wait
+	// for the lift, or the machine stalled its delivery past 0.8 H (then
+	// the run says nothing about the rule).
+	late := func(what string, sent, answered time.Duration) {
+		t.Helper()
+		if answered >= h {
+			t.Fatalf("%s sent at %v of silence was granted at %v, after H: it waited for the lift although sent before 0.8 H, or its delivery stalled past 0.8 H",
+				what, sent, answered)
+		}
+	}
+	at(0.6)
+	if ok, sent, answered := preVote(); ok {
+		late("the pre-vote", sent, answered)
+		t.Fatalf("pre-vote granted at %v of the leader's silence (sent at %v), within the stickiness H = %v", answered, sent, h)
+	}
+	if ok, sent, answered := vote(); ok {
+		late("the vote", sent, answered)
+		t.Fatalf("vote granted at %v of the leader's silence (sent at %v), within the stickiness H = %v", answered, sent, h)
+	}
+	if st := m2.Status(); st.Term != term || st.LeaderID != leader || st.Seam.StickinessLifted != 0 {
+		t.Fatalf("after the refused requests m2 is in term %d following %q with %d lifts; want term %d, %s, none",
+			st.Term, st.LeaderID, st.Seam.StickinessLifted, term, leader)
+	}
+
+	at(0.85)
+	ok, sent, answered := preVote()
+	if answered < h {
+		t.Fatalf("pre-vote sent at %v of silence answered (granted %v) at %v, before the silence reached H = %v: the seam did not wait", sent, ok, answered, h)
+	}
+	if !ok {
+		t.Fatalf("pre-vote sent at %v of silence refused at %v, after H = %v", sent, answered, h)
+	}
+
+	at(1.2)
+	if ok, sent, answered := preVote(); !ok {
+		t.Fatalf("pre-vote sent at %v of silence refused (answered at %v), after H = %v", sent, answered, h)
+	}
+	if ok, sent, answered := vote(); !ok {
+		t.Fatalf("vote sent at %v of silence refused (answered at %v), after H = %v", sent, answered, h)
+	}
+	if st := m2.Status(); st.Term != term+1 || st.Seam.StickinessLifted < 3 {
+		t.Fatalf("after the granted vote m2 is in term %d with %d lifts, want term %d and at least 3", st.Term, st.Seam.StickinessLifted, term+1)
+	}
 }

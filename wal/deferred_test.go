@@ -7,9 +7,14 @@ package wal_test
 // log on a write or sync error like StoreLogs.
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -368,4 +373,104 @@ func TestCloseOfAFailedLogSaysItFailed(t *testing.T) {
 	if got := l.Durable(); got != 8 {
 		t.Fatalf("durable %d after the failed close, want 8", got)
 	}
+}
+
+// deferredFloorEnv names the data dir of TestDeferredFramesPersistTheFloor's
+// child process.
+const deferredFloorEnv = "JOBRAFT_WAL_DEFERRED_FLOOR_DIR"
+
+// Deferred batches carry the commit floor in their frame like synchronous
+// ones. A child process stores deferred batches under a raised floor, waits
+// until they are durable and is SIGKILLed, never calling Close (which would
+// persist the floor on its own); the log reopened from its directory has
+// the floor they were stored under.
+func TestDeferredFramesPersistTheFloor(t *testing.T) {
+	if dir := os.Getenv(deferredFloorEnv); dir != "" {
+		deferredFloorChild(dir)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDeferredFramesPersistTheFloor$", "-test.count=1")
+	cmd.Env = append(os.Environ(), deferredFloorEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, err := cmd.StdinPipe() // never written: the child waits on it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := bufio.NewScanner(out)
+	said := ""
+	for lines.Scan() {
+		if said = lines.Text(); strings.HasPrefix(said, "child: ") {
+			break
+		}
+	}
+	if said != "child: durable 48 floor 32" {
+		t.Fatalf("the child said %q, want %q", said, "child: durable 48 floor 32")
+	}
+	// A crash: the child never calls Close.
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the child ended with %v, want killed", err)
+	}
+
+	r, err := wal.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ftCheck(t, r, 48)
+	if pf, f := r.PersistedFloor(), r.Floor(); pf != 32 || f != 32 {
+		t.Fatalf("reopened after a kill: persisted floor %d, floor %d; want 32, what the deferred batches were stored under", pf, f)
+	}
+}
+
+// deferredFloorChild stores [1,16] synchronously (a deferred batch never
+// starts a segment), then [17,32] and [33,48] deferred under floors 16 and
+// 32, waits until they are durable, says so and waits to be killed (on
+// its stdin, which the parent never writes).
+func deferredFloorChild(dir string) {
+	say := func(format string, args ...any) {
+		if _, err := os.Stdout.WriteString("child: " + fmt.Sprintf(format, args...) + "\n"); err != nil {
+			os.Exit(4)
+		}
+	}
+	l, err := wal.Open(dir)
+	if err != nil {
+		say("open: %v", err)
+		os.Exit(3)
+	}
+	var floor atomic.Uint64
+	l.SetCommitFloor(floor.Load)
+	for _, b := range []struct{ a, z, floor uint64 }{{1, 16, 0}, {17, 32, 16}, {33, 48, 32}} {
+		floor.Store(b.floor)
+		store := l.StoreLogsDeferred
+		if b.a == 1 {
+			store = l.StoreLogs
+		}
+		if err := store(ftBatch(b.a, b.z)); err != nil {
+			say("store [%d,%d]: %v", b.a, b.z, err)
+			os.Exit(3)
+		}
+	}
+	for {
+		ch := l.DurableChanged()
+		if l.Durable() >= 48 {
+			break
+		}
+		<-ch
+	}
+	say("durable %d floor %d", l.Durable(), l.PersistedFloor())
+	_, _ = os.Stdin.Read(make([]byte, 1)) // until killed; never Close
+	os.Exit(5)                            // the parent went away
 }
