@@ -140,7 +140,7 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 	// leaseEnd reads the undecoded batches after the claim.
 	for id, want := range map[string]EventKind{"j0": EventAcked, "j1": EventNaked, "j2": EventTermed, "j3": EventTermed} {
 		for i, r := range recs {
-			if kind, ok := r.leaseEnd(id, tok[id]); !ok || kind != want {
+			if kind, _, ok := r.leaseEnd(id, tok[id]); !ok || kind != want {
 				t.Errorf("recorder %d: leaseEnd(%s) = %s, %v; want %s", i, id, kind, ok, want)
 			}
 		}
