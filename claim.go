@@ -274,20 +274,23 @@ func (c *Controller) claimOnce(ctx context.Context, cmd *fsm.ClaimCmd) ([]*Lease
 }
 
 // Ack completes the job successfully with result (at most fsm.MaxResult
-// bytes). nil: the job succeeded under this lease, by this call or by an
-// earlier Ack with the same token (acks are idempotent per token: a repeat,
-// e.g. a client's retry after a lost answer, succeeds and changes nothing;
-// the first ack's result stands). ErrStaleLease: the lease was lost
-// (expired and reclaimed, job canceled, finished otherwise): nothing
-// changed, and the job's fate belongs to whoever holds it now. An attempt
-// whose outcome was unknown is retried; a retry refused as stale is
+// bytes). nil: the job succeeded under this lease with this result, by
+// this call or by an earlier Ack of this lease with the same result (a
+// repeat of the very request, e.g. a client's retry after a lost answer,
+// succeeds and changes nothing). ErrStaleLease: the lease was lost
+// (expired and reclaimed, job canceled, finished otherwise, or acked with
+// another result: of two different acks of one lease exactly one
+// succeeds); the error says how the lease ended, nothing changed, and the
+// job's fate belongs to whoever ended it. An attempt whose outcome was
+// unknown is retried with the same request; a retry refused as stale is
 // resolved by a linearizable read: the job's LastLease, if it is this
-// lease's, says how it ended; otherwise the retained event history must
-// show this lease ended by an ack with the job still holding this result.
-// ErrOutcomeUnknown (and nothing else) if it cannot tell. Every error is of
-// exactly one outcome class.
+// lease's, says whether this request ended it (Job.EndedBy); otherwise
+// the retained event history must show this lease ended by an ack with
+// the job still holding this result. ErrOutcomeUnknown (and nothing else)
+// if it cannot tell. Every error is of exactly one outcome class.
 func (l *Lease) Ack(ctx context.Context, result []byte) error {
-	_, err := l.c.applyResolving(ctx, &fsm.AckCmd{ID: l.Job.ID, Token: l.Token, Result: result}, l.Job.ID, l.resolver(EventAcked, fsm.EndAcked, func(j Job) bool {
+	cmd := &fsm.AckCmd{ID: l.Job.ID, Token: l.Token, Result: result}
+	_, err := l.c.applyResolving(ctx, cmd, l.Job.ID, l.resolver(cmd, EventAcked, fsm.EndAcked, 0, func(j Job) bool {
 		return j.State == StateSucceeded && j.Attempts == l.Job.Attempts && string(j.Result) == string(result)
 	}))
 	return err
@@ -296,21 +299,24 @@ func (l *Lease) Ack(ctx context.Context, result []byte) error {
 // Nak fails this attempt: the job is scheduled again after delay (0: its
 // backoff policy), or goes dead when out of attempts. errMsg is recorded as
 // the job's LastError (truncated to fsm.MaxMessage bytes). Idempotent per
-// token while this lease is the last of the job that ended (a repeat after
-// the job's next lease ended is stale). Errors as Ack.
+// request as Ack (the same delay, as given, and errMsg) while this lease is
+// the last of the job that ended (a repeat after the job's next lease
+// ended is stale). Errors as Ack.
 func (l *Lease) Nak(ctx context.Context, delay time.Duration, errMsg string) error {
 	errMsg = truncate(errMsg, fsm.MaxMessage)
-	_, err := l.c.applyResolving(ctx, &fsm.NakCmd{ID: l.Job.ID, Token: l.Token, Delay: delay, Error: errMsg}, l.Job.ID, l.resolver(EventNaked, fsm.EndNaked, func(j Job) bool {
+	cmd := &fsm.NakCmd{ID: l.Job.ID, Token: l.Token, Delay: delay, Error: errMsg}
+	_, err := l.c.applyResolving(ctx, cmd, l.Job.ID, l.resolver(cmd, EventNaked, fsm.EndNaked, cmd.Sum(), func(j Job) bool {
 		return (j.State == StateScheduled || j.State == StateDead || j.State == StatePending) && j.Attempts == l.Job.Attempts && j.LastError == errMsg
 	}))
 	return err
 }
 
 // Term fails the job permanently (dead), whatever attempts remain.
-// Idempotent per token as Nak. Errors as Ack.
+// Idempotent per request as Nak (the same reason). Errors as Ack.
 func (l *Lease) Term(ctx context.Context, reason string) error {
 	reason = truncate(reason, fsm.MaxMessage)
-	_, err := l.c.applyResolving(ctx, &fsm.TermCmd{ID: l.Job.ID, Token: l.Token, Reason: reason}, l.Job.ID, l.resolver(EventTermed, fsm.EndTermed, func(j Job) bool {
+	cmd := &fsm.TermCmd{ID: l.Job.ID, Token: l.Token, Reason: reason}
+	_, err := l.c.applyResolving(ctx, cmd, l.Job.ID, l.resolver(cmd, EventTermed, fsm.EndTermed, cmd.Sum(), func(j Job) bool {
 		return j.State == StateDead && j.Attempts == l.Job.Attempts && j.LastError == reason
 	}))
 	return err
@@ -329,26 +335,40 @@ func (l *Lease) Extend(ctx context.Context) error {
 	return err
 }
 
-// resolver settles an unknown Ack/Nak/Term attempt whose retry was refused.
-// The job's state alone cannot: Retry resets Attempts, so another lease of
-// the same job may have reached the very same state since. If the job's
-// LastLease is this lease's, it says how the lease ended: by this command
-// (by) or not. Otherwise a later lease ended since, and the attempt applied
-// only if the event that ended this lease (the first after the claim at
-// Token) is the one it makes, and the job still shows its result; when the
-// history that would say is no longer retained, or the job moved on since,
-// the outcome stays unknown.
-func (l *Lease) resolver(kind EventKind, by fsm.EndKind, match func(Job) bool) func(Job) (applied, known bool) {
+// resolver settles an unknown Ack/Nak/Term attempt (cmd, ending the
+// lease by kind by; sum its request sum, 0 for an ack) whose retry was
+// refused. The retry is the same request, so had the attempt applied, the
+// retry would have been answered as its repeat, unless the job forgot the
+// end since. The job's state alone cannot tell: Retry resets Attempts, so
+// another lease of the same job may have reached the very same state
+// since. If the job's LastLease is this lease's, it says how the lease
+// ended: by this very request (Job.EndedBy) or not (another kind of end,
+// or another request of this kind: another result, delay, error or
+// reason); a nak's or term's end without a recorded sum cannot tell.
+// Otherwise a later lease ended since, and the attempt applied only if the
+// event that ended this lease (the first after the claim at Token) is the
+// one it makes: for a nak or term, with its request sum; for an ack, with
+// the job still showing its result. When the history that would say is no
+// longer retained, or the job moved on since, the outcome stays unknown.
+func (l *Lease) resolver(cmd fsm.Command, kind EventKind, by fsm.EndKind, sum uint64, match func(Job) bool) func(Job) (applied, known bool) {
 	return func(j Job) (bool, bool) {
 		if e := j.LastLease; e != nil && e.Token == l.Token {
-			return e.By == by, true
+			switch {
+			case j.EndedBy(cmd):
+				return true, true
+			case e.By == by && by != fsm.EndAcked && e.Sum == 0:
+				return false, false // a nak or term not recorded: it may be this one
+			}
+			return false, true // ended otherwise, or by another request: not this one
 		}
-		end, ok := l.c.rec.leaseEnd(l.Job.ID, l.Token)
+		end, endSum, ok := l.c.rec.leaseEnd(l.Job.ID, l.Token)
 		switch {
 		case !ok:
 			return false, false
 		case end != kind:
 			return false, true // the lease ended otherwise: this attempt never applied
+		case sum != 0 && endSum != 0:
+			return endSum == sum, true // the ending nak or term, told by its request
 		default:
 			return match(j), match(j)
 		}

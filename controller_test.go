@@ -68,9 +68,13 @@ func TestSubmitClaimAckAcrossMembers(t *testing.T) {
 		t.Fatalf("get: %+v %v", got, err)
 	}
 	// A repeated ack by the same token succeeds and changes nothing
-	// (idempotent per token); a nak by it is stale.
-	if err := lease.Ack(ctx, []byte("again")); err != nil {
+	// (idempotent per request); one with another result, or a nak by the
+	// token, is stale.
+	if err := lease.Ack(ctx, []byte("done")); err != nil {
 		t.Fatalf("repeated ack: %v", err)
+	}
+	if err := lease.Ack(ctx, []byte("again")); !errors.Is(err, jobraft.ErrStaleLease) {
+		t.Fatalf("ack with another result after the ack: %v", err)
 	}
 	if err := lease.Nak(ctx, 0, "late"); !errors.Is(err, jobraft.ErrStaleLease) || !errors.Is(err, fsm.ErrStaleLease) {
 		t.Fatalf("nak after ack: %v", err)

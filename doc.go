@@ -20,8 +20,11 @@
 //     Claim, then Lease.Ack / Nak / Term, and Lease.Extend before the
 //     deadline for long jobs. ErrStaleLease means the lease is gone:
 //     drop the job, never report it. An Ack, Nak or Term may be repeated
-//     with the same token (after a lost answer): the repeat of the one that
-//     ended the lease succeeds and changes nothing. Handlers must be
+//     with the same token (after a lost answer): the repeat of the very
+//     request that ended the lease (the same result, delay and error, or
+//     reason) succeeds and changes nothing; any other is ErrStaleLease,
+//     saying how the lease ended (two different acks of one lease: one
+//     succeeds, the other is stale). Handlers must be
 //     idempotent (a job runs at least once, more after a lost lease or a
 //     crash).
 //  4. Every error of Claim, Ack, Nak, Extend, Term, Cancel, Retry, Pause and

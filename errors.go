@@ -45,10 +45,13 @@ var (
 	ErrNotApplied = errors.New("jobraft: not applied")
 	// ErrStaleLease: the lease is no longer the job's current one (it
 	// expired and the job was reclaimed or rescheduled, the job was
-	// canceled, or it finished otherwise or under another lease). Nothing
-	// changed; drop the job. It also matches fsm.ErrStaleLease. (Repeating
-	// the Ack, Nak or Term that ended the lease is not stale: it succeeds,
-	// see Lease.Ack.)
+	// canceled, or it finished otherwise, by another request of the same
+	// kind, such as an ack with another result, or under another lease).
+	// The message says how the lease ended ("lease 12 ended: acked", or
+	// naked, termed, expired, canceled, superseded). Nothing changed; drop
+	// the job. It also matches fsm.ErrStaleLease. (Repeating the very Ack,
+	// Nak or Term that ended the lease, same token and same request, is not
+	// stale: it succeeds, see Lease.Ack.)
 	ErrStaleLease = errors.New("jobraft: stale lease")
 	// ErrNotFound: no job has this ID (never submitted, or removed by
 	// retention). It also matches fsm.ErrNotFound.

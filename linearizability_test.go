@@ -77,7 +77,7 @@ func TestLinearizableUnderLeaderKills(t *testing.T) {
 				mu.Unlock()
 				in, k := jobmodel.NextInput(crng.Intn, jobs, "lj", tokens)
 				id, queue, path := in.Job, fmt.Sprintf("lq-%d", k), "/"+in.Kind.String()
-				req := ctltest.Request{ID: id, Queue: queue, Worker: fmt.Sprintf("c%d", c), TTL: time.Minute, MaxAttempts: 10000, Token: in.Token}
+				req := ctltest.Request{ID: id, Queue: queue, Worker: fmt.Sprintf("c%d", c), TTL: time.Minute, MaxAttempts: 10000, Token: in.Token, Result: in.Result}
 				call := rec.Now()
 				rep, err := p.CallT(m, path, req, 3*time.Second)
 				if err == nil && rep.Outcome == ctltest.OutcomeAmbiguous {
@@ -97,6 +97,9 @@ func TestLinearizableUnderLeaderKills(t *testing.T) {
 					out.State = jobmodel.Absent
 					if rep.Job != nil {
 						out.State, out.Token = jobmodel.GetState(rep.Job.State), rep.Job.Token
+						if out.State == jobmodel.Succeeded {
+							out.Result = rep.Job.Result
+						}
 					}
 				}
 				rec.Add(c, in, out, call)

@@ -142,6 +142,9 @@ func (r *recorder) appendEvents(evs []Event, e fsm.Entry, res *fsm.Result) (_ []
 		if j.Lease != nil {
 			x.Token, x.Worker = j.Lease.Token, j.Lease.Worker
 		}
+		if (kind == EventNaked || kind == EventTermed) && j.LastLease != nil {
+			x.sum = j.LastLease.Sum
+		}
 		return x
 	}
 	switch res.Command {
@@ -355,14 +358,15 @@ func (r *recorder) since(from uint64, max int) (evs []Event, next uint64, change
 // leaseEnd returns the kind of the first recorded event after index token
 // that ended job id's lease of that token: acked, naked, termed, canceled or
 // expired (a lease ends before the job can be claimed again, so the first
-// such event is the one that ended it). ok is false when the retained
+// such event is the one that ended it), and for a nak or term its request
+// sum (fsm.LeaseEnd.Sum; 0 if not recorded). ok is false when the retained
 // history does not reach back to token+1 (compacted, or restarted by a
 // snapshot restore) or shows no end up to the last recorded index.
-func (r *recorder) leaseEnd(id string, token uint64) (kind EventKind, ok bool) {
+func (r *recorder) leaseEnd(id string, token uint64) (kind EventKind, sum uint64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.oldest > token+1 {
-		return "", false
+		return "", 0, false
 	}
 	live := r.ring[r.start:]
 	// An undecoded (raw) submit ends no lease; an undecoded batch may.
@@ -376,11 +380,11 @@ func (r *recorder) leaseEnd(id string, token uint64) (kind EventKind, ok bool) {
 			}
 			switch ev.Kind {
 			case EventAcked, EventNaked, EventTermed, EventCanceled, EventExpired:
-				return ev.Kind, true
+				return ev.Kind, ev.sum, true
 			}
 		}
 	}
-	return "", false
+	return "", 0, false
 }
 
 // bounds returns the oldest index Watch can start from and the last

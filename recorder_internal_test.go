@@ -137,11 +137,13 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 	if len(j3Ends) != 1 || j3Ends[0].Kind != EventTermed || j3Ends[0].Index != index {
 		t.Fatalf("the fence on j3 ended by %v, want once by the term at %d", j3Ends, index)
 	}
-	// leaseEnd reads the undecoded batches after the claim.
+	// leaseEnd reads the undecoded batches after the claim; a nak's or
+	// term's end carries its request sum (what tells it from another).
+	sums := map[string]uint64{"j1": fsm.NakCmd{}.Sum(), "j2": fsm.TermCmd{}.Sum(), "j3": fsm.TermCmd{}.Sum()}
 	for id, want := range map[string]EventKind{"j0": EventAcked, "j1": EventNaked, "j2": EventTermed, "j3": EventTermed} {
 		for i, r := range recs {
-			if kind, ok := r.leaseEnd(id, tok[id]); !ok || kind != want {
-				t.Errorf("recorder %d: leaseEnd(%s) = %s, %v; want %s", i, id, kind, ok, want)
+			if kind, sum, ok := r.leaseEnd(id, tok[id]); !ok || kind != want || sum != sums[id] {
+				t.Errorf("recorder %d: leaseEnd(%s) = %s, sum %x, %v; want %s, sum %x", i, id, kind, sum, ok, want, sums[id])
 			}
 		}
 	}

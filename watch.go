@@ -48,6 +48,10 @@ type Event struct {
 	Worker  string    // claimed, extended: the lease holder
 	Removed uint64    // swept
 	Err     error     // error: why the watch ended
+
+	// sum: naked, termed: the request sum of the nak or term
+	// (fsm.LeaseEnd.Sum), which tells it from another of its kind.
+	sum uint64
 }
 
 // WatchFilter selects events; empty fields select everything.

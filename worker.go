@@ -218,7 +218,7 @@ func (c *Controller) runOne(ctx context.Context, wc *WorkerConfig, l *Lease) {
 	defer unfence()
 	// A cancel (or expiry) applied between the claim and the fence above
 	// is in the recorded history, not in the fence's future.
-	if kind, ok := c.rec.leaseEnd(l.Job.ID, l.Token); ok {
+	if kind, _, ok := c.rec.leaseEnd(l.Job.ID, l.Token); ok {
 		cancel(fmt.Errorf("%w: job %s %s before its handler started", ErrLeaseLost, l.Job.ID, kind))
 	}
 	// Extend every TTL/3 until the handler returns.

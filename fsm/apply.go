@@ -322,18 +322,6 @@ func (src *sources) best() int {
 // (which removed it from tree i; no other source tree held it).
 func (src *sources) pop(i int) { src.heads[i], src.ok[i] = src.trees[i].Min() }
 
-// leased returns the running job id whose current lease token is token.
-func (s *state) leased(id string, token uint64) (*job, *refusal) {
-	j := s.get(id)
-	if j == nil {
-		return nil, refuse(CodeNotFound, "job %q", id)
-	}
-	if j.state != StateRunning || (j.lease.token != token && !bugs.On("fencing")) {
-		return nil, refuse(CodeStaleLease, "job %q token %d is not its current lease (state %s)", id, token, j.state)
-	}
-	return j, nil
-}
-
 func (s *state) extend(e Entry, now int64, c *ExtendCmd, r *result) *refusal {
 	old, rf := s.leased(c.ID, c.Token)
 	if rf != nil {
@@ -352,29 +340,15 @@ func (s *state) extend(e Entry, now int64, c *ExtendCmd, r *result) *refusal {
 }
 
 func (s *state) ack(now int64, c *AckCmd, r *result) *refusal {
-	return s.finish(c.ID, c.Token, now, StateSucceeded, EndAcked, nil, c.Result, r)
-}
-
-// ending returns the running job id whose current lease token is token,
-// to end it by kind; or, when that lease already ended by kind (a
-// repeat), answers the job unchanged in r and returns nil, nil.
-func (s *state) ending(id string, token uint64, by EndKind, r *result) (*job, *refusal) {
-	j, rf := s.leased(id, token)
-	if rf == nil {
-		r.changed = true
-		return j, nil
-	}
-	if j = s.get(id); j != nil && j.endBy == by && j.endTok == token {
-		r.jobs = append(r.jobs, j)
-		return nil, nil
-	}
-	return nil, rf
+	return s.finish(c.ID, c.Token, now, StateSucceeded, EndAcked, 0, nil, c.Result, r)
 }
 
 // finish ends the leased job id (fenced by token) in terminal state st by
-// kind with the outcome (msg, result); a nil msg keeps the last error.
-func (s *state) finish(id string, token uint64, now int64, st State, by EndKind, msg *string, result []byte, r *result) *refusal {
-	old, rf := s.ending(id, token, by, r)
+// kind by (with the request's sum, 0 for an ack) with the outcome (msg,
+// result); a nil msg keeps the last error. A repeat of the request that
+// ended the lease answers the job unchanged (ending).
+func (s *state) finish(id string, token uint64, now int64, st State, by EndKind, sum uint64, msg *string, result []byte, r *result) *refusal {
+	old, rf := s.ending(id, token, by, sum, result, r)
 	if old == nil {
 		return rf
 	}
@@ -382,7 +356,7 @@ func (s *state) finish(id string, token uint64, now int64, st State, by EndKind,
 	n.state = st
 	n.lease = nil
 	n.updated = now
-	n.ended(token, by)
+	n.end = &leaseEnd{token: token, sum: sum, by: by}
 	last := old.lastErr()
 	if msg != nil {
 		last = *msg
@@ -412,12 +386,13 @@ func fail(n *job, now int64, delay time.Duration, msg string) {
 }
 
 func (s *state) nak(now int64, c *NakCmd, r *result) *refusal {
-	old, rf := s.ending(c.ID, c.Token, EndNaked, r)
+	sum := s.requestSum(EndNaked, c.Delay, c.Error)
+	old, rf := s.ending(c.ID, c.Token, EndNaked, sum, nil, r)
 	if old == nil {
 		return rf
 	}
 	n := old.clone()
-	n.ended(c.Token, EndNaked)
+	n.end = &leaseEnd{token: c.Token, sum: sum, by: EndNaked}
 	fail(n, now, c.Delay, c.Error)
 	s.replace(old, n)
 	r.jobs = append(r.jobs, n)
@@ -425,7 +400,7 @@ func (s *state) nak(now int64, c *NakCmd, r *result) *refusal {
 }
 
 func (s *state) term(now int64, c *TermCmd, r *result) *refusal {
-	return s.finish(c.ID, c.Token, now, StateDead, EndTermed, &c.Reason, nil, r)
+	return s.finish(c.ID, c.Token, now, StateDead, EndTermed, s.requestSum(EndTermed, 0, c.Reason), &c.Reason, nil, r)
 }
 
 func (s *state) cancel(now int64, c *CancelCmd, r *result) *refusal {
@@ -438,7 +413,7 @@ func (s *state) cancel(now int64, c *CancelCmd, r *result) *refusal {
 	}
 	n := old.clone()
 	if old.lease != nil {
-		n.ended(old.lease.token, EndCanceled)
+		n.end = &leaseEnd{token: old.lease.token, by: EndCanceled}
 	}
 	n.state = StateCanceled
 	n.lease = nil
@@ -521,7 +496,7 @@ func (s *state) expire(e Entry, now int64, c *ExpireCmd, r *result) {
 	})
 	for _, old := range due {
 		n := old.clone()
-		n.ended(old.lease.token, EndExpired)
+		n.end = &leaseEnd{token: old.lease.token, by: EndExpired}
 		fail(n, now, 0, leaseExpiredMsg)
 		s.replace(old, n)
 		r.expired = append(r.expired, n.id)

@@ -29,8 +29,9 @@ func applyDecoded(t *testing.T, m *Jobs, index uint64, cmd []byte) Result {
 // One batch entry applies its commands in order, as if each were an entry
 // of its own at the batch's index: claims of several workers get distinct
 // jobs best first, all under the entry's index as token; an ack in the same
-// entry ends one of those leases; its repeat answers unchanged; a stale
-// nak is refused alone, without refusing the others.
+// entry ends one of those leases; its repeat answers unchanged, while an
+// ack of that lease with another result is refused stale; a stale nak is
+// refused alone, without refusing the others.
 func TestBatchAppliesInOrder(t *testing.T) {
 	m := New()
 	jobs := []NewJob{{ID: "lo", Queue: "q", Kind: "k"}, {ID: "hi", Queue: "q", Kind: "k", Priority: 9}, {ID: "mid", Queue: "q", Kind: "k", Priority: 5}}
@@ -41,7 +42,8 @@ func TestBatchAppliesInOrder(t *testing.T) {
 		&ClaimCmd{Queues: []string{"q"}, Worker: "w1", Max: 1, TTL: time.Minute},
 		&ClaimCmd{Queues: []string{"q"}, Worker: "w2", Max: 1, TTL: time.Minute},
 		&AckCmd{ID: "hi", Token: 2, Result: []byte("ok")},
-		&AckCmd{ID: "hi", Token: 2, Result: []byte("again")},
+		&AckCmd{ID: "hi", Token: 2, Result: []byte("ok")},
+		&AckCmd{ID: "hi", Token: 2, Result: []byte("other")},
 		&NakCmd{ID: "mid", Token: 1, Error: "stale"},
 		&ClaimCmd{Queues: []string{"q"}, Worker: "w3", Max: 5, TTL: time.Minute},
 	}}
@@ -59,6 +61,7 @@ func TestBatchAppliesInOrder(t *testing.T) {
 		{CmdClaim, nil, []string{"mid"}, true},
 		{CmdAck, nil, []string{"hi"}, true},
 		{CmdAck, nil, []string{"hi"}, false},
+		{CmdAck, ErrStaleLease, nil, false},
 		{CmdNak, ErrStaleLease, nil, false},
 		{CmdClaim, nil, []string{"lo"}, true},
 	}

@@ -120,6 +120,20 @@ func (d *decoder) bool() bool {
 	return false
 }
 
+// u64 reads 8 bytes, big endian.
+func (d *decoder) u64() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 8 {
+		d.fail("truncated")
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
 func (d *decoder) u32() uint32 {
 	v := d.uvarint()
 	if v > 1<<32-1 {

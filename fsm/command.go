@@ -78,14 +78,17 @@ type ExtendCmd struct {
 
 // AckCmd completes a running job successfully, storing Result.
 //
-// Ack, nak and term are idempotent per token: one whose lease already
-// ended by the same command kind under the same token (the job's
-// LastLease) is a repeat, a client's retry after a lost answer: it answers
-// success with the job as it is now (Result.Changed false) and changes
-// nothing, whatever its other fields (the first one's result, error or
-// reason stand). Any other command with a token that is not the job's
-// current lease is refused ErrStaleLease: an older lease, or one that
-// ended otherwise, stays fenced.
+// Ack, nak and term are idempotent per request: one whose lease already
+// ended by this very request (the job's LastLease names its token and
+// command kind, and it asks for the same: an ack the same Result, a nak the
+// same Delay and Error, a term the same Reason; see Job.EndedBy) is a
+// repeat, a client's retry after a lost answer: it answers success with
+// the job as it is now (Result.Changed false) and changes nothing. Any
+// other command with a token that is not the job's current lease is
+// refused ErrStaleLease, its detail saying how that lease ended: another
+// ack of the lease with another result (a second worker's, say), an older
+// lease, or one that ended otherwise stays fenced. So of two different
+// acks of one lease, exactly one succeeds, and the job holds its result.
 type AckCmd struct {
 	ID     string
 	Token  uint64
@@ -94,8 +97,10 @@ type AckCmd struct {
 
 // NakCmd fails the current attempt: the job waits Delay (0: its backoff
 // policy) and becomes claimable again, or goes dead when out of attempts.
-// Idempotent per token as AckCmd, while its lease is the job's last ended
-// one (a later lease of the job that ended since makes it stale).
+// Idempotent per request as AckCmd (the same Delay as given and Error;
+// their digest, Sum, is kept with the lease end), while its lease is the
+// job's last ended one (a later lease of the job that ended since makes it
+// stale).
 type NakCmd struct {
 	ID    string
 	Token uint64
@@ -104,7 +109,7 @@ type NakCmd struct {
 }
 
 // TermCmd fails a running job permanently (dead), whatever attempts remain.
-// Idempotent per token as NakCmd.
+// Idempotent per request as NakCmd (the same Reason).
 type TermCmd struct {
 	ID     string
 	Token  uint64

@@ -22,6 +22,7 @@ type world struct {
 	index, term uint64
 	now         time.Time
 	since       time.Time // current leader's LeaderSince
+	finishes    []Command // the last acks, naks and terms generated, to repeat
 }
 
 func newWorld(t *rapid.T) *world {
@@ -69,7 +70,12 @@ func (w *world) genCommand(t *rapid.T) Command {
 	dur := func(label string) time.Duration {
 		return time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, label))
 	}
-	switch rapid.IntRange(0, 14).Draw(t, "kind") {
+	switch rapid.IntRange(0, 16).Draw(t, "kind") {
+	case 15, 16:
+		if len(w.finishes) > 0 {
+			return w.genRepeat(t)
+		}
+		return &SweepCmd{}
 	case 14:
 		// A batch of lease commands (some possibly invalid alone).
 		n := rapid.IntRange(1, 4).Draw(t, "nbatch")
@@ -113,13 +119,19 @@ func (w *world) genCommand(t *rapid.T) Command {
 		return &ExtendCmd{ID: id, Token: w.genToken(t, id), TTL: dur("ttl")}
 	case 6:
 		id := w.genID(t, false)
-		return &AckCmd{ID: id, Token: w.genToken(t, id), Result: []byte(rapid.StringN(0, 4, -1).Draw(t, "res"))}
+		// Few results, delays and reasons: a finish repeated under a
+		// token that ended is often the same request, often not.
+		return &AckCmd{ID: id, Token: w.genToken(t, id), Result: []byte(rapid.SampledFrom([]string{"", "a", "b", "ab"}).Draw(t, "res"))}
 	case 7:
 		id := w.genID(t, false)
-		return &NakCmd{ID: id, Token: w.genToken(t, id), Delay: dur("delay"), Error: rapid.SampledFrom([]string{"", "boom"}).Draw(t, "err")}
+		delay := rapid.SampledFrom([]time.Duration{0, time.Nanosecond, time.Second, -1}).Draw(t, "delay")
+		if delay < 0 {
+			delay = dur("anydelay")
+		}
+		return &NakCmd{ID: id, Token: w.genToken(t, id), Delay: delay, Error: rapid.SampledFrom([]string{"", "boom"}).Draw(t, "err")}
 	case 8:
 		id := w.genID(t, false)
-		return &TermCmd{ID: id, Token: w.genToken(t, id), Reason: "bad"}
+		return &TermCmd{ID: id, Token: w.genToken(t, id), Reason: rapid.SampledFrom([]string{"bad", "worse", ""}).Draw(t, "reason")}
 	case 9:
 		return &CancelCmd{ID: w.genID(t, false), Reason: rapid.SampledFrom([]string{"", "stop"}).Draw(t, "reason")}
 	case 10:
@@ -144,6 +156,50 @@ func (w *world) genCommand(t *rapid.T) Command {
 	}
 }
 
+// finished remembers c, an ack, nak or term that ended a lease, for
+// genRepeat.
+func (w *world) finished(c Command) {
+	if w.finishes = append(w.finishes, c); len(w.finishes) > 8 {
+		w.finishes = w.finishes[1:]
+	}
+}
+
+// genRepeat draws one of the last finishes sent again: as it was (a
+// client's retry), or another request under its token: one field changed,
+// or another kind of finish.
+func (w *world) genRepeat(t *rapid.T) Command {
+	c := rapid.SampledFrom(w.finishes).Draw(t, "again")
+	var id string
+	var tok uint64
+	switch c := c.(type) {
+	case *AckCmd:
+		id, tok = c.ID, c.Token
+	case *NakCmd:
+		id, tok = c.ID, c.Token
+	case *TermCmd:
+		id, tok = c.ID, c.Token
+	}
+	switch rapid.IntRange(0, 5).Draw(t, "change") {
+	case 0, 1, 2:
+		return c
+	case 3:
+		switch c := c.(type) {
+		case *AckCmd:
+			return &AckCmd{ID: id, Token: tok, Result: append([]byte("x"), c.Result...)}
+		case *NakCmd:
+			if rapid.Bool().Draw(t, "changedelay") {
+				return &NakCmd{ID: id, Token: tok, Delay: c.Delay + time.Second, Error: c.Error}
+			}
+			return &NakCmd{ID: id, Token: tok, Delay: c.Delay, Error: c.Error + "x"}
+		case *TermCmd:
+			return &TermCmd{ID: id, Token: tok, Reason: c.Reason + "x"}
+		}
+	case 4:
+		return &AckCmd{ID: id, Token: tok}
+	}
+	return &NakCmd{ID: id, Token: tok}
+}
+
 func (w *world) step(t *rapid.T) {
 	// Time mostly moves forward, sometimes back (a new leader's skewed clock).
 	w.now = w.now.Add(time.Duration(rapid.Int64Range(-int64(time.Second), int64(8*time.Second)).Draw(t, "dt")))
@@ -152,10 +208,12 @@ func (w *world) step(t *rapid.T) {
 		w.since = w.now
 	}
 	var cmd []byte
+	var c Command
 	if rapid.IntRange(0, 30).Draw(t, "garbage") == 0 {
 		cmd = rapid.SliceOfN(rapid.Byte(), 0, 12).Draw(t, "bytes")
 	} else {
-		cmd = appendCommand(nil, w.genCommand(t))
+		c = w.genCommand(t)
+		cmd = appendCommand(nil, c)
 	}
 	w.index += uint64(rapid.IntRange(1, 2).Draw(t, "di"))
 	e := Entry{Index: w.index, Term: w.term, Time: w.now, Cmd: cmd}
@@ -173,6 +231,9 @@ func (w *world) step(t *rapid.T) {
 	stripDetail(&want)
 	if !reflect.DeepEqual(res, want) {
 		t.Fatalf("entry %d (%x): result mismatch\n got %+v\nwant %+v", e.Index, cmd, res, want)
+	}
+	if c != nil && Batchable(c.Type()) && c.Type() != CmdClaim && c.Type() != CmdExtend && res.Err() == nil && res.Changed {
+		w.finished(c)
 	}
 	if w.real.Digest() != w.twin.Digest() {
 		t.Fatalf("entry %d: digests differ between instances", e.Index)

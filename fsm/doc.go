@@ -51,10 +51,16 @@
 //     of the leader's clock; Claimable, LeaseDue and Sweepable take one.
 //   - Fencing: a lease token is the raft index of the claim entry, so it is
 //     unique; ack, nak, extend and term must carry the job's current token.
-//   - Idempotent finishes: an ack, nak or term whose token's lease already
-//     ended by that same kind of command (Job.LastLease) answers OK with
-//     Result.Changed false and changes nothing, so a client may repeat one
-//     whose answer it lost; any other ended token stays ErrStaleLease.
+//   - Idempotent finishes, truthful answers: an ack, nak or term whose
+//     token's lease already ended by that very request (the same kind of
+//     command, and the same result for an ack, the same delay and error for
+//     a nak, the same reason for a term; Job.LastLease, Job.EndedBy)
+//     answers OK with Result.Changed false and changes nothing, so a client
+//     may repeat one whose answer it lost. Any other request under an ended
+//     token is ErrStaleLease, its detail saying how that lease ended
+//     (acked, naked, termed, expired, canceled, superseded), never with the
+//     requests' bytes: of two different acks of one lease, exactly one
+//     succeeds.
 //   - Expiry safety under clock skew: see ExpireCmd and docs/jobs.md.
 //   - Snapshots are O(number of paused queues) to take: the job tree is a
 //     copy-on-write btree clone and job records are immutable once

@@ -28,8 +28,12 @@ var (
 	ErrNotFound = errors.New("fsm: job not found")
 	// ErrStaleLease: ack, nak, extend or term carried a lease token that is
 	// not the job's current one (the lease expired, the job was canceled or
-	// re-claimed, or it is not running). Nothing changed; the worker must
-	// drop the job.
+	// re-claimed, or it is not running), and is not a repeat of the very
+	// request that ended that lease (another ack of it with another result
+	// is stale). The detail says how that lease ended: "job ID lease T
+	// ended: acked" (naked, termed, expired, canceled, superseded), with
+	// lengths or digests at most of the requests. Nothing changed; the
+	// worker must drop the job.
 	ErrStaleLease = errors.New("fsm: stale lease token")
 	// ErrInvalidState: the command does not apply to the job's state (cancel
 	// of a finished job, retry of a job that is not dead or canceled).

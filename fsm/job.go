@@ -182,15 +182,26 @@ func (k EndKind) String() string {
 	return "end(?)"
 }
 
-// LeaseEnd is how a job's most recent lease ended: the lease's token and
-// what ended it. It is what makes ack, nak and term idempotent per token:
-// repeating the command that ended this lease answers success and changes
-// nothing (see AckCmd). Job.LastLease is nil until a lease ends (and for
-// a job restored from a version 1 snapshot, which did not record it); a
-// claim does not clear it: while a new lease runs it names the previous.
+// LeaseEnd is how a job's most recent lease ended: the lease's token, what
+// ended it and, for a nak or term, the digest of that request. It is what
+// makes ack, nak and term idempotent per request: repeating the very
+// request that ended this lease (same command kind, same token, and the
+// same result for an ack, the same delay and error for a nak, the same
+// reason for a term) answers success and changes nothing; any other
+// request is refused ErrStaleLease (see AckCmd). Job.LastLease is nil
+// until a lease ends (and for a job restored from a version 1 snapshot,
+// which did not record it); a claim does not clear it: while a new lease
+// runs it names the previous.
 type LeaseEnd struct {
 	Token uint64
 	By    EndKind
+	// Sum is the digest of the nak or term that ended the lease
+	// (NakCmd.Sum, TermCmd.Sum), never 0 for those; 0 for every other end
+	// (an ack's request is the job's Result, which it keeps), and for a
+	// nak or term whose end was restored from a snapshot of version 4 or
+	// older, which did not record it: a repeat of that nak or term cannot
+	// be shown to be the same request, so it is refused stale.
+	Sum uint64
 }
 
 // NewJob is one job of a submit command.

@@ -42,7 +42,7 @@ func (h *harness) ok(c Command) Result {
 	return r
 }
 
-func (h *harness) refused(c Command, want error) {
+func (h *harness) refused(c Command, want error) Result {
 	h.t.Helper()
 	before := h.m.stateSum()
 	r := h.apply(c)
@@ -52,6 +52,7 @@ func (h *harness) refused(c Command, want error) {
 	if after := h.m.stateSum(); after != before {
 		h.t.Fatalf("%s: refused command changed the state", c.Type())
 	}
+	return r
 }
 
 // stateSum is the digest without the applied index (a refusal advances it).

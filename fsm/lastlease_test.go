@@ -25,13 +25,17 @@ func (h *harness) repeat(c Command) Job {
 
 func lastLease(t *testing.T, j Job, token uint64, by EndKind) {
 	t.Helper()
-	if j.LastLease == nil || *j.LastLease != (LeaseEnd{Token: token, By: by}) {
+	if j.LastLease == nil || j.LastLease.Token != token || j.LastLease.By != by {
 		t.Fatalf("job %s last lease %+v, want %s by token %d", j.ID, j.LastLease, by, token)
+	}
+	if summed := by == EndNaked || by == EndTermed; summed != (j.LastLease.Sum != 0) {
+		t.Fatalf("job %s last lease %+v: a request sum is kept for naks and terms only, always", j.ID, j.LastLease)
 	}
 }
 
-// Ack, nak and term repeated under the token that ended the lease answer
-// success and change nothing; every other use of an ended token is stale.
+// Ack, nak and term repeated under the token that ended the lease, as the
+// very request that ended it, answer success and change nothing; every
+// other use of an ended token is stale.
 func TestFinishIdempotentPerToken(t *testing.T) {
 	h := newHarness(t)
 	h.submit(NewJob{ID: "a", Queue: "q", Kind: "k", Backoff: Backoff{Base: time.Nanosecond}})
@@ -41,27 +45,32 @@ func TestFinishIdempotentPerToken(t *testing.T) {
 		t.Fatal("nak: Changed false")
 	}
 	lastLease(t, r.Jobs[0], t1, EndNaked)
-	if j := h.repeat(NakCmd{ID: "a", Token: t1, Error: "other"}); j.LastError != "boom" {
+	if r.Jobs[0].LastLease.Sum != (NakCmd{Error: "boom"}).Sum() {
+		t.Fatalf("nak's lease end sum %x, want the nak's %x", r.Jobs[0].LastLease.Sum, (NakCmd{Error: "boom"}).Sum())
+	}
+	if j := h.repeat(NakCmd{ID: "a", Token: t1, Error: "boom"}); j.LastError != "boom" {
 		t.Fatalf("repeated nak changed the error: %q", j.LastError)
 	}
-	h.refused(AckCmd{ID: "a", Token: t1}, ErrStaleLease)  // it ended by a nak
-	h.refused(TermCmd{ID: "a", Token: t1}, ErrStaleLease) // likewise
+	h.refused(NakCmd{ID: "a", Token: t1, Error: "other"}, ErrStaleLease) // another nak
+	h.refused(AckCmd{ID: "a", Token: t1}, ErrStaleLease)                 // it ended by a nak
+	h.refused(TermCmd{ID: "a", Token: t1}, ErrStaleLease)                // likewise
 	h.refused(ExtendCmd{ID: "a", Token: t1}, ErrStaleLease)
 
 	// A new lease runs: the last ended one is still t1's.
 	h.now = h.now.Add(time.Second)
 	t2 := h.claim1("q", time.Minute).Lease.Token
-	lastLease(t, h.repeat(NakCmd{ID: "a", Token: t1}), t1, EndNaked)
+	lastLease(t, h.repeat(NakCmd{ID: "a", Token: t1, Error: "boom"}), t1, EndNaked)
 	r = h.ok(AckCmd{ID: "a", Token: t2, Result: []byte("done")})
 	if !r.Changed || r.Jobs[0].State != StateSucceeded {
 		t.Fatalf("ack %+v", r)
 	}
 	lastLease(t, r.Jobs[0], t2, EndAcked)
-	if j := h.repeat(AckCmd{ID: "a", Token: t2, Result: []byte("again")}); string(j.Result) != "done" || j.State != StateSucceeded {
+	if j := h.repeat(AckCmd{ID: "a", Token: t2, Result: []byte("done")}); string(j.Result) != "done" || j.State != StateSucceeded {
 		t.Fatalf("repeated ack: %+v", j)
 	}
+	h.refused(AckCmd{ID: "a", Token: t2, Result: []byte("again")}, ErrStaleLease)
 	// t1's lease is no longer the last one that ended: fenced.
-	h.refused(NakCmd{ID: "a", Token: t1}, ErrStaleLease)
+	h.refused(NakCmd{ID: "a", Token: t1, Error: "boom"}, ErrStaleLease)
 	h.refused(AckCmd{ID: "a", Token: t1}, ErrStaleLease)
 	h.refused(NakCmd{ID: "a", Token: t2}, ErrStaleLease)
 	h.refused(AckCmd{ID: "a", Token: t2 + 1}, ErrStaleLease)
@@ -75,14 +84,15 @@ func TestFinishIdempotentPerToken(t *testing.T) {
 	lastLease(t, r.Jobs[0], t3, EndTermed)
 	h.repeat(TermCmd{ID: "b", Token: t3, Reason: "bad"})
 	h.ok(RetryCmd{ID: "b"})
-	h.repeat(TermCmd{ID: "b", Token: t3})
+	h.repeat(TermCmd{ID: "b", Token: t3, Reason: "bad"})
+	h.refused(TermCmd{ID: "b", Token: t3}, ErrStaleLease) // another reason
 	t4 := h.claim1("r", time.Minute).Lease.Token
 
 	// Cancel of the running job ends its lease as canceled: the worker's
 	// finish is stale, not a repeat.
 	r = h.ok(CancelCmd{ID: "b", Reason: "stop"})
 	lastLease(t, r.Jobs[0], t4, EndCanceled)
-	for _, c := range []Command{AckCmd{ID: "b", Token: t4}, NakCmd{ID: "b", Token: t4}, TermCmd{ID: "b", Token: t4}, TermCmd{ID: "b", Token: t3}} {
+	for _, c := range []Command{AckCmd{ID: "b", Token: t4}, NakCmd{ID: "b", Token: t4}, TermCmd{ID: "b", Token: t4}, TermCmd{ID: "b", Token: t3, Reason: "bad"}} {
 		h.refused(c, ErrStaleLease)
 	}
 	// Cancel of a job that is not running leaves the record alone.
@@ -115,14 +125,20 @@ func TestLastLeaseInDigestAndSnapshot(t *testing.T) {
 	st := h.m.st
 	j := st.get("a")
 	other := j.clone()
-	other.endTok++
+	other.end = &leaseEnd{token: j.end.token + 1, by: j.end.by}
 	if st.hash(j) == st.hash(other) {
 		t.Fatal("the job hash ignores the last lease's token")
 	}
 	other = j.clone()
-	other.endBy = EndNaked
+	other.end = &leaseEnd{token: j.end.token, by: EndNaked}
 	if st.hash(j) == st.hash(other) {
 		t.Fatal("the job hash ignores how the last lease ended")
+	}
+	naked := other
+	other = naked.clone()
+	other.end = &leaseEnd{token: j.end.token, by: EndNaked, sum: 7}
+	if st.hash(naked) == st.hash(other) {
+		t.Fatal("the job hash ignores the request sum of the last lease end")
 	}
 
 	var buf bytes.Buffer
@@ -144,7 +160,8 @@ func TestLastLeaseInDigestAndSnapshot(t *testing.T) {
 	}
 	// The restored state answers the repeat as the original does.
 	h2 := &harness{t: t, m: r, index: h.index, term: h.term, now: h.now}
-	h2.repeat(AckCmd{ID: "a", Token: tok})
+	h2.repeat(AckCmd{ID: "a", Token: tok, Result: []byte("r")})
+	h2.refused(AckCmd{ID: "a", Token: tok}, ErrStaleLease)
 }
 
 // setSnapVersion rewrites a snapshot of m's state as version v: versions
@@ -152,7 +169,7 @@ func TestLastLeaseInDigestAndSnapshot(t *testing.T) {
 func setSnapVersion(m *Jobs, b []byte, v uint16) []byte {
 	b = append([]byte(nil), b...)
 	binary.LittleEndian.PutUint16(b[8:], v)
-	if v < snapVersion {
+	if v < snapV4 {
 		const hdr = 8 + 2 + 8 + 8
 		b = append(b[:hdr], b[hdr+clockSize:]...)
 		m.mu.RLock()

@@ -15,7 +15,36 @@ type model struct {
 	jobs       map[string]*Job
 	keys       map[string]string
 	paused     map[string]bool
+	ends       map[string]modelEnd // per job, the request that ended its last lease
 	clk        modelClock
+}
+
+// modelEnd is what ended a job's last lease: the kind, the token and, for
+// an ack, nak or term, the request as it was sent.
+type modelEnd struct {
+	by     EndKind
+	token  uint64
+	result string        // ack
+	delay  time.Duration // nak
+	msg    string        // nak error, term reason
+}
+
+// lastLease is the job's LastLease for e.
+func (e modelEnd) lastLease() *LeaseEnd {
+	l := &LeaseEnd{Token: e.token, By: e.by}
+	switch e.by {
+	case EndNaked:
+		l.Sum = NakCmd{Delay: e.delay, Error: e.msg}.Sum()
+	case EndTermed:
+		l.Sum = TermCmd{Reason: e.msg}.Sum()
+	}
+	return l
+}
+
+// end records e as how job j's last lease ended.
+func (m *model) end(j *Job, e modelEnd) {
+	m.ends[j.ID] = e
+	j.LastLease = e.lastLease()
 }
 
 // modelClock is the reference log clock: within a term, log time is the
@@ -55,7 +84,7 @@ func (c modelClock) at(now time.Time) time.Time {
 }
 
 func newModel() *model {
-	return &model{jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}}
+	return &model{jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}, ends: map[string]modelEnd{}}
 }
 
 func (m *model) clone() *model {
@@ -237,16 +266,17 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 		}
 		return j, CodeOK
 	}
-	// finishing is leased for ack, nak and term: a repeat of the command
-	// that ended the job's last lease answers the job, changing nothing.
-	finishing := func(id string, tok uint64, by EndKind) (*Job, Code) {
-		j, code := leased(id, tok)
+	// finishing is leased for ack, nak and term: a repeat of the very
+	// request that ended the job's last lease (as sent: same kind, token,
+	// result, delay, message) answers the job, changing nothing.
+	finishing := func(id string, req modelEnd) (*Job, Code) {
+		j, code := leased(id, req.token)
 		if code == CodeOK {
 			r.Changed = true
-			j.LastLease = &LeaseEnd{Token: tok, By: by}
+			m.end(j, req)
 			return j, code
 		}
-		if old, ok := m.jobs[id]; ok && old.LastLease != nil && *old.LastLease == (LeaseEnd{Token: tok, By: by}) {
+		if old, ok := m.jobs[id]; ok && old.LastLease != nil && m.ends[id] == req {
 			r.Jobs = []Job{noPayload(old)}
 			return nil, CodeOK
 		}
@@ -356,7 +386,7 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 		j.Lease = &Lease{Token: j.Lease.Token, Worker: j.Lease.Worker, Deadline: fromNanos(addSat(nowNs, int64(ttl))), TTL: ttl, Term: e.Term, ClaimID: j.Lease.ClaimID}
 		r.Jobs = []Job{noPayload(j)}
 	case *AckCmd:
-		j, code := finishing(c.ID, c.Token, EndAcked)
+		j, code := finishing(c.ID, modelEnd{by: EndAcked, token: c.Token, result: string(c.Result)})
 		if j == nil {
 			r.Code = code
 			return r
@@ -365,7 +395,7 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 		j.Result = c.Result
 		r.Jobs = []Job{noPayload(j)}
 	case *NakCmd:
-		j, code := finishing(c.ID, c.Token, EndNaked)
+		j, code := finishing(c.ID, modelEnd{by: EndNaked, token: c.Token, delay: c.Delay, msg: c.Error})
 		if j == nil {
 			r.Code = code
 			return r
@@ -373,7 +403,7 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 		m.fail(j, now, c.Delay, c.Error)
 		r.Jobs = []Job{noPayload(j)}
 	case *TermCmd:
-		j, code := finishing(c.ID, c.Token, EndTermed)
+		j, code := finishing(c.ID, modelEnd{by: EndTermed, token: c.Token, msg: c.Reason})
 		if j == nil {
 			r.Code = code
 			return r
@@ -392,7 +422,7 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 			return r
 		}
 		if j.Lease != nil {
-			j.LastLease = &LeaseEnd{Token: j.Lease.Token, By: EndCanceled}
+			m.end(j, modelEnd{by: EndCanceled, token: j.Lease.Token})
 		}
 		j.State, j.Lease, j.Updated, j.Finished = StateCanceled, nil, now, now
 		j.LastError, j.Result = c.Reason, nil
@@ -441,7 +471,7 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 			return lessKey(sortKey(due[a]), sortKey(due[b]))
 		})
 		for _, j := range due {
-			j.LastLease = &LeaseEnd{Token: j.Lease.Token, By: EndExpired}
+			m.end(j, modelEnd{by: EndExpired, token: j.Lease.Token})
 			m.fail(j, now, 0, leaseExpiredMsg)
 			r.Expired = append(r.Expired, j.ID)
 		}
@@ -469,6 +499,7 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 				}
 				keep--
 				delete(m.jobs, j.ID)
+				delete(m.ends, j.ID)
 				if j.IdempotencyKey != "" {
 					delete(m.keys, j.IdempotencyKey)
 				}

@@ -19,8 +19,7 @@ type job struct {
 	prio                 int32
 	maxAtt, attempts     uint32
 	state                State
-	endBy                EndKind // how the last lease ended (EndNone: none recorded)
-	endTok               uint64  // its token
+	end                  *leaseEnd // how the last lease ended (leaseend.go), nil: none recorded
 	// slot is the record's entry in the live job-ID index (state.go),
 	// set when the record is published; not part of the record's
 	// encoding or digest. Copies made by clone share it until replace
@@ -70,11 +69,11 @@ func (j *job) setOutcome(lastErr string, result []byte) {
 }
 
 // public converts a record to the caller's Job. Slices are shared.
-func (j *job) public(withPayload bool) Job { return j.publicWith(*j.bo, j.lease, withPayload) }
+func (j *job) public(withPayload bool) Job { return j.publicWith(*j.bo, j.lease, j.end, withPayload) }
 
-// publicWith is public with the record's backoff policy and lease given (a
-// decoded record's, which j does not point to).
-func (j *job) publicWith(bo Backoff, l *lease, withPayload bool) Job {
+// publicWith is public with the record's backoff policy, lease and last
+// lease end given (a decoded record's, which j does not point to).
+func (j *job) publicWith(bo Backoff, l *lease, e *leaseEnd, withPayload bool) Job {
 	p := Job{
 		ID: j.id, Queue: j.queue, Kind: j.kind,
 		Priority: j.prio, RunAt: fromNanos(j.runAt), MaxAttempts: j.maxAtt,
@@ -91,14 +90,11 @@ func (j *job) publicWith(bo Backoff, l *lease, withPayload bool) Job {
 	if l != nil {
 		p.Lease = &Lease{Token: l.token, Worker: l.worker, Deadline: fromNanos(l.deadline), TTL: time.Duration(l.ttl), Term: l.term, ClaimID: l.claim}
 	}
-	if j.endBy != EndNone {
-		p.LastLease = &LeaseEnd{Token: j.endTok, By: j.endBy}
+	if e != nil {
+		p.LastLease = &LeaseEnd{Token: e.token, By: e.by, Sum: e.sum}
 	}
 	return p
 }
-
-// ended records that the lease of token ended by kind.
-func (j *job) ended(token uint64, by EndKind) { j.endTok, j.endBy = token, by }
 
 // Job record encoding, shared by snapshots, digests and results:
 //
@@ -106,12 +102,16 @@ func (j *job) ended(token uint64, by EndKind) { j.endTok, j.endBy = token, by }
 //	priority (varint) | maxAttempts, attempts (uvarint) | state (byte) |
 //	runAt, created, updated (varint ns) | seq (uvarint) |
 //	backoff base, max (varint ns) | factor (uvarint) | jitter (byte) |
-//	flags (byte: 1 lease, 2 outcome, 4 last lease end, 8 claim id) |
+//	flags (byte: 1 lease, 2 outcome, 4 last lease end, 8 claim id, 16 request sum) |
 //	[lease: token (uvarint), worker (str), deadline, ttl (varint), term (uvarint)] |
 //	[outcome: lastError (str), result (bytes)] |
 //	[last lease end: token (uvarint), kind (byte)] |
-//	[claim id: the lease's claim ID (str, not empty; only with a lease)]
+//	[claim id: the lease's claim ID (str, not empty; only with a lease)] |
+//	[request sum: the last lease end's (8 bytes, big endian, not 0; only
+//	 with flag 4 and an end by nak or term)]
 //
+// Flag 16 is new in snapshot version 5 and result version 4; a record
+// without it encodes as before.
 // Flag 8 is new in snapshot version 3 and result version 3; a record
 // without it encodes as before.
 // Flag 4 is new in snapshot version 2 and result version 2; a record
@@ -122,6 +122,7 @@ const (
 	flagOutcome = 2
 	flagEnd     = 4
 	flagClaim   = 8
+	flagSum     = 16
 )
 
 func appendJob(b []byte, j *job, withPayload bool) []byte {
@@ -153,8 +154,11 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	if j.out != nil {
 		flags |= flagOutcome
 	}
-	if j.endBy != EndNone {
+	if j.end != nil {
 		flags |= flagEnd
+		if j.end.sum != 0 {
+			flags |= flagSum
+		}
 	}
 	if j.lease != nil && j.lease.claim != "" {
 		flags |= flagClaim
@@ -171,12 +175,15 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 		b = appendStr(b, o.lastErr)
 		b = appendBytes(b, o.result)
 	}
-	if j.endBy != EndNone {
-		b = binary.AppendUvarint(b, j.endTok)
-		b = append(b, byte(j.endBy))
+	if e := j.end; e != nil {
+		b = binary.AppendUvarint(b, e.token)
+		b = append(b, byte(e.by))
 	}
 	if flags&flagClaim != 0 {
 		b = appendStr(b, j.lease.claim)
+	}
+	if flags&flagSum != 0 {
+		b = binary.BigEndian.AppendUint64(b, j.end.sum)
 	}
 	return b
 }
@@ -200,8 +207,11 @@ func jobSize(j *job, withPayload bool) int {
 	if o := j.out; o != nil {
 		n += str(len(o.lastErr)) + str(len(o.result))
 	}
-	if j.endBy != EndNone {
-		n += uvarintLen(j.endTok) + 1
+	if e := j.end; e != nil {
+		n += uvarintLen(e.token) + 1
+		if e.sum != 0 {
+			n += 8
+		}
 	}
 	return n
 }
@@ -210,11 +220,15 @@ func jobSize(j *job, withPayload bool) int {
 // checks invariants separately (checkJob).
 func decodeJob(d *decoder) *job {
 	j := &job{}
-	bo, l, leased := decodeJobInto(d, j)
+	bo, l, leased, e := decodeJobInto(d, j)
 	j.bo = &bo
 	if leased {
 		j.lease = new(lease)
 		*j.lease = l
+	}
+	if e.by != EndNone {
+		j.end = new(leaseEnd)
+		*j.end = e
 	}
 	return j
 }
@@ -223,18 +237,22 @@ func decodeJob(d *decoder) *job {
 // is allocated on the way (results decode this way).
 func decodePublic(d *decoder, withPayload bool) Job {
 	var j job
-	bo, l, leased := decodeJobInto(d, &j)
+	bo, l, leased, e := decodeJobInto(d, &j)
 	var lp *lease
 	if leased {
 		lp = &l
 	}
-	return j.publicWith(bo, lp, withPayload)
+	var ep *leaseEnd
+	if e.by != EndNone {
+		ep = &e
+	}
+	return j.publicWith(bo, lp, ep, withPayload)
 }
 
-// decodeJobInto reads one record into j but its backoff policy and its
-// lease (if leased), which it returns: j.bo and j.lease are left for the
-// caller to set.
-func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool) {
+// decodeJobInto reads one record into j but its backoff policy, its lease
+// (if leased) and its last lease end (by EndNone if none), which it
+// returns: j.bo, j.lease and j.end are left for the caller to set.
+func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool, e leaseEnd) {
 	j.id = d.str()
 	j.queue = d.str()
 	j.kind = d.str()
@@ -254,7 +272,7 @@ func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool) {
 	j.seq = d.uvarint()
 	bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
 	flags := d.byte()
-	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim) != 0 {
+	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim|flagSum) != 0 {
 		d.fail("job flags %#x", flags)
 	}
 	if flags&flagLease != 0 {
@@ -264,9 +282,9 @@ func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool) {
 		j.out = &outcome{lastErr: d.str(), result: d.bytes()}
 	}
 	if flags&flagEnd != 0 {
-		j.endTok = d.uvarint()
-		j.endBy = EndKind(d.byte())
-		if j.endBy == EndNone {
+		e.token = d.uvarint()
+		e.by = EndKind(d.byte())
+		if e.by == EndNone {
 			d.fail("last lease end of kind none") // flag 4 means an end
 		}
 	}
@@ -277,7 +295,15 @@ func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool) {
 			d.fail("empty claim id") // flag 8 means an id
 		}
 	}
-	return bo, l, leased
+	if flags&flagSum != 0 {
+		switch e.sum = d.u64(); {
+		case flags&flagEnd == 0:
+			d.fail("request sum without a last lease end")
+		case e.sum == 0:
+			d.fail("request sum 0") // flag 16 means a sum
+		}
+	}
+	return bo, l, leased, e
 }
 
 // checkJob verifies a restored record's invariants; it returns a reason or "".
@@ -303,13 +329,20 @@ func checkJob(j *job) string {
 	if l := j.lease; l != nil && (l.worker == "" || l.token == 0 || l.ttl <= 0 || len(l.claim) > MaxNameLen) {
 		return "bad lease"
 	}
-	if j.endBy != EndNone && (j.endBy >= numEnds || j.endTok == 0) {
+	e := j.end
+	if e == nil {
+		return ""
+	}
+	if e.by == EndNone || e.by >= numEnds || e.token == 0 {
 		return "bad last lease end"
 	}
-	if j.endBy == EndAcked && j.state != StateSucceeded || j.state == StateSucceeded && j.endBy != EndNone && j.endBy != EndAcked {
+	if e.sum != 0 && e.by != EndNaked && e.by != EndTermed {
+		return "request sum of a lease end by neither nak nor term"
+	}
+	if e.by == EndAcked && j.state != StateSucceeded || j.state == StateSucceeded && e.by != EndAcked {
 		return "succeeded iff last lease acked violated"
 	}
-	if l := j.lease; l != nil && j.endBy != EndNone && j.endTok >= l.token {
+	if l := j.lease; l != nil && e.token >= l.token {
 		return "last lease end not before the running lease"
 	}
 	return ""

@@ -60,8 +60,8 @@ type Result struct {
 	Expired []string // expire: IDs of expired leases' jobs, in expiry order
 	Removed uint64   // sweep: jobs removed
 	// Changed: pause, resume: whether the queue's state changed; ack, nak,
-	// term: false when the command repeated the one that ended the lease
-	// (idempotent: nothing changed, Jobs holds the job as it is); claim:
+	// term: false when the command repeated the very request that ended
+	// the lease (idempotent: nothing changed, Jobs holds the job as it is); claim:
 	// false when it repeated a claim with the same ID whose leases are
 	// still running (Jobs holds them, nothing changed).
 	Changed bool
@@ -79,7 +79,7 @@ func (r *Result) Err() error {
 	return &refusal{code: r.Code, detail: r.Detail}
 }
 
-// Result encoding, version 2:
+// Result encoding, version 4:
 //
 //	version (byte) | command type (byte) | code (byte) | index (uvarint) |
 //	detail (str) | body, only when code is OK:
@@ -95,10 +95,12 @@ func (r *Result) Err() error {
 //
 // Version 1 had no changed byte after ack, nak and term (they always
 // changed the job) and no job record flag 4; version 2 no changed byte
-// after a claim and no job record flag 8, nor batch results;
-// DecodeResult still reads both.
+// after a claim and no job record flag 8, nor batch results; version 3 no
+// job record flag 16 (a lease end's request sum). DecodeResult still
+// reads them all.
 const (
-	ResultVersion   = 3
+	ResultVersion   = 4
+	resultVersionV3 = 3
 	resultVersionV2 = 2
 	resultVersionV1 = 1
 )
@@ -190,7 +192,7 @@ type sub struct {
 	job     *job
 }
 
-// DecodeResult parses the bytes Apply returned (result version 2 or 1). An
+// DecodeResult parses the bytes Apply returned (result version 4 to 1). An
 // error (wrapping ErrInvalidResult or ErrUnsupportedVersion) means the
 // bytes are not a result; a refused command decodes fine and reports
 // itself via Result.Err.
@@ -233,7 +235,7 @@ func decodeResult(b []byte, arena *[]byte, mode decodeMode) (Result, error) {
 		return r, fmt.Errorf("%w: %d bytes", ErrInvalidResult, len(b))
 	}
 	version := b[0]
-	if version != ResultVersion && version != resultVersionV2 && version != resultVersionV1 {
+	if version < resultVersionV1 || version > ResultVersion {
 		return r, fmt.Errorf("%w: result version %d", ErrUnsupportedVersion, b[0])
 	}
 	r.Command, r.Code = CommandType(b[1]), Code(b[2])
@@ -281,7 +283,7 @@ func decodeResult(b []byte, arena *[]byte, mode decodeMode) (Result, error) {
 			case ends:
 				r.Changed = version == resultVersionV1 || d.bool()
 			case r.Command == CmdClaim:
-				r.Changed = version != ResultVersion || d.bool()
+				r.Changed = version < resultVersionV3 || d.bool()
 			}
 		case CmdExpire:
 			n := d.count(len(d.b), 1)

@@ -78,8 +78,9 @@ func TestJobSizeIsEncodedLength(t *testing.T) {
 			lease: &lease{token: 1 << 50, worker: "worker", deadline: 1 << 60, ttl: int64(time.Minute), term: 7, claim: "claim-1"}},
 		{id: "b", queue: "q", kind: "k", bo: bo, state: StateRunning, lease: &lease{token: 3, worker: "w"}},
 		{id: "c", queue: "q", kind: "k", bo: bo, state: StateSucceeded, out: &outcome{lastErr: "e", result: make([]byte, 129)},
-			endBy: EndAcked, endTok: 300},
-		{id: "d", queue: "q", kind: "k", bo: bo, state: StateDead, out: &outcome{}, endBy: EndTermed, endTok: 1},
+			end: &leaseEnd{token: 300, by: EndAcked}},
+		{id: "d", queue: "q", kind: "k", bo: bo, state: StateDead, out: &outcome{}, end: &leaseEnd{token: 1, by: EndTermed}},
+		{id: "e", queue: "q", kind: "k", bo: bo, state: StateScheduled, end: &leaseEnd{token: 1 << 40, sum: 1 << 63, by: EndNaked}},
 	} {
 		for _, wp := range []bool{false, true} {
 			if got, want := jobSize(j, wp), len(appendJob(nil, j, wp)); got != want {

@@ -12,7 +12,7 @@ import (
 	"github.com/tidwall/btree"
 )
 
-// Snapshot stream format, version 4 (integers little endian unless noted):
+// Snapshot stream format, version 5 (integers little endian unless noted):
 //
 //	+----------------------+---------------+-------------+-----------+
 //	| magic "JRFSMSNP" (8) | version (u16) | index (u64) | seq (u64) |
@@ -32,6 +32,14 @@ import (
 // Nothing may follow the CRC. Restore rebuilds every index from the
 // records, recomputes the digest and requires it to equal the stored one.
 //
+// Version 4 is the same layout without job record flag 16 (the request
+// sum of a lease end by nak or term, record.go): Restore still reads it,
+// and its naks' and terms' ends have no sum (a repeat of one is refused
+// stale: it cannot be shown to be the same request; an ack's repeat is
+// compared with the job's result, as always). Until those jobs' next lease
+// ends, a member restored from a version 4 snapshot holds other records
+// (and digests) than one that applied the same entries: no mixed-version
+// clusters.
 // Version 1 is the same layout without job record flag 4 (how the last
 // lease ended, record.go): Restore still reads it, and its jobs have no
 // LastLease (a repeated ack of a job restored from it is refused stale).
@@ -41,10 +49,11 @@ import (
 // clock, which the first entry applied after it starts (so a member
 // restored from one may hold another log time than one that applied the
 // same entries, until the next term: no mixed-version clusters). Older
-// builds do not read version 4.
+// builds do not read version 5.
 const (
 	snapMagic   = "JRFSMSNP"
-	snapVersion = 4
+	snapVersion = 5
+	snapV4      = 4
 	snapV3      = 3
 	snapV2      = 2
 	snapV1      = 1
@@ -182,13 +191,13 @@ func readSnapshot(r io.Reader) (*state, error) {
 		return nil, corrupt("bad magic %q", hdr[:8])
 	}
 	version := binary.LittleEndian.Uint16(hdr[8:])
-	if version != snapVersion && version != snapV3 && version != snapV2 && version != snapV1 {
+	if version < snapV1 || version > snapVersion {
 		return nil, fmt.Errorf("%w: version %d", ErrSnapshotVersion, version)
 	}
 	st := newState()
 	st.index = binary.LittleEndian.Uint64(hdr[10:])
 	st.seq = binary.LittleEndian.Uint64(hdr[18:])
-	if version == snapVersion {
+	if version >= snapV4 {
 		var b [clockSize]byte
 		if err := cr.read(b[:]); err != nil {
 			return nil, err
@@ -254,11 +263,14 @@ func readSnapshot(r io.Reader) (*state, error) {
 			if count > 0 && j.id <= lastID {
 				return nil, corrupt("job %q out of order", j.id)
 			}
-			if j.seq == 0 || j.seq > st.seq || (j.lease != nil && j.lease.token > st.index) || j.endTok > st.index {
+			if j.seq == 0 || j.seq > st.seq || (j.lease != nil && j.lease.token > st.index) || (j.end != nil && j.end.token > st.index) {
 				return nil, corrupt("job %q: seq or lease token beyond the snapshot", j.id)
 			}
-			if version == snapV1 && j.endBy != EndNone {
+			if version == snapV1 && j.end != nil {
 				return nil, corrupt("job %q: version 1 record with a last lease end", j.id)
+			}
+			if version < snapVersion && j.end != nil && j.end.sum != 0 {
+				return nil, corrupt("job %q: version %d record with a request sum", j.id, version)
 			}
 			if version < snapV3 && j.lease != nil && j.lease.claim != "" {
 				return nil, corrupt("job %q: version %d record with a claim id", j.id, version)
@@ -304,7 +316,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		}
 		return nil, corrupt("data after the checksum")
 	}
-	if st.digest(version == snapVersion) != wantSum {
+	if st.digest(version >= snapV4) != wantSum {
 		return nil, corrupt("restored state digest differs from the snapshot's")
 	}
 	return st, nil

@@ -17,9 +17,11 @@
 //   - Cancel resends; a refusal of the resend because the job is canceled
 //     already counts as success.
 //   - Pause and Resume are idempotent and resent.
-//   - Ack, Nak, Extend and Term resend with the same token (the token is
-//     the fence); a refusal of the resend returns ErrOutcomeUnknown
-//     (the lease ended, by the first attempt or otherwise).
+//   - Ack, Nak, Extend and Term resend the same request (the token is the
+//     fence, and jobd answers 200 to a repeat only when it is the very
+//     request that ended the lease, so a 200 is this request's); a refusal
+//     of the resend returns ErrOutcomeUnknown (the lease ended, by the
+//     first attempt, forgotten since, or otherwise).
 //   - Claim and Retry are never resent after an unknown outcome: Claim's
 //     leases expire on their own; Retry reads the job and succeeds if it
 //     left dead/canceled, else returns ErrOutcomeUnknown.

@@ -15,7 +15,10 @@ func (c *Client) Claim(ctx context.Context, r ClaimRequest) ([]Claimed, error) {
 	return out.Leases, err
 }
 
-// Ack completes a leased job with a result.
+// Ack completes a leased job with a result. nil means this ack (this
+// token, this result) ended the lease: another ack of the lease with
+// another result, say a second worker's, is refused (ErrRefused, 409
+// stale_lease), the reason saying how the lease ended.
 func (c *Client) Ack(ctx context.Context, id string, token uint64, result []byte) error {
 	return c.settle(ctx, id, "ack", SettleRequest{Token: token, Result: result})
 }
@@ -36,9 +39,12 @@ func (c *Client) Term(ctx context.Context, id string, token uint64, reason strin
 	return c.settle(ctx, id, "term", SettleRequest{Token: token, Reason: reason})
 }
 
-// settle resends with the same token after an unknown outcome; a refused
-// resend means the lease ended, by the first attempt or otherwise: that is
-// ErrOutcomeUnknown (Get the job to see its state).
+// settle resends the same request after an unknown outcome: a 200 is a
+// repeat of this very request (jobd answers a repeat only when it is the
+// same request) or its first success; a refused resend means the lease
+// ended, by the first attempt (whose end the job may have forgotten since:
+// a later lease of the job ended) or otherwise: that is ErrOutcomeUnknown
+// (Get the job to see its state).
 func (c *Client) settle(ctx context.Context, id, op string, body SettleRequest) error {
 	return c.resend(ctx, &call{method: "POST", path: "/v1/jobs/" + url.PathEscape(id) + "/" + op, in: body, mutates: true},
 		func() (bool, error) { return false, nil })

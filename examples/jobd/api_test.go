@@ -226,10 +226,15 @@ func TestSubmitClaimAckAndStaleToken(t *testing.T) {
 	if r = jsonCall(t, c, d, "POST", "/v1/jobs/j1/ack", map[string]any{"token": token, "result_text": "done"}); r.code != http.StatusOK {
 		t.Fatalf("ack: %d %s", r.code, r.raw)
 	}
-	// A client retrying its ack (its first answer lost) gets 200 again,
-	// and the first ack's result stands; a nak by that token is stale.
-	if r = jsonCall(t, c, d, "POST", "/v1/jobs/j1/ack", map[string]any{"token": token, "result_text": "again"}); r.code != http.StatusOK {
+	// A client retrying its ack (its first answer lost) gets 200 again;
+	// an ack by that token with another result, and a nak by it, are
+	// stale, saying how the lease ended, and the first ack's result stands.
+	if r = jsonCall(t, c, d, "POST", "/v1/jobs/j1/ack", map[string]any{"token": token, "result_text": "done"}); r.code != http.StatusOK {
 		t.Fatalf("repeated ack: %d %s, want 200", r.code, r.raw)
+	}
+	if r = jsonCall(t, c, d, "POST", "/v1/jobs/j1/ack", map[string]any{"token": token, "result_text": "again"}); r.code != http.StatusConflict ||
+		r.body["error"] != "stale_lease" || !strings.Contains(fmt.Sprint(r.body["reason"]), "ended: acked") || strings.Contains(r.raw, "again") {
+		t.Fatalf("ack with another result: %d %s, want 409 stale_lease saying the lease ended acked, quoting no result", r.code, r.raw)
 	}
 	if r = jsonCall(t, c, d, "POST", "/v1/jobs/j1/nak", map[string]any{"token": token, "error": "late"}); r.code != http.StatusConflict || r.body["error"] != "stale_lease" {
 		t.Fatalf("nak after the ack: %d %s, want 409 stale_lease", r.code, r.raw)

@@ -16,7 +16,7 @@ import (
 const (
 	adviceSubmit = "resubmit with the same job ID (and idempotency key): the job exists at most once, and the reply says whether it does"
 	adviceClaim  = "jobs may have been leased by this claim; nobody holds those leases, and the jobs return to their queue when the leases expire: claim again"
-	adviceSettle = "retry with the same token: if the retry is refused with 409 the lease has ended, by this attempt or otherwise; GET the job to see its state"
+	adviceSettle = "retry the same request (same token, same body): 200 means this request ended the lease; if the retry is refused with 409 the lease has ended otherwise (or the job has ended a later lease since); GET the job to see its state"
 	adviceExtend = "retry with the same token: extending twice is harmless"
 	adviceCancel = "retry the cancel: a 409 invalid_state then means the job is finished or already canceled; GET the job to see which"
 	adviceRetry  = "GET the job: it is pending (or running again) if the retry took effect"

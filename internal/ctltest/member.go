@@ -185,7 +185,7 @@ type Request struct {
 	TTL     time.Duration `json:"ttl,omitempty"`
 	Wait    time.Duration `json:"wait,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"`
-	Result  string        `json:"result,omitempty"`
+	Result  string        `json:"result,omitempty"` // /ack: the result; /nak: the error ("nak" when empty)
 	Local   bool          `json:"local,omitempty"`
 	// MaxAttempts of a submitted job (0: default).
 	MaxAttempts uint32 `json:"max_attempts,omitempty"`
@@ -336,7 +336,11 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 		return classify(ctl.LeaseOf(jobraft.Job{ID: r.ID}, r.Token).Ack(ctx, []byte(r.Result)))
 	})
 	handle("/nak", func(ctx context.Context, r Request) Reply {
-		return classify(ctl.LeaseOf(jobraft.Job{ID: r.ID}, r.Token).Nak(ctx, time.Nanosecond, "nak"))
+		msg := r.Result // the nak's error, "nak" when not given
+		if msg == "" {
+			msg = "nak"
+		}
+		return classify(ctl.LeaseOf(jobraft.Job{ID: r.ID}, r.Token).Nak(ctx, time.Nanosecond, msg))
 	})
 	handle("/get", func(ctx context.Context, r Request) Reply {
 		cons := jobraft.Linearizable

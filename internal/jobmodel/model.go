@@ -20,10 +20,13 @@
 // outcome is unknown either took effect at some point after its call or
 // never did.
 //
-// Ack and nak are idempotent per token: repeating the ack or nak that ended
-// the job's most recent ended lease answers OK and changes nothing (it is
-// not stale); any other ack or nak whose token is not the running lease's
-// is stale.
+// Ack and nak are idempotent per request: repeating the very ack or nak
+// that ended the job's most recent ended lease (same kind, token and
+// Result: an ack's result, a nak's error) answers OK and changes nothing
+// (it is not stale); any other ack or nak whose token is not the running
+// lease's is stale, another result or error under the ended token
+// included. A get of a succeeded job reports the result of the ack that
+// ended its lease.
 package jobmodel
 
 import (
@@ -73,9 +76,10 @@ const (
 
 // Input is an operation's request.
 type Input struct {
-	Kind  Kind
-	Job   string
-	Token uint64 // ack, nak: the lease token used
+	Kind   Kind
+	Job    string
+	Token  uint64 // ack, nak: the lease token used
+	Result string // ack: its result; nak: its error (the rest of a nak is fixed)
 }
 
 // Output is an operation's answer.
@@ -83,18 +87,20 @@ type Output struct {
 	Outcome Outcome
 	Token   uint64 // claim OK: the token claimed (0: nothing claimed); get: a running job's token
 	State   string // get OK: Absent, Pending, Running or Succeeded
+	Result  string // get OK of a succeeded job: its result
 }
 
 // state is one job's model state. Token 0 while running means the lease
 // came from a claim whose answer was lost (its token is not known yet).
 // EndToken is the token of the last lease that ended (0: none), EndAck
-// whether an ack (else a nak) ended it.
+// whether an ack (else a nak) ended it, EndResult that request's Result.
 type state struct {
-	St       string
-	Token    uint64
-	MaxToken uint64
-	EndToken uint64
-	EndAck   bool
+	St        string
+	Token     uint64
+	MaxToken  uint64
+	EndToken  uint64
+	EndAck    bool
+	EndResult string
 }
 
 func step(s state, in Input, out Output) []state {
@@ -124,21 +130,21 @@ func step(s state, in Input, out Output) []state {
 			if s.St != Pending || out.Token <= s.MaxToken {
 				return nil
 			}
-			return []state{{St: Running, Token: out.Token, MaxToken: out.Token, EndToken: s.EndToken, EndAck: s.EndAck}}
+			return []state{{St: Running, Token: out.Token, MaxToken: out.Token, EndToken: s.EndToken, EndAck: s.EndAck, EndResult: s.EndResult}}
 		case NotDone:
 			return []state{s}
 		default:
 			if s.St != Pending {
 				return []state{s}
 			}
-			return []state{s, {St: Running, Token: 0, MaxToken: s.MaxToken, EndToken: s.EndToken, EndAck: s.EndAck}}
+			return []state{s, {St: Running, Token: 0, MaxToken: s.MaxToken, EndToken: s.EndToken, EndAck: s.EndAck, EndResult: s.EndResult}}
 		}
 	case Ack, Nak:
 		holds := s.St == Running && s.Token == in.Token
-		repeat := in.Token != 0 && s.EndToken == in.Token && s.EndAck == (in.Kind == Ack)
+		repeat := in.Token != 0 && s.EndToken == in.Token && s.EndAck == (in.Kind == Ack) && s.EndResult == in.Result
 		next := s
 		if holds {
-			next.EndToken, next.EndAck = in.Token, in.Kind == Ack
+			next.EndToken, next.EndAck, next.EndResult = in.Token, in.Kind == Ack, in.Result
 			if in.Kind == Ack {
 				next.St = Succeeded
 			} else {
@@ -165,7 +171,7 @@ func step(s state, in Input, out Output) []state {
 		if out.Outcome != OK {
 			return []state{s}
 		}
-		if out.State != s.St {
+		if out.State != s.St || (s.St == Succeeded && out.Result != s.EndResult) {
 			return nil
 		}
 		if s.St == Running {
@@ -222,9 +228,15 @@ var Model = porcupine.NondeterministicModel{
 		if i.Token != 0 {
 			s += fmt.Sprintf(", t%d", i.Token)
 		}
+		if i.Result != "" {
+			s += fmt.Sprintf(", %q", i.Result)
+		}
 		s += ") -> " + o.Outcome.String()
 		if o.State != "" {
 			s += " " + o.State
+		}
+		if o.Result != "" {
+			s += fmt.Sprintf(" %q", o.Result)
 		}
 		if o.Token != 0 {
 			s += fmt.Sprintf(" t%d", o.Token)
@@ -233,6 +245,6 @@ var Model = porcupine.NondeterministicModel{
 	},
 	DescribeState: func(st interface{}) string {
 		s := st.(state)
-		return fmt.Sprintf("%s t%d max%d end t%d ack=%v", s.St, s.Token, s.MaxToken, s.EndToken, s.EndAck)
+		return fmt.Sprintf("%s t%d max%d end t%d ack=%v %q", s.St, s.Token, s.MaxToken, s.EndToken, s.EndAck, s.EndResult)
 	},
 }

@@ -5,9 +5,10 @@ import "fmt"
 // NextInput picks a client's next operation on one of jobs model jobs
 // (job k is named prefix-k): a submit (2 in 10), a claim (2 in 10), an ack
 // or nak (3 in 10, when a token of the job is known: the latest, or one in
-// four times any earlier one, maybe stale), else a get. intn is the
-// caller's seeded random source; tokens holds the tokens claims returned,
-// per job. It returns the input and k.
+// four times any earlier one, maybe stale; its result or error one of two,
+// so a repeat under a token is the same request about half the time), else
+// a get. intn is the caller's seeded random source; tokens holds the
+// tokens claims returned, per job. It returns the input and k.
 func NextInput(intn func(int) int, jobs int, prefix string, tokens map[string][]uint64) (Input, int) {
 	k := intn(jobs)
 	in := Input{Job: fmt.Sprintf("%s-%d", prefix, k)}
@@ -18,8 +19,10 @@ func NextInput(intn func(int) int, jobs int, prefix string, tokens map[string][]
 		in.Kind = Claim
 	case r < 7 && len(tokens[in.Job]) > 0:
 		in.Kind = Ack
+		in.Result = fmt.Sprintf("r%d", intn(2))
 		if r < 6 {
 			in.Kind = Nak
+			in.Result = fmt.Sprintf("e%d", intn(2))
 		}
 		ts := tokens[in.Job]
 		in.Token = ts[len(ts)-1]
