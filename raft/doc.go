@@ -41,6 +41,10 @@
 //     gauge jobraft.raft.diverged; it keeps refusing, stands for no
 //     election and installs no snapshot until it is re-seeded (diverged.go,
 //     docs/node.md "A diverged member").
+//   - Without a quorum nothing waits for ever: Propose's retries, a
+//     LinearizableRead's read index and AddMember's and RemoveMember's
+//     wait for a leader end within Config.LeaderWait, with ErrNoLeader and
+//     a *NoLeaderError saying how many voters this member reaches.
 //   - Status (and StatusOf over the RPC) reports term, leader, first/last/
 //     commit/applied index, commit floor, digest and members; nothing in the
 //     project infers state from log text.

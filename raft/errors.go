@@ -3,6 +3,8 @@ package raft
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/jobraft/jobraft/transport"
 )
@@ -24,7 +26,10 @@ var (
 
 // Other errors.
 var (
-	// ErrNoLeader: no leader is known within the caller's deadline.
+	// ErrNoLeader: no leader was reached: none known when the caller's
+	// context ended, or none reached within Config.LeaderWait (then the
+	// error is a *NoLeaderError saying what this member could reach). A
+	// proposal that fails with it was not committed (ErrRejected).
 	ErrNoLeader = errors.New("raft: no leader")
 	// ErrClosed: the node was closed.
 	ErrClosed = errors.New("raft: node closed")
@@ -135,3 +140,71 @@ func (e *UnrestorableError) Error() string {
 
 // Unwrap returns ErrUnrestorable.
 func (e *UnrestorableError) Unwrap() error { return ErrUnrestorable }
+
+// NoLeaderError is the diagnostic of an operation that reached no leader
+// within Config.LeaderWait (errors.As); it matches ErrNoLeader. What it
+// says of the voters is what this member found when it gave up: each
+// voter of its latest configuration was asked for its status, and those
+// that answered (this member counting) are Reachable.
+type NoLeaderError struct {
+	// Waited is how long the operation waited for a leader.
+	Waited time.Duration
+	// Self is this member's ID; Leader the leader it knew when it gave up
+	// ("" none: an election without a winner, or too few voters to win
+	// one), which did not take or answer the request.
+	Self, Leader string
+	// Voters are the voters of this member's latest configuration;
+	// Reachable those that answered (this member, if a voter, included).
+	Voters, Reachable []string
+	// Last is the last attempt's error (nil if there was none).
+	Last error
+}
+
+func (e *NoLeaderError) Error() string {
+	var b strings.Builder
+	b.WriteString("raft: no leader")
+	switch {
+	case e.Leader == e.Self && e.Leader != "":
+		fmt.Fprintf(&b, " reached: this member (%s) leads but a quorum did not confirm it", clipID(e.Self))
+	case e.Leader != "":
+		fmt.Fprintf(&b, " reached: leader %s did not answer", clipID(e.Leader))
+	}
+	if len(e.Voters) == 0 {
+		b.WriteString(": this member is in no configuration (not added yet, or removed)")
+	} else {
+		quorum := len(e.Voters)/2 + 1
+		fmt.Fprintf(&b, ": %d of %d voters reachable", len(e.Reachable), len(e.Voters))
+		if len(e.Reachable) < quorum {
+			fmt.Fprintf(&b, ", a quorum needs %d", quorum)
+		} else if e.Leader == "" {
+			b.WriteString(" (a quorum: an election is under way)")
+		}
+		if missing := e.unreachable(); len(missing) > 0 {
+			fmt.Fprintf(&b, "; not answering: %s", strings.Join(missing, ", "))
+		}
+	}
+	fmt.Fprintf(&b, " (waited %v", e.Waited.Round(time.Millisecond))
+	if e.Last != nil && e.Leader != "" {
+		fmt.Fprintf(&b, "; last error: %v", e.Last)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// unreachable lists the voters not in Reachable.
+func (e *NoLeaderError) unreachable() []string {
+	var out []string
+	for _, v := range e.Voters {
+		found := false
+		for _, r := range e.Reachable {
+			found = found || r == v
+		}
+		if !found {
+			out = append(out, clipID(v))
+		}
+	}
+	return out
+}
+
+// Unwrap returns ErrNoLeader.
+func (e *NoLeaderError) Unwrap() error { return ErrNoLeader }

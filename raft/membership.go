@@ -18,15 +18,17 @@ import (
 // leadership moves. It returns nil once the member is a voter (at once for
 // a voter), an error wrapping ErrStalled or ErrMemberDiverged when the
 // policy gave up (the member stays a non-voter, named in the leader's
-// Status.Progress, until it is removed or added again), or when ctx ends.
-// The new member must be running (started without Bootstrap) at addr.
+// Status.Progress, until it is removed or added again), or when ctx ends,
+// or no leader was reached within Config.LeaderWait (ErrNoLeader). The new
+// member must be running (started without Bootstrap) at addr.
 func (n *Node) AddMember(ctx context.Context, id, addr string) error {
 	req, _ := json.Marshal(Member{ID: id, Address: addr, Voter: true})
 	return n.onLeader(ctx, methodAdd, req, func(ctx context.Context) error { return n.addLocal(ctx, id, addr) })
 }
 
 // RemoveMember removes a member (the leader included: it steps down once
-// the change commits). It may be called on any member.
+// the change commits). It may be called on any member; it waits at most
+// Config.LeaderWait for a leader (ErrNoLeader).
 func (n *Node) RemoveMember(ctx context.Context, id string) error {
 	req, _ := json.Marshal(Member{ID: id})
 	return n.onLeader(ctx, methodRemove, req, func(ctx context.Context) error {
@@ -56,8 +58,10 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	return fmt.Errorf("raft: no member %q", id)
 }
 
-// onLeader runs local on the leader, or forwards req to it.
+// onLeader runs local on the leader, or forwards req to it. It waits at
+// most LeaderWait for a leader (*NoLeaderError).
 func (n *Node) onLeader(ctx context.Context, method string, req []byte, local func(context.Context) error) error {
+	start := time.Now()
 	for {
 		addr, id := n.r.LeaderWithID()
 		var err error
@@ -68,6 +72,9 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 			if err = local(ctx); !isNotLeader(err) {
 				return err
 			}
+			// It ran here (an add may run long) until this member stopped
+			// leading: the wait for the next leader starts now.
+			start = time.Now()
 		default:
 			_, err = n.caller.Call(transport.ExpectPeer(ctx, string(id)), string(addr), method, req)
 			var re *transport.RemoteError
@@ -75,12 +82,16 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 				return fromLeader(err)
 			}
 		}
+		left := n.cfg.LeaderWait - time.Since(start)
+		if left <= 0 {
+			return fmt.Errorf("raft: %s: %w", method, n.noLeader(start, err))
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("raft: %s: %w (last error: %v)", method, ctx.Err(), err)
 		case <-n.closed:
 			return ErrClosed
-		case <-time.After(n.cfg.HeartbeatTimeout / 10):
+		case <-time.After(min(n.cfg.HeartbeatTimeout/10, left)):
 		}
 	}
 }

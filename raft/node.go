@@ -63,6 +63,7 @@ type Node struct {
 	mon         *monitor // the leader's catch-up monitor (catchup.go)
 	pastMu      sync.Mutex
 	pastGranted map[string]time.Time // snapshot-past requests granted, per member (stale.go)
+	reach       reachCache           // the last round of status calls of an operation that reached no leader (leaderwait.go)
 }
 
 // RPC methods served on the member's listener.
