@@ -46,6 +46,14 @@ type Config struct {
 	// AllowInsecure permits a non-loopback BindAddr without TLS.
 	AllowInsecure bool
 
+	// ClusterID names the cluster (optional). When set, joins are checked
+	// on both sides: the leader's AddMember refuses a member whose
+	// ClusterID differs (ErrClusterMismatch) or that does not answer
+	// (ErrMemberUnreachable), and a member without state takes its first
+	// append or snapshot only from a leader whose ClusterID equals its own
+	// (clusterid.go). "" checks nothing.
+	ClusterID string
+
 	// Bootstrap makes a brand-new member bootstrap the cluster with
 	// InitialMembers (itself alone when empty). It is ignored when the data
 	// dir already holds state. A member that neither bootstraps nor has

@@ -79,6 +79,17 @@ var (
 	// ErrMemberDiverged: a member's log contradicts the leader's at or
 	// below its commit floor; it is never promoted (re-seed it).
 	ErrMemberDiverged = errors.New("raft: member diverged from the leader's log")
+	// ErrClusterMismatch: a join between members of different clusters
+	// (Config.ClusterID) was refused: by the leader, before adding the
+	// member (AddMember returns it; nothing changed), or by the joining
+	// member, which takes no append or snapshot from a leader of another
+	// cluster (Status.ClusterRefused, EventClusterMismatch). The
+	// diagnostic is a *ClusterMismatchError naming both IDs.
+	ErrClusterMismatch = errors.New("raft: cluster ID mismatch")
+	// ErrMemberUnreachable: AddMember could not ask the member to add for
+	// its cluster ID (the leader has a Config.ClusterID): it is not
+	// running at the address given, or does not answer. Nothing changed.
+	ErrMemberUnreachable = errors.New("raft: member to add does not answer")
 )
 
 // ProposeError is the diagnostic of a failed proposal.
@@ -208,3 +219,29 @@ func (e *NoLeaderError) unreachable() []string {
 
 // Unwrap returns ErrNoLeader.
 func (e *NoLeaderError) Unwrap() error { return ErrNoLeader }
+
+// ClusterMismatchError is the diagnostic of ErrClusterMismatch (errors.As).
+type ClusterMismatchError struct {
+	// Leader is true on the leader's side (the member was not added),
+	// false on the joining member's (the sender's appends are refused).
+	Leader bool
+	// Member is the member to add (leader's side) or this member (joining
+	// side); Sender the member whose appends were refused (joining side).
+	Member, Sender string
+	// Address is the member's (leader's side) or the sender's address.
+	Address string
+	// Cluster is this member's cluster ID, Other the other side's.
+	Cluster, Other string
+}
+
+func (e *ClusterMismatchError) Error() string {
+	if e.Leader {
+		return fmt.Sprintf("%v: member %s at %s belongs to cluster %q, this cluster is %q: not added",
+			ErrClusterMismatch, clipID(e.Member), e.Address, e.Other, e.Cluster)
+	}
+	return fmt.Sprintf("%v: %s at %s belongs to cluster %q, this member (%s) was started for cluster %q: its appends are refused",
+		ErrClusterMismatch, clipID(e.Sender), e.Address, e.Other, clipID(e.Member), e.Cluster)
+}
+
+// Unwrap returns ErrClusterMismatch.
+func (e *ClusterMismatchError) Unwrap() error { return ErrClusterMismatch }

@@ -20,7 +20,10 @@ import (
 // policy gave up (the member stays a non-voter, named in the leader's
 // Status.Progress, until it is removed or added again), or when ctx ends,
 // or no leader was reached within Config.LeaderWait (ErrNoLeader). The new
-// member must be running (started without Bootstrap) at addr.
+// member must be running (started without Bootstrap) at addr. With a
+// Config.ClusterID the leader asks it first: another cluster's member is
+// refused (ErrClusterMismatch), one that does not answer too
+// (ErrMemberUnreachable); nothing changes then.
 func (n *Node) AddMember(ctx context.Context, id, addr string) error {
 	req, _ := json.Marshal(Member{ID: id, Address: addr, Voter: true})
 	return n.onLeader(ctx, methodAdd, req, func(ctx context.Context) error { return n.addLocal(ctx, id, addr) })
@@ -101,6 +104,9 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 // ErrStalled or ErrMemberDiverged when the policy gave up, ErrNotLeader
 // when this member stopped leading first (the caller asks the next leader).
 func (n *Node) addLocal(ctx context.Context, id, addr string) error {
+	if err := n.checkAddCluster(ctx, id, addr); err != nil {
+		return err
+	}
 	if err := waitFuture(ctx, n.r.AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.cfg.ApplyTimeout)); err != nil {
 		if n.r.State() != hraft.Leader || errors.Is(err, hraft.ErrNotLeader) || errors.Is(err, hraft.ErrLeadershipLost) ||
 			errors.Is(err, hraft.ErrLeadershipTransferInProgress) {
@@ -139,14 +145,20 @@ func (n *Node) handleAdd(ctx context.Context, req []byte) ([]byte, error) {
 		return nil, &transport.RemoteError{Code: codeStalled, Message: err.Error()}
 	case errors.Is(err, ErrMemberDiverged):
 		return nil, &transport.RemoteError{Code: codeMemberDiverged, Message: err.Error()}
+	case errors.Is(err, ErrClusterMismatch):
+		return nil, &transport.RemoteError{Code: codeClusterMismatch, Message: err.Error()}
+	case errors.Is(err, ErrMemberUnreachable):
+		return nil, &transport.RemoteError{Code: codeMemberUnreachable, Message: err.Error()}
 	}
 	return nil, err
 }
 
 // Remote error codes of a forwarded AddMember: the policy's verdicts.
 const (
-	codeStalled        = "jr.stalled"
-	codeMemberDiverged = "jr.member_diverged"
+	codeStalled           = "jr.stalled"
+	codeMemberDiverged    = "jr.member_diverged"
+	codeClusterMismatch   = "jr.cluster_mismatch"
+	codeMemberUnreachable = "jr.member_unreachable"
 )
 
 // fromLeader turns a forwarded call's remote error back into what the
@@ -162,6 +174,10 @@ func fromLeader(err error) error {
 		return &leaderError{sentinel: ErrStalled, remote: err}
 	case codeMemberDiverged:
 		return &leaderError{sentinel: ErrMemberDiverged, remote: err}
+	case codeClusterMismatch:
+		return &leaderError{sentinel: ErrClusterMismatch, remote: err}
+	case codeMemberUnreachable:
+		return &leaderError{sentinel: ErrMemberUnreachable, remote: err}
 	}
 	return err
 }

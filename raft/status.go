@@ -27,6 +27,13 @@ type Status struct {
 	PersistedFloor uint64     `json:"persisted_floor"`
 	Digest         fsm.Digest `json:"digest"`
 	Members        []Member   `json:"members"`
+	// ClusterID is Config.ClusterID ("" if none).
+	ClusterID string `json:"cluster_id,omitempty"`
+	// ClusterRefused is set while this member, waiting to be added, refuses
+	// the appends of a leader of another cluster (ErrClusterMismatch): the
+	// refusal, naming both IDs. It is cleared once a leader of its own
+	// cluster is checked.
+	ClusterRefused string `json:"cluster_refused,omitempty"`
 	// Progress is, on the leader only, every member's catch-up state as
 	// its monitor sees it (this member first among them by ID order, as
 	// StateLeader); nil on other members.
@@ -115,6 +122,10 @@ func (n *Node) Status() Status {
 		Seam:            n.seamCounters(),
 		IdentityRefused: n.mux.IdentityStats(),
 		Progress:        n.mon.progress(), GuardRefusals: n.guardRefusals.Load(),
+		ClusterID: n.cfg.ClusterID,
+	}
+	if e := n.join.refused.Load(); e != nil {
+		s.ClusterRefused = e.Error()
 	}
 	if f := n.r.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {

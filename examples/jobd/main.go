@@ -138,7 +138,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	}
 	ctl, err := jobraft.Open(ctx, jobraft.Config{
 		Config: raft.Config{
-			ID: o.ID, DataDir: o.DataDir, BindAddr: o.RaftAddr, AdvertiseAddr: o.Advertise,
+			ID: o.ID, DataDir: o.DataDir, BindAddr: o.RaftAddr, AdvertiseAddr: o.Advertise, ClusterID: want.Cluster,
 			TLS: ctls, AllowInsecure: o.InsecureCluster, Bootstrap: (o.Bootstrap || members == nil) && !o.Join, InitialMembers: members,
 			HeartbeatTimeout: o.Heartbeat, ElectionTimeout: o.Election, LeaderLeaseTimeout: o.Heartbeat, // raft's default ratio (docs/timing.md)
 			SnapshotThreshold: o.SnapshotEvery, LeaderWait: o.LeaderWait, Logger: log.Named("raft"),
