@@ -4,7 +4,7 @@
 //
 //	jobd -id n1 -data /var/lib/jobd -raft-addr 127.0.0.1:7401 -http-addr 127.0.0.1:8401 \
 //	     -peers n1=127.0.0.1:7401,n2=127.0.0.1:7402,n3=127.0.0.1:7403 -bootstrap -token-file token
-//	jobd gencerts -dir certs -names n1,n2,n3,api   # throwaway certificates for a local cluster
+//	jobd gencerts -dir certs -names n1,n2,n3,api   # throwaway certificates for a local cluster (later runs: new names, same CA)
 //	jobd restore -from cluster.jrb -data DIR -id n1 -peers ... -cluster-id NEW   # seed a member of a new cluster from a backup
 //
 // See README.md in the repository root for the API and every flag.
