@@ -49,6 +49,9 @@
 //     adds no member of another cluster, and a member waiting to be added
 //     takes no append from a leader of another cluster (ErrClusterMismatch,
 //     naming both IDs).
+//   - A removed member learns it (its own committed configuration, or its
+//     peers' leader's, no longer names it): Status.Removed, one
+//     EventRemoved. Close it then.
 //   - Status (and StatusOf over the RPC) reports term, leader, first/last/
 //     commit/applied index, commit floor, digest and members; nothing in the
 //     project infers state from log text.

@@ -65,6 +65,7 @@ type Node struct {
 	pastGranted map[string]time.Time // snapshot-past requests granted, per member (stale.go)
 	reach       reachCache           // the last round of status calls of an operation that reached no leader (leaderwait.go)
 	join        joinGate             // a member without state checks its leader's cluster ID (clusterid.go)
+	removal     removalState         // whether this member was removed from the cluster (removed.go)
 }
 
 // RPC methods served on the member's listener.
@@ -262,6 +263,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	n.mon.run()
 	n.watchStaleLastIndex()
 	n.watchDivergence()
+	n.watchRemoval()
 	ok = true
 	return n, nil
 }

@@ -29,6 +29,10 @@ type Status struct {
 	Members        []Member   `json:"members"`
 	// ClusterID is Config.ClusterID ("" if none).
 	ClusterID string `json:"cluster_id,omitempty"`
+	// Removed is set once this member found it was removed from the
+	// cluster (removed.go): it takes no further part, and its host should
+	// stop it. It stays set until the member stops.
+	Removed *Removal `json:"removed,omitempty"`
 	// ClusterRefused is set while this member, waiting to be added, refuses
 	// the appends of a leader of another cluster (ErrClusterMismatch): the
 	// refusal, naming both IDs. It is cleared once a leader of its own
@@ -122,7 +126,7 @@ func (n *Node) Status() Status {
 		Seam:            n.seamCounters(),
 		IdentityRefused: n.mux.IdentityStats(),
 		Progress:        n.mon.progress(), GuardRefusals: n.guardRefusals.Load(),
-		ClusterID: n.cfg.ClusterID,
+		ClusterID: n.cfg.ClusterID, Removed: n.removal.seen.Load(),
 	}
 	if e := n.join.refused.Load(); e != nil {
 		s.ClusterRefused = e.Error()

@@ -24,7 +24,7 @@ import (
 func selfStatus(ctx context.Context, node *raft.Node) client.Status {
 	st := node.Status()
 	ready := false
-	if st.LeaderID != "" && st.Diverged == nil && st.LogFailed == "" {
+	if st.LeaderID != "" && st.Diverged == nil && st.LogFailed == "" && st.Removed == nil {
 		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		ready = node.WaitApplied(wctx, st.CommitIndex) == nil
 		cancel()

@@ -64,14 +64,27 @@ func main() {
 		log.Error("start", "error", err)
 		os.Exit(1)
 	}
-	<-ctx.Done()
+	code := 0
+	select {
+	case <-ctx.Done():
+	case <-d.removed:
+		// Removed from the cluster: it takes no further part.
+		log.Error("this member was removed from the cluster; exiting", "member", o.ID, "exit_status", exitRemoved,
+			"rejoin", "remove its data dir and start it with -join, then add it again")
+		code = exitRemoved
+	}
 	log.Info("shutting down", "grace", o.ShutdownGrace)
 	if err := d.shutdown(o.ShutdownGrace); err != nil {
 		log.Error("shutdown", "error", err)
 		os.Exit(1)
 	}
 	log.Info("stopped")
+	os.Exit(code)
 }
+
+// exitRemoved is jobd's exit status once its member was removed from the
+// cluster (1 is a failed start or shutdown, 2 a usage error).
+const exitRemoved = 3
 
 // exitUsage ends jobd after a command-line error: status 2, or 0 when
 // the usage was asked for (-h, -help; the flag package printed it).
@@ -97,6 +110,9 @@ type daemon struct {
 	stopReqs context.CancelFunc
 	workers  sync.WaitGroup
 	bg       sync.WaitGroup
+	// removed is closed once the member learns it was removed from the
+	// cluster (raft.EventRemoved): jobd then exits (exitRemoved).
+	removed chan struct{}
 }
 
 // start opens the member and serves the API until shutdown.
@@ -150,11 +166,11 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 		unlock()
 		return nil, err
 	}
-	d := &daemon{ctl: ctl, ln: ln, unlock: unlock, log: log, scheme: "http"}
+	d := &daemon{ctl: ctl, ln: ln, unlock: unlock, log: log, scheme: "http", removed: make(chan struct{})}
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	d.stopBg = stopBg
 	d.bg.Add(2)
-	go func() { defer d.bg.Done(); countRefusals(bgCtx, ctl, m) }()
+	go func() { defer d.bg.Done(); countRefusals(bgCtx, ctl, m, d.removed) }()
 	go func() { defer d.bg.Done(); countExpiries(bgCtx, ctl, m, log) }()
 	m.reg.MustRegister(newClusterCollector(ctl))
 
@@ -236,10 +252,21 @@ func waitGroup(wg *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-// countRefusals counts the node's persist-guard refusals.
-func countRefusals(ctx context.Context, ctl *jobraft.Controller, m *metrics) {
+// countRefusals counts the node's persist-guard refusals, and closes
+// removed when the member learns it was removed from the cluster.
+func countRefusals(ctx context.Context, ctl *jobraft.Controller, m *metrics, removed chan struct{}) {
 	evs, cancel := ctl.Node().Events(64)
 	defer cancel()
+	once := false
+	remove := func() {
+		if !once {
+			once = true
+			close(removed)
+		}
+	}
+	if ctl.Node().Status().Removed != nil {
+		remove() // learnt before the subscription
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -247,6 +274,9 @@ func countRefusals(ctx context.Context, ctl *jobraft.Controller, m *metrics) {
 		case ev, ok := <-evs:
 			if !ok {
 				return
+			}
+			if ev.Kind == raft.EventRemoved {
+				remove()
 			}
 			if ev.Kind == raft.EventGuardRefusal {
 				kind := wal.RefusalKind(ev.Err)

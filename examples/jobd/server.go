@@ -210,6 +210,8 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case st.LogFailed != "":
 		writeError(w, http.StatusServiceUnavailable, "log_failed", fmt.Sprintf("the log failed closed (%s); restart this member on a healthy disk", st.LogFailed))
+	case st.Removed != nil:
+		writeError(w, http.StatusServiceUnavailable, "removed", "this member was removed from the cluster; it takes no further part (jobd exits)")
 	case st.LeaderID == "":
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "no leader known")
 	case st.Diverged != nil:
