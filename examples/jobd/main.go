@@ -173,6 +173,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	go func() { defer d.bg.Done(); countRefusals(bgCtx, ctl, m, d.removed) }()
 	go func() { defer d.bg.Done(); countExpiries(bgCtx, ctl, m, log) }()
 	m.reg.MustRegister(newClusterCollector(ctl))
+	m.scopeTo(ctl.Node())
 
 	workCtx, stopWork := context.WithCancel(context.Background())
 	d.stopWork = stopWork

@@ -56,3 +56,73 @@ func TestRemovedMemberExits(t *testing.T) {
 		t.Fatalf("submit after the removal: %d %s %v", code, body, err)
 	}
 }
+
+// TestMetricsAfterRemoval: the leader of jobd processes stops exporting
+// the catch-up series of a member once it is removed (it exported
+// jobraft_catchup_lag_entries{member="n3"} 0 for ever); jobd_raft_diverged
+// and jobd_raft_log_failed exist once (no jobraft_raft_* copy); the
+// request counter's route label is the path pattern, the method a label
+// of its own.
+func TestMetricsAfterRemoval(t *testing.T) {
+	procs := startProcCluster(t, 3)
+	c := &http.Client{Timeout: 30 * time.Second}
+	leader := -1
+	for i, p := range procs {
+		if _, _, body, err := send(c, "GET", p.http+"/readyz", "", "", ""); err == nil && strings.Contains(body, `"leader":"n`+fmt.Sprint(i+1)+`"`) {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatal("no member reports itself as the leader")
+	}
+	removed := (leader + 1) % 3
+	id := fmt.Sprintf("n%d", removed+1)
+	series := `jobraft_catchup_lag_entries{member="` + id + `"}`
+	scrape := func() string {
+		t.Helper()
+		code, _, body, err := send(c, "GET", procs[leader].http+"/metrics", testToken, "", "")
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("/metrics: %d %v", code, err)
+		}
+		return body
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(scrape(), series) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader never exported %s", series)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the scrape
+	}
+	if code, _, body, err := send(c, "DELETE", procs[leader].http+"/v1/cluster/members/"+id, testToken, "", ""); err != nil || code != http.StatusOK {
+		t.Fatalf("DELETE %s: %d %s %v", id, code, body, err)
+	}
+	body := scrape()
+	if strings.Contains(body, series) {
+		t.Errorf("the leader still exports %s after the removal", series)
+	}
+	for _, fam := range []string{"jobd_raft_diverged", "jobd_raft_log_failed"} {
+		if !strings.Contains(body, "\n"+fam+" 0\n") {
+			t.Errorf("%s missing", fam)
+		}
+	}
+	for _, dup := range []string{"jobraft_raft_diverged", "jobraft_raft_log_failed"} {
+		if strings.Contains(body, dup) {
+			t.Errorf("%s exported besides jobd's own", dup)
+		}
+	}
+	want := `jobd_http_requests_total{code="200",method="DELETE",route="/v1/cluster/members/{id}"} 1`
+	if !strings.Contains(body, want) {
+		t.Errorf("no %s in:\n%s", want, grepLines(body, "jobd_http_requests_total"))
+	}
+}
+
+// grepLines returns the lines of s that start with prefix.
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

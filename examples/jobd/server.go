@@ -157,7 +157,8 @@ func (s *server) instrument(route, advice string, h func(http.ResponseWriter, *h
 			}
 			writeError(sw, code, kind, reason)
 		}
-		s.m.requests.WithLabelValues(route, fmt.Sprint(sw.code)).Inc()
+		method, path, _ := strings.Cut(route, " ")
+		s.m.requests.WithLabelValues(method, path, fmt.Sprint(sw.code)).Inc()
 	})
 }
 
