@@ -20,6 +20,21 @@ import (
 // after it returns. Getting the read index takes at most Config.LeaderWait:
 // past it the error matches ErrNoLeader (a *NoLeaderError).
 func (n *Node) LinearizableRead(ctx context.Context) (uint64, error) {
+	idx, err := n.ReadIndex(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return idx, n.waitApplied(ctx, idx)
+}
+
+// ReadIndex is LinearizableRead's first step: the leader's commit index,
+// confirmed by a quorum in its current term, at least as new as every
+// write acknowledged before the call, without waiting for this member to
+// apply it. A member that has applied it has applied everything the
+// cluster acknowledged when it asked (a readiness check: a member catching
+// up knows a commit index of its own far behind the leader's, or 0). It
+// takes at most Config.LeaderWait (ErrNoLeader, a *NoLeaderError).
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	start := time.Now()
 	// Reaching a leader and getting its read index; applying up to it is
 	// bounded by ctx only (a member catching up may take longer).
@@ -53,7 +68,7 @@ func (n *Node) LinearizableRead(ctx context.Context) (uint64, error) {
 			}
 		}
 		if err == nil {
-			return idx, n.waitApplied(ctx, idx)
+			return idx, nil
 		}
 		select {
 		case <-lctx.Done(): // ctx's end, or LeaderWait's

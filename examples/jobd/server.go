@@ -205,7 +205,9 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz: ready when the member knows a leader, has not diverged from it,
-// and has applied up to the commit index it knows.
+// its log has not failed, it was not removed, and it has applied up to the
+// leader's commit index (read now: a member catching up knows a commit
+// index of its own far behind, or 0).
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	st := selfStatus(r.Context(), s.ctl.Node())
 	switch {
@@ -217,8 +219,11 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "no leader known")
 	case st.Diverged != nil:
 		writeError(w, http.StatusServiceUnavailable, "diverged", divergedReason(*st.Diverged, st.Members))
+	case !st.Ready && st.LeaderCommitIndex == 0:
+		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("the leader's commit index could not be read within %v (no quorum?)", readyReadTimeout))
 	case !st.Ready:
-		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("applied %d of commit %d", st.AppliedIndex, st.CommitIndex))
+		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("catching up: applied %d of the leader's commit index %d (%d behind)",
+			st.AppliedIndex, st.LeaderCommitIndex, st.LeaderCommitIndex-min(st.AppliedIndex, st.LeaderCommitIndex)))
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "member": s.member, "leader": st.LeaderID, "applied": st.AppliedIndex})
 	}
