@@ -252,6 +252,9 @@ func (c *Controller) claimOnce(ctx context.Context, cmd *fsm.ClaimCmd) ([]*Lease
 		if errors.Is(err, ErrOutcomeUnknown) && unknown == nil {
 			unknown = err
 		}
+		if unknown != nil && errors.Is(err, ErrNoLeader) {
+			return nil, unknownOutcome(unknown, err) // no leader reached within LeaderWait
+		}
 		retry := errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrNotApplied)
 		if unknown == nil || !retry {
 			return nil, err // a definite answer, even after an unknown attempt

@@ -192,7 +192,8 @@ func refusal(err error) bool {
 }
 
 // applyResolving proposes cmd; if an attempt's outcome is unknown it
-// retries while ctx allows. A retry refused (refusal) after an unknown
+// retries while ctx allows, and until no leader was reached for
+// LeaderWait. A retry refused (refusal) after an unknown
 // attempt is resolved by resolve, given a linearizable read of job id:
 // applied means the earlier attempt applied; !known means the read cannot
 // tell, and the error is ErrOutcomeUnknown. A nil resolve means the
@@ -209,8 +210,9 @@ func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id str
 			if unknown == nil {
 				unknown = err
 			}
-		case errors.Is(err, ErrNotApplied) && ctx.Err() == nil && !c.isClosed():
+		case errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrNoLeader) && ctx.Err() == nil && !c.isClosed():
 			// nothing happened; Propose gave up only on its own timeout
+			// (no leader reached within LeaderWait ends the retries)
 		case unknown != nil && refusal(err) && resolve != nil:
 			return c.resolve(ctx, id, r, err, unknown, resolve)
 		case unknown != nil && !refusal(err):

@@ -31,7 +31,9 @@
 //     Resume matches exactly one outcome class (errors.go): nothing
 //     happened (ErrNotApplied, ErrStaleLease, ErrNotFound, ErrInvalidState,
 //     ErrInvalidRequest, ErrQueuePaused, ErrClosed) or it may have
-//     happened (ErrOutcomeUnknown). Switch on them in any order.
+//     happened (ErrOutcomeUnknown). Switch on them in any order. Without a
+//     quorum they end within Config.LeaderWait (ErrNotApplied or, for
+//     Submit, ErrNotSubmitted, with ErrNoLeader: nothing was applied).
 //  5. Read with Get, List and Stats (linearizable by default; Local for a
 //     cheap, possibly stale read) and follow changes with Watch, resuming
 //     from the last index handled. Wait returns a job once it finished.

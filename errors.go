@@ -80,6 +80,16 @@ var (
 	// ErrClosed: the controller was closed (before the operation was
 	// sent: an operation in flight when it closes is ErrOutcomeUnknown).
 	ErrClosed = errors.New("jobraft: controller closed")
+	// ErrNoLeader: no leader was reached within Config.LeaderWait (none
+	// elected: too few voters reachable, or an election still under way;
+	// or the one known did not answer), and nothing was applied. It comes
+	// with ErrNotSubmitted (Submit), ErrNotApplied (the other operations)
+	// or alone (a linearizable read: Get, List, Stats, Backup, Wait);
+	// raft.NoLeaderError (errors.As) says how many voters this member
+	// reached. An operation one of whose earlier attempts had an unknown
+	// outcome is ErrMayExist or ErrOutcomeUnknown instead, and only quotes
+	// it. It is raft.ErrNoLeader.
+	ErrNoLeader = raft.ErrNoLeader
 	// ErrInvalidConfig: a Config (Open) or WorkerConfig (Run) failed
 	// validation. Nothing was started.
 	ErrInvalidConfig = errors.New("jobraft: invalid config")

@@ -94,13 +94,17 @@ type SubmitResult struct {
 //     the existing job with its ID or idempotency key: Duplicate).
 //   - the error matches ErrNotSubmitted: it does not exist and this call
 //     will never create it (refused before any leader's log, or rejected
-//     as invalid: then it also matches ErrInvalidRequest).
+//     as invalid: then it also matches ErrInvalidRequest; or no leader
+//     was reached within Config.LeaderWait: then it also matches
+//     ErrNoLeader).
 //   - the error matches ErrMayExist: the context ended (or the controller
 //     closed) while an attempt's outcome was unknown. It exists at most
 //     once; resubmit with the ID from the *SubmitError to find out.
 //
 // Submit retries internally, with the same ID, across leader changes and
-// unknown outcomes until it knows the outcome or ctx ends. Concurrent
+// unknown outcomes until it knows the outcome or ctx ends, or no leader
+// was reached for Config.LeaderWait (an earlier attempt's outcome unknown:
+// ErrMayExist, which quotes the ErrNoLeader error without matching it). Concurrent
 // submits on a member share raft entries (see Config.BatchMaxJobs).
 func (c *Controller) Submit(ctx context.Context, req SubmitRequest) (Submitted, error) {
 	var out [1]SubmitResult // SubmitBatch's one-job path, its result on the stack
@@ -235,6 +239,11 @@ func requestProblem(req *SubmitRequest) string {
 func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int, idx []int, out []SubmitResult) {
 	unknown := false // an earlier attempt's outcome is unknown
 	fail := func(class, cause error) {
+		if class == ErrMayExist && errors.Is(cause, ErrNoLeader) {
+			// ErrNoLeader says nothing was applied: an earlier attempt
+			// may have been. Quoted, not matched.
+			cause = errors.New(cause.Error())
+		}
 		for k, i := range idx {
 			id := jobs[k].ID
 			out[i] = SubmitResult{Job: Job{ID: id}, Err: &SubmitError{ID: id, Class: class, Cause: cause}}
@@ -286,7 +295,10 @@ func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int
 		if errors.Is(o.err, raft.ErrIndeterminate) {
 			unknown = true
 		}
-		if errors.Is(o.err, raft.ErrTooLarge) || errors.Is(o.err, ErrClosed) || errors.Is(o.err, raft.ErrClosed) || c.isClosed() {
+		// No leader reached within LeaderWait: the bound of the whole
+		// submit, not of one attempt.
+		if errors.Is(o.err, raft.ErrTooLarge) || errors.Is(o.err, ErrClosed) || errors.Is(o.err, raft.ErrClosed) ||
+			errors.Is(o.err, ErrNoLeader) || c.isClosed() {
 			fail(classOf(), o.err)
 			return
 		}

@@ -23,6 +23,10 @@ const (
 	DefaultElectionTimeout    = 250 * time.Millisecond
 	DefaultLeaderLeaseTimeout = 250 * time.Millisecond
 	DefaultCommitTimeout      = 5 * time.Millisecond
+	// DefaultLeaderWait is Config.LeaderWait's default: many elections'
+	// worth on a LAN, short enough that a request without a quorum is
+	// answered while its caller still waits.
+	DefaultLeaderWait = 5 * time.Second
 )
 
 // Config configures a Node. ID, DataDir and BindAddr are required.
@@ -41,6 +45,14 @@ type Config struct {
 	TLS *tls.Config
 	// AllowInsecure permits a non-loopback BindAddr without TLS.
 	AllowInsecure bool
+
+	// ClusterID names the cluster (optional). When set, joins are checked
+	// on both sides: the leader's AddMember refuses a member whose
+	// ClusterID differs (ErrClusterMismatch) or that does not answer
+	// (ErrMemberUnreachable), and a member without state takes its first
+	// append or snapshot only from a leader whose ClusterID equals its own
+	// (clusterid.go). "" checks nothing.
+	ClusterID string
 
 	// Bootstrap makes a brand-new member bootstrap the cluster with
 	// InitialMembers (itself alone when empty). It is ignored when the data
@@ -71,6 +83,15 @@ type Config struct {
 	MaxCommandSize int
 	// ApplyTimeout bounds the wait to enqueue a proposal (default 5s).
 	ApplyTimeout time.Duration
+	// LeaderWait bounds how long an operation waits to reach a leader
+	// (default DefaultLeaderWait): Propose's retries while no leader
+	// takes the proposal, a LinearizableRead's wait for a read index, and
+	// AddMember's and RemoveMember's wait for a leader. Past it they fail
+	// with an error matching ErrNoLeader (a *NoLeaderError saying how
+	// many voters this member reached), Propose's as ErrRejected: nothing
+	// was committed. A proposal already handed to a leader is not cut
+	// short by it (its outcome would be unknown): ctx bounds that.
+	LeaderWait time.Duration
 
 	// Clock is the leader's clock stamped into every command it proposes
 	// (fsm.Entry.Time). Default time.Now; tests skew it per member.
@@ -100,6 +121,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.CommitTimeout, DefaultCommitTimeout)
 	def(&c.SnapshotInterval, 30*time.Second)
 	def(&c.ApplyTimeout, 5*time.Second)
+	def(&c.LeaderWait, DefaultLeaderWait)
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		c.LeaderLeaseTimeout = c.HeartbeatTimeout
 	}

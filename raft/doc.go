@@ -41,6 +41,17 @@
 //     gauge jobraft.raft.diverged; it keeps refusing, stands for no
 //     election and installs no snapshot until it is re-seeded (diverged.go,
 //     docs/node.md "A diverged member").
+//   - Without a quorum nothing waits for ever: Propose's retries, a
+//     LinearizableRead's read index and AddMember's and RemoveMember's
+//     wait for a leader end within Config.LeaderWait, with ErrNoLeader and
+//     a *NoLeaderError saying how many voters this member reaches.
+//   - With a Config.ClusterID, a join is checked on both sides: the leader
+//     adds no member of another cluster, and a member waiting to be added
+//     takes no append from a leader of another cluster (ErrClusterMismatch,
+//     naming both IDs).
+//   - A removed member learns it (its own committed configuration, or its
+//     peers' leader's, no longer names it): Status.Removed, one
+//     EventRemoved. Close it then.
 //   - Status (and StatusOf over the RPC) reports term, leader, first/last/
 //     commit/applied index, commit floor, digest and members; nothing in the
 //     project infers state from log text.

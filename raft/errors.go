@@ -3,6 +3,8 @@ package raft
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/jobraft/jobraft/transport"
 )
@@ -24,7 +26,10 @@ var (
 
 // Other errors.
 var (
-	// ErrNoLeader: no leader is known within the caller's deadline.
+	// ErrNoLeader: no leader was reached: none known when the caller's
+	// context ended, or none reached within Config.LeaderWait (then the
+	// error is a *NoLeaderError saying what this member could reach). A
+	// proposal that fails with it was not committed (ErrRejected).
 	ErrNoLeader = errors.New("raft: no leader")
 	// ErrClosed: the node was closed.
 	ErrClosed = errors.New("raft: node closed")
@@ -74,6 +79,17 @@ var (
 	// ErrMemberDiverged: a member's log contradicts the leader's at or
 	// below its commit floor; it is never promoted (re-seed it).
 	ErrMemberDiverged = errors.New("raft: member diverged from the leader's log")
+	// ErrClusterMismatch: a join between members of different clusters
+	// (Config.ClusterID) was refused: by the leader, before adding the
+	// member (AddMember returns it; nothing changed), or by the joining
+	// member, which takes no append or snapshot from a leader of another
+	// cluster (Status.ClusterRefused, EventClusterMismatch). The
+	// diagnostic is a *ClusterMismatchError naming both IDs.
+	ErrClusterMismatch = errors.New("raft: cluster ID mismatch")
+	// ErrMemberUnreachable: AddMember could not ask the member to add for
+	// its cluster ID (the leader has a Config.ClusterID): it is not
+	// running at the address given, or does not answer. Nothing changed.
+	ErrMemberUnreachable = errors.New("raft: member to add does not answer")
 )
 
 // ProposeError is the diagnostic of a failed proposal.
@@ -135,3 +151,97 @@ func (e *UnrestorableError) Error() string {
 
 // Unwrap returns ErrUnrestorable.
 func (e *UnrestorableError) Unwrap() error { return ErrUnrestorable }
+
+// NoLeaderError is the diagnostic of an operation that reached no leader
+// within Config.LeaderWait (errors.As); it matches ErrNoLeader. What it
+// says of the voters is what this member found when it gave up: each
+// voter of its latest configuration was asked for its status, and those
+// that answered (this member counting) are Reachable.
+type NoLeaderError struct {
+	// Waited is how long the operation waited for a leader.
+	Waited time.Duration
+	// Self is this member's ID; Leader the leader it knew when it gave up
+	// ("" none: an election without a winner, or too few voters to win
+	// one), which did not take or answer the request.
+	Self, Leader string
+	// Voters are the voters of this member's latest configuration;
+	// Reachable those that answered (this member, if a voter, included).
+	Voters, Reachable []string
+	// Last is the last attempt's error (nil if there was none).
+	Last error
+}
+
+func (e *NoLeaderError) Error() string {
+	var b strings.Builder
+	b.WriteString("raft: no leader")
+	switch {
+	case e.Leader == e.Self && e.Leader != "":
+		fmt.Fprintf(&b, " reached: this member (%s) leads but a quorum did not confirm it", clipID(e.Self))
+	case e.Leader != "":
+		fmt.Fprintf(&b, " reached: leader %s did not answer", clipID(e.Leader))
+	}
+	if len(e.Voters) == 0 {
+		b.WriteString(": this member is in no configuration (not added yet, or removed)")
+	} else {
+		quorum := len(e.Voters)/2 + 1
+		fmt.Fprintf(&b, ": %d of %d voters reachable", len(e.Reachable), len(e.Voters))
+		if len(e.Reachable) < quorum {
+			fmt.Fprintf(&b, ", a quorum needs %d", quorum)
+		} else if e.Leader == "" {
+			b.WriteString(" (a quorum: an election is under way)")
+		}
+		if missing := e.unreachable(); len(missing) > 0 {
+			fmt.Fprintf(&b, "; not answering: %s", strings.Join(missing, ", "))
+		}
+	}
+	fmt.Fprintf(&b, " (waited %v", e.Waited.Round(time.Millisecond))
+	if e.Last != nil && e.Leader != "" {
+		fmt.Fprintf(&b, "; last error: %v", e.Last)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// unreachable lists the voters not in Reachable.
+func (e *NoLeaderError) unreachable() []string {
+	var out []string
+	for _, v := range e.Voters {
+		found := false
+		for _, r := range e.Reachable {
+			found = found || r == v
+		}
+		if !found {
+			out = append(out, clipID(v))
+		}
+	}
+	return out
+}
+
+// Unwrap returns ErrNoLeader.
+func (e *NoLeaderError) Unwrap() error { return ErrNoLeader }
+
+// ClusterMismatchError is the diagnostic of ErrClusterMismatch (errors.As).
+type ClusterMismatchError struct {
+	// Leader is true on the leader's side (the member was not added),
+	// false on the joining member's (the sender's appends are refused).
+	Leader bool
+	// Member is the member to add (leader's side) or this member (joining
+	// side); Sender the member whose appends were refused (joining side).
+	Member, Sender string
+	// Address is the member's (leader's side) or the sender's address.
+	Address string
+	// Cluster is this member's cluster ID, Other the other side's.
+	Cluster, Other string
+}
+
+func (e *ClusterMismatchError) Error() string {
+	if e.Leader {
+		return fmt.Sprintf("%v: member %s at %s belongs to cluster %q, this cluster is %q: not added",
+			ErrClusterMismatch, clipID(e.Member), e.Address, e.Other, e.Cluster)
+	}
+	return fmt.Sprintf("%v: %s at %s belongs to cluster %q, this member (%s) was started for cluster %q: its appends are refused",
+		ErrClusterMismatch, clipID(e.Sender), e.Address, e.Other, clipID(e.Member), e.Cluster)
+}
+
+// Unwrap returns ErrClusterMismatch.
+func (e *ClusterMismatchError) Unwrap() error { return ErrClusterMismatch }

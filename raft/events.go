@@ -19,6 +19,8 @@ const (
 	EventMemberRemoved    EventKind = "member_removed"    // Member
 	EventDiverged         EventKind = "diverged"          // Divergence, Index, Term (the leader's), Leader, Err (the refusal)
 	EventLogFailed        EventKind = "log_failed"        // Err (wal.ErrFailed wrapping the class; never payload)
+	EventClusterMismatch  EventKind = "cluster_mismatch"  // Leader (the sender refused), Err (a *ClusterMismatchError); once per sender and cluster ID
+	EventRemoved          EventKind = "removed"           // Member (this one), Leader (whose configuration dropped it, "" if its own), Index; once (Status.Removed)
 	// The leader's catch-up monitor (Progress is the member's line):
 	EventMemberPromoted EventKind = "member_promoted" // Member, Progress: a candidate became a voter
 	EventMemberStalled  EventKind = "member_stalled"  // Member, Progress (Reason, Detail), Err (ErrStalled)

@@ -18,15 +18,20 @@ import (
 // leadership moves. It returns nil once the member is a voter (at once for
 // a voter), an error wrapping ErrStalled or ErrMemberDiverged when the
 // policy gave up (the member stays a non-voter, named in the leader's
-// Status.Progress, until it is removed or added again), or when ctx ends.
-// The new member must be running (started without Bootstrap) at addr.
+// Status.Progress, until it is removed or added again), or when ctx ends,
+// or no leader was reached within Config.LeaderWait (ErrNoLeader). The new
+// member must be running (started without Bootstrap) at addr. With a
+// Config.ClusterID the leader asks it first: another cluster's member is
+// refused (ErrClusterMismatch), one that does not answer too
+// (ErrMemberUnreachable); nothing changes then.
 func (n *Node) AddMember(ctx context.Context, id, addr string) error {
 	req, _ := json.Marshal(Member{ID: id, Address: addr, Voter: true})
 	return n.onLeader(ctx, methodAdd, req, func(ctx context.Context) error { return n.addLocal(ctx, id, addr) })
 }
 
 // RemoveMember removes a member (the leader included: it steps down once
-// the change commits). It may be called on any member.
+// the change commits). It may be called on any member; it waits at most
+// Config.LeaderWait for a leader (ErrNoLeader).
 func (n *Node) RemoveMember(ctx context.Context, id string) error {
 	req, _ := json.Marshal(Member{ID: id})
 	return n.onLeader(ctx, methodRemove, req, func(ctx context.Context) error {
@@ -56,8 +61,10 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	return fmt.Errorf("raft: no member %q", id)
 }
 
-// onLeader runs local on the leader, or forwards req to it.
+// onLeader runs local on the leader, or forwards req to it. It waits at
+// most LeaderWait for a leader (*NoLeaderError).
 func (n *Node) onLeader(ctx context.Context, method string, req []byte, local func(context.Context) error) error {
+	start := time.Now()
 	for {
 		addr, id := n.r.LeaderWithID()
 		var err error
@@ -68,6 +75,9 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 			if err = local(ctx); !isNotLeader(err) {
 				return err
 			}
+			// It ran here (an add may run long) until this member stopped
+			// leading: the wait for the next leader starts now.
+			start = time.Now()
 		default:
 			_, err = n.caller.Call(transport.ExpectPeer(ctx, string(id)), string(addr), method, req)
 			var re *transport.RemoteError
@@ -75,12 +85,16 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 				return fromLeader(err)
 			}
 		}
+		left := n.cfg.LeaderWait - time.Since(start)
+		if left <= 0 {
+			return fmt.Errorf("raft: %s: %w", method, n.noLeader(start, err))
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("raft: %s: %w (last error: %v)", method, ctx.Err(), err)
 		case <-n.closed:
 			return ErrClosed
-		case <-time.After(n.cfg.HeartbeatTimeout / 10):
+		case <-time.After(min(n.cfg.HeartbeatTimeout/10, left)):
 		}
 	}
 }
@@ -90,6 +104,9 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 // ErrStalled or ErrMemberDiverged when the policy gave up, ErrNotLeader
 // when this member stopped leading first (the caller asks the next leader).
 func (n *Node) addLocal(ctx context.Context, id, addr string) error {
+	if err := n.checkAddCluster(ctx, id, addr); err != nil {
+		return err
+	}
 	if err := waitFuture(ctx, n.r.AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.cfg.ApplyTimeout)); err != nil {
 		if n.r.State() != hraft.Leader || errors.Is(err, hraft.ErrNotLeader) || errors.Is(err, hraft.ErrLeadershipLost) ||
 			errors.Is(err, hraft.ErrLeadershipTransferInProgress) {
@@ -128,14 +145,20 @@ func (n *Node) handleAdd(ctx context.Context, req []byte) ([]byte, error) {
 		return nil, &transport.RemoteError{Code: codeStalled, Message: err.Error()}
 	case errors.Is(err, ErrMemberDiverged):
 		return nil, &transport.RemoteError{Code: codeMemberDiverged, Message: err.Error()}
+	case errors.Is(err, ErrClusterMismatch):
+		return nil, &transport.RemoteError{Code: codeClusterMismatch, Message: err.Error()}
+	case errors.Is(err, ErrMemberUnreachable):
+		return nil, &transport.RemoteError{Code: codeMemberUnreachable, Message: err.Error()}
 	}
 	return nil, err
 }
 
 // Remote error codes of a forwarded AddMember: the policy's verdicts.
 const (
-	codeStalled        = "jr.stalled"
-	codeMemberDiverged = "jr.member_diverged"
+	codeStalled           = "jr.stalled"
+	codeMemberDiverged    = "jr.member_diverged"
+	codeClusterMismatch   = "jr.cluster_mismatch"
+	codeMemberUnreachable = "jr.member_unreachable"
 )
 
 // fromLeader turns a forwarded call's remote error back into what the
@@ -151,6 +174,10 @@ func fromLeader(err error) error {
 		return &leaderError{sentinel: ErrStalled, remote: err}
 	case codeMemberDiverged:
 		return &leaderError{sentinel: ErrMemberDiverged, remote: err}
+	case codeClusterMismatch:
+		return &leaderError{sentinel: ErrClusterMismatch, remote: err}
+	case codeMemberUnreachable:
+		return &leaderError{sentinel: ErrMemberUnreachable, remote: err}
 	}
 	return err
 }

@@ -63,6 +63,9 @@ type Node struct {
 	mon         *monitor // the leader's catch-up monitor (catchup.go)
 	pastMu      sync.Mutex
 	pastGranted map[string]time.Time // snapshot-past requests granted, per member (stale.go)
+	reach       reachCache           // the last round of status calls of an operation that reached no leader (leaderwait.go)
+	join        joinGate             // a member without state checks its leader's cluster ID (clusterid.go)
+	removal     removalState         // whether this member was removed from the cluster (removed.go)
 }
 
 // RPC methods served on the member's listener.
@@ -198,6 +201,9 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	if err != nil {
 		return nil, err
 	}
+	// A member without state that does not bootstrap waits to be added:
+	// it checks the cluster ID of the first leader that sends it entries.
+	n.join.checked.Store(cfg.ClusterID == "" || hasState || cfg.Bootstrap)
 	if err := checkRestorable(n.log, n.snaps); err != nil {
 		return nil, err
 	}
@@ -259,6 +265,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	n.mon.run()
 	n.watchStaleLastIndex()
 	n.watchDivergence()
+	n.watchRemoval()
 	ok = true
 	return n, nil
 }

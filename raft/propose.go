@@ -33,7 +33,8 @@ const (
 //
 // A nil error means committed exactly once. An error matches ErrRejected
 // (not committed, never will be; Propose already retried those while ctx
-// allowed, e.g. across a leader change) or ErrIndeterminate (may have been
+// allowed, e.g. across a leader change, and for at most Config.LeaderWait:
+// then the cause is a *NoLeaderError) or ErrIndeterminate (may have been
 // committed: leadership lost after append, timeout or connection loss after
 // sending). Retry an indeterminate proposal only with an idempotency key in
 // the command.
@@ -70,6 +71,7 @@ func (n *Node) propose(ctx context.Context, cmd, own []byte) (Result, error) {
 		return Result{}, rejected("", fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(cmd), n.cfg.MaxCommandSize))
 	}
 	var last error
+	start := time.Now()
 	for {
 		if n.isClosed() {
 			return Result{}, rejected("", ErrClosed)
@@ -95,13 +97,19 @@ func (n *Node) propose(ctx context.Context, cmd, own []byte) (Result, error) {
 			}
 			last = err
 		}
-		// Rejected: nothing happened; wait for a (new) leader and retry.
+		// Rejected: nothing happened; wait for a (new) leader and retry,
+		// for at most LeaderWait.
+		left := n.cfg.LeaderWait - time.Since(start)
+		if left <= 0 {
+			nl := n.noLeader(start, last)
+			return Result{}, rejected(nl.Leader, nl)
+		}
 		select {
 		case <-ctx.Done():
 			return Result{}, last
 		case <-n.closed:
 			return Result{}, rejected("", ErrClosed)
-		case <-time.After(n.cfg.HeartbeatTimeout / 10):
+		case <-time.After(min(n.cfg.HeartbeatTimeout/10, left)):
 		}
 	}
 }

@@ -25,6 +25,9 @@ var repeatingLines = map[string]bool{
 	"failed to install snapshot":                 true, // hashicorp/raft sendLatestSnapshot, leader
 	"failed to send snapshot to":                 true, // hashicorp/raft replicateTo, leader
 	"failed to get log":                          true, // hashicorp/raft setupAppendEntries, leader (compacted: a snapshot follows)
+	// A removed member (removed.go) or a non-voter at each heartbeat timeout.
+	"not part of stable configuration, aborting election":                                                            true,
+	"heartbeat timeout reached, not part of a stable configuration or a non-voter, not triggering a leader election": true,
 }
 
 // repeatWindow is one line's state in the limiter.

@@ -17,8 +17,29 @@ import (
 // hands out its commit index (only after committing an entry of its own
 // term, so a new leader never serves an older commit index); this member
 // then waits until it has applied up to that index. Query the state machine
-// after it returns.
+// after it returns. Getting the read index takes at most Config.LeaderWait:
+// past it the error matches ErrNoLeader (a *NoLeaderError).
 func (n *Node) LinearizableRead(ctx context.Context) (uint64, error) {
+	idx, err := n.ReadIndex(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return idx, n.waitApplied(ctx, idx)
+}
+
+// ReadIndex is LinearizableRead's first step: the leader's commit index,
+// confirmed by a quorum in its current term, at least as new as every
+// write acknowledged before the call, without waiting for this member to
+// apply it. A member that has applied it has applied everything the
+// cluster acknowledged when it asked (a readiness check: a member catching
+// up knows a commit index of its own far behind the leader's, or 0). It
+// takes at most Config.LeaderWait (ErrNoLeader, a *NoLeaderError).
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	start := time.Now()
+	// Reaching a leader and getting its read index; applying up to it is
+	// bounded by ctx only (a member catching up may take longer).
+	lctx, cancel := context.WithTimeout(ctx, n.cfg.LeaderWait)
+	defer cancel()
 	for {
 		if n.isClosed() {
 			return 0, ErrClosed
@@ -30,13 +51,13 @@ func (n *Node) LinearizableRead(ctx context.Context) (uint64, error) {
 		case id == "":
 			err = ErrNoLeader
 		case string(id) == n.cfg.ID:
-			idx, err = n.readIndexLocal(ctx)
+			idx, err = n.readIndexLocal(lctx)
 		default:
 			// A read index asked of a leader that froze ends as soon as this
 			// member learns of another leader, and is asked again there
 			// (leaderwatch.go; a read is safe to repeat).
 			var reply []byte
-			fctx, done := n.leaders.forward(ctx, string(id), n.knownLeader)
+			fctx, done := n.leaders.forward(lctx, string(id), n.knownLeader)
 			reply, err = n.caller.Call(transport.ExpectPeer(fctx, string(id)), string(addr), methodReadIndex, nil)
 			done()
 			if err == nil && len(reply) != 8 {
@@ -47,11 +68,14 @@ func (n *Node) LinearizableRead(ctx context.Context) (uint64, error) {
 			}
 		}
 		if err == nil {
-			return idx, n.waitApplied(ctx, idx)
+			return idx, nil
 		}
 		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("raft: linearizable read: %w (last error: %v)", ctx.Err(), err)
+		case <-lctx.Done(): // ctx's end, or LeaderWait's
+			if ctx.Err() != nil {
+				return 0, fmt.Errorf("raft: linearizable read: %w (last error: %v)", ctx.Err(), err)
+			}
+			return 0, fmt.Errorf("raft: linearizable read: %w", n.noLeader(start, err))
 		case <-n.closed:
 			return 0, ErrClosed
 		case <-time.After(n.cfg.HeartbeatTimeout / 10):

@@ -33,8 +33,14 @@ func (n *Node) intercept(rpc hraft.RPC) bool {
 	case *hraft.TimeoutNowRequest:
 		return n.interceptTimeoutNow(rpc, req)
 	case *hraft.AppendEntriesRequest:
+		if !n.joinChecked(rpc, req.RPCHeader) {
+			return true // a joining member refused it (clusterid.go)
+		}
 		return n.checkAppend(rpc, req)
 	case *hraft.InstallSnapshotRequest:
+		if !n.joinChecked(rpc, req.RPCHeader) {
+			return true
+		}
 		return n.interceptInstall(rpc, req)
 	case *hraft.RequestVoteRequest:
 		if r := n.raftNow(); r != nil {
@@ -70,6 +76,9 @@ func (n *Node) commitClamped(leaderCommit, clamped uint64) {
 // other heartbeat goes through the main loop like any RPC.
 func (n *Node) heartbeatFastPath(hb *hraft.AppendEntriesRequest) bool {
 	r := n.raftNow()
+	if !n.join.checked.Load() {
+		return false // a joining member checks its leader first (clusterid.go)
+	}
 	if r == nil || hb.Term != r.CurrentTerm() || r.State() != hraft.Follower {
 		n.rerouted.Add(1)
 		return false

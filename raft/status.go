@@ -27,6 +27,17 @@ type Status struct {
 	PersistedFloor uint64     `json:"persisted_floor"`
 	Digest         fsm.Digest `json:"digest"`
 	Members        []Member   `json:"members"`
+	// ClusterID is Config.ClusterID ("" if none).
+	ClusterID string `json:"cluster_id,omitempty"`
+	// Removed is set once this member found it was removed from the
+	// cluster (removed.go): it takes no further part, and its host should
+	// stop it. It stays set until the member stops.
+	Removed *Removal `json:"removed,omitempty"`
+	// ClusterRefused is set while this member, waiting to be added, refuses
+	// the appends of a leader of another cluster (ErrClusterMismatch): the
+	// refusal, naming both IDs. It is cleared once a leader of its own
+	// cluster is checked.
+	ClusterRefused string `json:"cluster_refused,omitempty"`
 	// Progress is, on the leader only, every member's catch-up state as
 	// its monitor sees it (this member first among them by ID order, as
 	// StateLeader); nil on other members.
@@ -115,6 +126,10 @@ func (n *Node) Status() Status {
 		Seam:            n.seamCounters(),
 		IdentityRefused: n.mux.IdentityStats(),
 		Progress:        n.mon.progress(), GuardRefusals: n.guardRefusals.Load(),
+		ClusterID: n.cfg.ClusterID, Removed: n.removal.seen.Load(),
+	}
+	if e := n.join.refused.Load(); e != nil {
+		s.ClusterRefused = e.Error()
 	}
 	if f := n.r.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {

@@ -25,7 +25,9 @@ var (
 	ErrOutcomeUnknown = errors.New("jobd: outcome unknown")
 	// ErrUnavailable: no member could take the request, and nothing
 	// changed (every member unreachable before the request was sent, or
-	// answered 503 not_submitted, not_applied, closed, not_ready).
+	// answered 503 not_submitted, not_applied, no_leader, closed,
+	// not_ready: a member without a quorum answers within its
+	// -leader-wait, the reason saying how many voters it reaches).
 	ErrUnavailable = errors.New("jobd: unavailable")
 	// ErrNoEndpoints: Config.Endpoints is empty.
 	ErrNoEndpoints = errors.New("jobd: no endpoints")

@@ -236,9 +236,16 @@ type Status struct {
 	// raft.Status's digest object; DigestIndex is its index).
 	Digest      string `json:"digest"`
 	DigestIndex uint64 `json:"digest_index"`
-	// Ready: a leader is known, the member has not diverged and its log has
-	// not failed, and it applied everything up to the commit index.
+	// Ready: a leader is known, the member has not diverged, its log has
+	// not failed, it was not removed, and it applied everything up to the
+	// leader's commit index (LeaderCommitIndex; for another member
+	// answered for: up to its own commit index, and the leader's catch-up
+	// monitor names it caught up).
 	Ready bool `json:"ready"`
+	// LeaderCommitIndex is the leader's commit index this member read to
+	// decide it is ready (its read index; 0 when it could not: no leader
+	// reached). Only for the answering member itself.
+	LeaderCommitIndex uint64 `json:"leader_commit_index,omitempty"`
 }
 
 // Member is one member of the configuration, with its status as the

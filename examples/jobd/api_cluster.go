@@ -17,24 +17,68 @@ import (
 	"github.com/jobraft/jobraft/walcompare"
 )
 
-// selfStatus is this member's status with readiness: a leader is known and
-// the state machine applied up to the commit index. Entries raft never hands
-// to the state machine (the no-op a new leader commits) count as applied
-// once everything before them is (raft.Node.WaitApplied).
+// Readiness bounds: how long selfStatus waits for the leader's read index,
+// then for this member to apply up to it.
+const (
+	readyReadTimeout  = time.Second
+	readyApplyTimeout = 250 * time.Millisecond
+)
+
+// selfStatus is this member's status with readiness: a leader is known, the
+// member is healthy (not diverged, its log not failed, not removed), and
+// its state machine applied up to the leader's commit index, read now
+// (raft.Node.ReadIndex: LeaderCommitIndex). Its own commit index is no
+// measure: a member catching up knows one far behind the leader's, or 0.
+// Entries raft never hands to the state machine (the no-op a new leader
+// commits) count as applied once everything before them is
+// (raft.Node.WaitApplied).
 func selfStatus(ctx context.Context, node *raft.Node) client.Status {
 	st := node.Status()
 	ready := false
-	if st.LeaderID != "" && st.Diverged == nil && st.LogFailed == "" {
-		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		ready = node.WaitApplied(wctx, st.CommitIndex) == nil
+	var leaderCommit uint64
+	if st.LeaderID != "" && st.Diverged == nil && st.LogFailed == "" && st.Removed == nil {
+		rctx, cancel := context.WithTimeout(ctx, readyReadTimeout)
+		idx, err := node.ReadIndex(rctx)
 		cancel()
+		if err == nil {
+			leaderCommit = idx
+			wctx, cancel := context.WithTimeout(ctx, readyApplyTimeout)
+			ready = node.WaitApplied(wctx, idx) == nil
+			cancel()
+			st.AppliedIndex = node.AppliedIndex()
+		}
 	}
-	return statusOf(st, ready)
+	s := statusOf(st, ready)
+	s.LeaderCommitIndex = leaderCommit
+	return s
+}
+
+// progressOf is the leader's catch-up line of each member (the leader's
+// own status when self leads; else asked of the leader; nil if it cannot
+// be had).
+func progressOf(ctx context.Context, node *raft.Node, self client.Status) map[string]raft.MemberProgress {
+	prog := self.Progress
+	if prog == nil {
+		prog, _ = leaderProgress(ctx, node)
+	}
+	if prog == nil {
+		return nil
+	}
+	out := make(map[string]raft.MemberProgress, len(prog))
+	for _, p := range prog {
+		out[p.ID] = p
+	}
+	return out
 }
 
 // memberStatuses asks every member in the configuration for its status
-// (the status RPC), concurrently.
+// (the status RPC), concurrently. Another member is ready when it knows a
+// leader, is healthy, applied up to its commit index and, by the leader's
+// catch-up monitor, holds the leader's log (caught_up; when the leader's
+// view can be had): a member catching up knows a commit index far behind
+// the leader's, or 0.
 func memberStatuses(ctx context.Context, node *raft.Node, self client.Status) []client.Member {
+	prog := progressOf(ctx, node, self)
 	out := make([]client.Member, len(self.Members))
 	var wg sync.WaitGroup
 	for i, m := range self.Members {
@@ -51,7 +95,11 @@ func memberStatuses(ctx context.Context, node *raft.Node, self client.Status) []
 				out[i].Error = err.Error()
 				return
 			}
-			s := statusOf(st, st.LeaderID != "" && st.Diverged == nil && st.AppliedIndex >= st.CommitIndex)
+			ready := st.LeaderID != "" && st.Diverged == nil && st.LogFailed == "" && st.Removed == nil && st.AppliedIndex >= st.CommitIndex
+			if p, ok := prog[m.ID]; ok && p.State != raft.StateCaughtUp && p.State != raft.StateLeader {
+				ready = false // catching up, stalled or diverged, by the leader's monitor
+			}
+			s := statusOf(st, ready)
 			out[i].Status = &s
 			if self.LastIndex > st.LastIndex {
 				out[i].Lag = self.LastIndex - st.LastIndex

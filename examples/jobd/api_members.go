@@ -168,8 +168,7 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in, false); err != nil {
 		return err
 	}
-	node := s.ctl.Node()
-	voter, err := checkAdd(node, in.ID, in.Address)
+	voter, err := checkAdd(s.ctl.Node(), in.ID, in.Address)
 	if err != nil {
 		return err
 	}
@@ -177,29 +176,42 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, client.MemberAdded{Address: in.Address, ID: in.ID, Suffrage: suffrage(true)})
 		return nil
 	}
-	a := s.adds.start(in.ID, in.Address, func(ctx context.Context) error { return node.AddMember(ctx, in.ID, in.Address) })
+	m, err := s.startAdd(r.Context(), in.ID, in.Address)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, client.MemberAdded{Address: in.Address, ID: in.ID, Suffrage: suffrage(m.Voter),
+		Message: "joins as a non-voter, promoted by the leader's catch-up policy: GET /v1/cluster/members shows its progress"})
+	return nil
+}
+
+// startAdd starts adding member id at addr in the background (the API and
+// the console) and waits, at most addTimeout, until it is in the
+// configuration, or the add failed: the leader refused it (another
+// cluster's ID, not answering) or no leader took it.
+func (s *server) startAdd(ctx context.Context, id, addr string) (raft.Member, error) {
+	node := s.ctl.Node()
+	a := s.adds.start(id, addr, func(ctx context.Context) error { return node.AddMember(ctx, id, addr) })
 	deadline := time.NewTimer(addTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		for _, m := range node.Status().Members {
-			if m.ID == in.ID {
-				writeJSON(w, http.StatusAccepted, client.MemberAdded{Address: in.Address, ID: in.ID, Suffrage: suffrage(m.Voter),
-					Message: "joins as a non-voter, promoted by the leader's catch-up policy: GET /v1/cluster/members shows its progress"})
-				return nil
+			if m.ID == id {
+				return m, nil
 			}
 		}
 		select {
 		case <-a.done:
 			if a.err != nil {
-				return memberError(a.err)
+				return raft.Member{}, memberError(a.err)
 			}
 		case <-deadline.C:
-			return &clientError{code: http.StatusServiceUnavailable, kind: "not_added",
-				reason: fmt.Sprintf("member %q not in the configuration after %s (no leader?); the add continues in the background", in.ID, addTimeout)}
-		case <-r.Context().Done():
-			return r.Context().Err()
+			return raft.Member{}, &clientError{code: http.StatusServiceUnavailable, kind: "not_added",
+				reason: fmt.Sprintf("member %q not in the configuration after %s (no leader?); the add continues in the background", id, addTimeout)}
+		case <-ctx.Done():
+			return raft.Member{}, ctx.Err()
 		case <-tick.C:
 		}
 	}
@@ -263,6 +275,11 @@ func memberError(err error) error {
 		return &clientError{code: http.StatusConflict, kind: "stalled", reason: err.Error()}
 	case errors.Is(err, raft.ErrMemberDiverged):
 		return &clientError{code: http.StatusConflict, kind: "diverged", reason: err.Error()}
+	case errors.Is(err, raft.ErrClusterMismatch):
+		// Both IDs in the reason; nothing changed.
+		return &clientError{code: http.StatusConflict, kind: "cluster_mismatch", reason: err.Error()}
+	case errors.Is(err, raft.ErrMemberUnreachable):
+		return &clientError{code: http.StatusServiceUnavailable, kind: "member_unreachable", reason: err.Error()}
 	case errors.Is(err, raft.ErrNoLeader), errors.Is(err, raft.ErrNotLeader):
 		return &clientError{code: http.StatusServiceUnavailable, kind: "no_leader", reason: err.Error() + " (retry)"}
 	}

@@ -52,6 +52,7 @@ type options struct { // the json tags name the config-file keys (= flag names)
 	ReadTimeout   time.Duration `json:"read-timeout"`
 	Heartbeat     time.Duration `json:"heartbeat"`
 	Election      time.Duration `json:"election"`
+	LeaderWait    time.Duration `json:"leader-wait"`
 	RetainFor     time.Duration `json:"retain-for"`
 	SnapshotEvery uint64        `json:"snapshot-threshold"`
 	LogLevel      string        `json:"log-level"`
@@ -69,8 +70,8 @@ func defaults() options {
 		RaftAddr: "127.0.0.1:7400", HTTPAddr: "127.0.0.1:8400",
 		Queues: "default=8", Workers: true, LeaseTTL: 30 * time.Second, MaxBody: 2 << 20,
 		MaxConns: 1024, ReadTimeout: 10 * time.Second,
-		Heartbeat: raft.DefaultHeartbeatTimeout, Election: raft.DefaultElectionTimeout, RetainFor: 24 * time.Hour,
-		LogLevel: "info", ShutdownGrace: 10 * time.Second,
+		Heartbeat: raft.DefaultHeartbeatTimeout, Election: raft.DefaultElectionTimeout, LeaderWait: raft.DefaultLeaderWait,
+		RetainFor: 24 * time.Hour, LogLevel: "info", ShutdownGrace: 10 * time.Second,
 	}
 }
 
@@ -101,6 +102,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ReadTimeout, "read-timeout", o.ReadTimeout, "how long a client may take to send a request's headers, and then its body")
 	fs.DurationVar(&o.Heartbeat, "heartbeat", o.Heartbeat, "raft heartbeat timeout")
 	fs.DurationVar(&o.Election, "election", o.Election, "raft election timeout")
+	fs.DurationVar(&o.LeaderWait, "leader-wait", o.LeaderWait, "how long a request waits to reach a leader before it is answered 503 (no quorum: the reason says how many voters are reachable)")
 	fs.DurationVar(&o.RetainFor, "retain-for", o.RetainFor, "how long finished jobs are kept (negative: forever)")
 	fs.Uint64Var(&o.SnapshotEvery, "snapshot-threshold", o.SnapshotEvery, "entries between automatic snapshots (0: default 8192)")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "trace, debug, info, warn, error")
@@ -199,6 +201,9 @@ func (o *options) validate() error {
 	}
 	if o.ReadTimeout <= 0 {
 		errs = append(errs, errors.New("-read-timeout must be positive"))
+	}
+	if o.LeaderWait <= 0 {
+		errs = append(errs, fmt.Errorf("-leader-wait %v: must be positive", o.LeaderWait))
 	}
 	if o.Join && (o.Bootstrap || o.Peers != "" || o.ClusterID == "") {
 		errs = append(errs, errors.New("-join needs -cluster-id (the cluster_id of GET /v1/cluster/members) and no -peers or -bootstrap"))

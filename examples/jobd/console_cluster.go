@@ -178,8 +178,9 @@ func (l *lastCompare) get() *compareRun {
 }
 
 // POST /console/cluster/add (id, address): starts adding a member, as POST
-// /v1/cluster/members does (the same checks); it joins as a non-voter and
-// the leader's catch-up policy promotes it: the page shows its progress.
+// /v1/cluster/members does (the same checks, the same wait until it is in
+// the configuration); it joins as a non-voter and the leader's catch-up
+// policy promotes it: the page shows its progress.
 func (c *console) addMember(w http.ResponseWriter, r *http.Request, _ *page) error {
 	id, addr := strings.TrimSpace(r.PostForm.Get("id")), strings.TrimSpace(r.PostForm.Get("address"))
 	node := c.s.ctl.Node()
@@ -191,7 +192,9 @@ func (c *console) addMember(w http.ResponseWriter, r *http.Request, _ *page) err
 		done(w, r, "/console/cluster", nil, "member "+id+" is already a voter at "+addr)
 		return nil
 	}
-	c.s.adds.start(id, addr, func(ctx context.Context) error { return node.AddMember(ctx, id, addr) })
+	if _, err := c.s.startAdd(r.Context(), id, addr); err != nil {
+		return err // refused (another cluster, not answering) or not added in time
+	}
 	done(w, r, "/console/cluster", nil, "adding member "+id+" at "+addr+": it joins as a non-voter, promoted once caught up")
 	return nil
 }

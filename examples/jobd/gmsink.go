@@ -25,6 +25,27 @@ type promSink struct {
 	mu       sync.Mutex
 	families map[string]*gmSeries // by Prometheus name
 	dropped  prometheus.Counter
+	// scope, when set, says whether this member leads and which members
+	// its configuration names: the leader-only families (leaderFamilies)
+	// are exported only while it leads, and only for those members.
+	scope func() (leading bool, members map[string]bool)
+}
+
+// leaderFamilies are the go-metrics families only the leader's catch-up
+// monitor sets, per member. go-metrics cannot unset a gauge: without the
+// scope, a member removed (or a former leader's view) would be exported
+// with its last value for ever, a removed member as "lag 0".
+const leaderFamilies = "jobraft_catchup_"
+
+// shadowedKeys are go-metrics keys jobd exports itself, from the member's
+// status at each scrape (jobd_raft_diverged, jobd_raft_log_failed): their
+// go-metrics copies are dropped, so each family exists once.
+var shadowedKeys = map[string]bool{"jobraft.raft.diverged": true, "jobraft.raft.log_failed": true}
+
+func (s *promSink) setScope(scope func() (bool, map[string]bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scope = scope
 }
 
 type gmKind int
@@ -80,6 +101,9 @@ func (s *promSink) AddSampleWithLabels(key []string, val float32, labels []gomet
 // family finds how key is exported; ok is false for a key to drop.
 func (s *promSink) family(key []string, kind gmKind) (gmFamily, bool) {
 	dotted := strings.Join(key, ".")
+	if shadowedKeys[dotted] {
+		return gmFamily{}, false
+	}
 	if f, ok := s.table[dotted]; ok {
 		if kind == gmCounter && !strings.HasSuffix(f.name, "_total") {
 			f.name += "_total"
@@ -181,10 +205,27 @@ func (s *promSink) Describe(chan<- *prometheus.Desc) {}
 // Collect exports every family as it is now.
 func (s *promSink) Collect(ch chan<- prometheus.Metric) {
 	s.mu.Lock()
+	scope := s.scope
+	s.mu.Unlock()
+	leading, members := true, map[string]bool(nil)
+	if scope != nil {
+		leading, members = scope() // outside the lock: it reads the node's status
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, fam := range s.families {
 		desc := prometheus.NewDesc(name, fam.help, fam.labels, nil)
-		for _, v := range fam.values {
+		leaderOnly := strings.HasPrefix(name, leaderFamilies) && fam.kind == gmGauge
+		if leaderOnly && !leading {
+			clear(fam.values) // a former leader's view; set again when it leads
+			continue
+		}
+		member := slices.Index(fam.labels, "member")
+		for id, v := range fam.values {
+			if leaderOnly && members != nil && member >= 0 && !members[v.labels[member]] {
+				delete(fam.values, id) // a member no longer in the configuration
+				continue
+			}
 			switch fam.kind {
 			case gmCounter:
 				ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, v.v, v.labels...)

@@ -93,3 +93,50 @@ func TestPromSinkTables(t *testing.T) {
 		t.Errorf("dropped %g, want 1", v)
 	}
 }
+
+// The leader-only catch-up families are exported only while the member
+// leads, and only for members its configuration names (go-metrics cannot
+// unset a gauge: a removed member stayed "lag 0" for ever); the keys jobd
+// exports itself (diverged, log_failed) are not exported a second time.
+func TestPromSinkScopesLeaderFamilies(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := newPromSink(prometheus.NewCounter(prometheus.CounterOpts{Name: "dropped_total", Help: "dropped"}))
+	reg.MustRegister(s)
+	leading, members := true, map[string]bool{"n1": true, "n2": true, "n3": true}
+	s.setScope(func() (bool, map[string]bool) { return leading, members })
+	for _, m := range []string{"n1", "n2", "n3"} {
+		s.SetGaugeWithLabels([]string{"jobraft", "catchup", "lag_entries"}, 0, []gometrics.Label{{Name: "member", Value: m}})
+	}
+	s.SetGaugeWithLabels([]string{"jobraft", "raft", "diverged"}, 0, []gometrics.Label{{Name: "member", Value: "n1"}})
+	s.SetGaugeWithLabels([]string{"jobraft", "raft", "log_failed"}, 0, []gometrics.Label{{Name: "member", Value: "n1"}})
+	lagged := func() []string {
+		t.Helper()
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range fams {
+			switch f.GetName() {
+			case "jobraft_raft_diverged", "jobraft_raft_log_failed":
+				t.Errorf("%s exported: jobd exports it as jobd_raft_*", f.GetName())
+			case "jobraft_catchup_lag_entries":
+				for _, m := range f.GetMetric() {
+					out = append(out, m.GetLabel()[0].GetValue())
+				}
+			}
+		}
+		return out
+	}
+	if got := strings.Join(lagged(), ","); got != "n1,n2,n3" {
+		t.Fatalf("lag series %s, want n1,n2,n3", got)
+	}
+	members = map[string]bool{"n1": true, "n2": true} // n3 removed
+	if got := strings.Join(lagged(), ","); got != "n1,n2" {
+		t.Fatalf("lag series after n3's removal: %s, want n1,n2", got)
+	}
+	leading = false
+	if got := lagged(); len(got) != 0 {
+		t.Fatalf("lag series on a member that no longer leads: %v", got)
+	}
+}

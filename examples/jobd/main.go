@@ -4,7 +4,7 @@
 //
 //	jobd -id n1 -data /var/lib/jobd -raft-addr 127.0.0.1:7401 -http-addr 127.0.0.1:8401 \
 //	     -peers n1=127.0.0.1:7401,n2=127.0.0.1:7402,n3=127.0.0.1:7403 -bootstrap -token-file token
-//	jobd gencerts -dir certs -names n1,n2,n3,api   # throwaway certificates for a local cluster
+//	jobd gencerts -dir certs -names n1,n2,n3,api   # throwaway certificates for a local cluster (later runs: new names, same CA)
 //	jobd restore -from cluster.jrb -data DIR -id n1 -peers ... -cluster-id NEW   # seed a member of a new cluster from a backup
 //
 // See README.md in the repository root for the API and every flag.
@@ -64,14 +64,27 @@ func main() {
 		log.Error("start", "error", err)
 		os.Exit(1)
 	}
-	<-ctx.Done()
+	code := 0
+	select {
+	case <-ctx.Done():
+	case <-d.removed:
+		// Removed from the cluster: it takes no further part.
+		log.Error("this member was removed from the cluster; exiting", "member", o.ID, "exit_status", exitRemoved,
+			"rejoin", "remove its data dir and start it with -join, then add it again")
+		code = exitRemoved
+	}
 	log.Info("shutting down", "grace", o.ShutdownGrace)
 	if err := d.shutdown(o.ShutdownGrace); err != nil {
 		log.Error("shutdown", "error", err)
 		os.Exit(1)
 	}
 	log.Info("stopped")
+	os.Exit(code)
 }
+
+// exitRemoved is jobd's exit status once its member was removed from the
+// cluster (1 is a failed start or shutdown, 2 a usage error).
+const exitRemoved = 3
 
 // exitUsage ends jobd after a command-line error: status 2, or 0 when
 // the usage was asked for (-h, -help; the flag package printed it).
@@ -97,6 +110,9 @@ type daemon struct {
 	stopReqs context.CancelFunc
 	workers  sync.WaitGroup
 	bg       sync.WaitGroup
+	// removed is closed once the member learns it was removed from the
+	// cluster (raft.EventRemoved): jobd then exits (exitRemoved).
+	removed chan struct{}
 }
 
 // start opens the member and serves the API until shutdown.
@@ -138,10 +154,10 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	}
 	ctl, err := jobraft.Open(ctx, jobraft.Config{
 		Config: raft.Config{
-			ID: o.ID, DataDir: o.DataDir, BindAddr: o.RaftAddr, AdvertiseAddr: o.Advertise,
+			ID: o.ID, DataDir: o.DataDir, BindAddr: o.RaftAddr, AdvertiseAddr: o.Advertise, ClusterID: want.Cluster,
 			TLS: ctls, AllowInsecure: o.InsecureCluster, Bootstrap: (o.Bootstrap || members == nil) && !o.Join, InitialMembers: members,
 			HeartbeatTimeout: o.Heartbeat, ElectionTimeout: o.Election, LeaderLeaseTimeout: o.Heartbeat, // raft's default ratio (docs/timing.md)
-			SnapshotThreshold: o.SnapshotEvery, Logger: log.Named("raft"),
+			SnapshotThreshold: o.SnapshotEvery, LeaderWait: o.LeaderWait, Logger: log.Named("raft"),
 		},
 		LeaseTTL: o.LeaseTTL, RetainFor: o.RetainFor,
 	}, o.nodeOpts...)
@@ -150,13 +166,14 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 		unlock()
 		return nil, err
 	}
-	d := &daemon{ctl: ctl, ln: ln, unlock: unlock, log: log, scheme: "http"}
+	d := &daemon{ctl: ctl, ln: ln, unlock: unlock, log: log, scheme: "http", removed: make(chan struct{})}
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	d.stopBg = stopBg
 	d.bg.Add(2)
-	go func() { defer d.bg.Done(); countRefusals(bgCtx, ctl, m) }()
+	go func() { defer d.bg.Done(); countRefusals(bgCtx, ctl, m, d.removed) }()
 	go func() { defer d.bg.Done(); countExpiries(bgCtx, ctl, m, log) }()
 	m.reg.MustRegister(newClusterCollector(ctl))
+	m.scopeTo(ctl.Node())
 
 	workCtx, stopWork := context.WithCancel(context.Background())
 	d.stopWork = stopWork
@@ -236,10 +253,21 @@ func waitGroup(wg *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-// countRefusals counts the node's persist-guard refusals.
-func countRefusals(ctx context.Context, ctl *jobraft.Controller, m *metrics) {
+// countRefusals counts the node's persist-guard refusals, and closes
+// removed when the member learns it was removed from the cluster.
+func countRefusals(ctx context.Context, ctl *jobraft.Controller, m *metrics, removed chan struct{}) {
 	evs, cancel := ctl.Node().Events(64)
 	defer cancel()
+	once := false
+	remove := func() {
+		if !once {
+			once = true
+			close(removed)
+		}
+	}
+	if ctl.Node().Status().Removed != nil {
+		remove() // learnt before the subscription
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -247,6 +275,9 @@ func countRefusals(ctx context.Context, ctl *jobraft.Controller, m *metrics) {
 		case ev, ok := <-evs:
 			if !ok {
 				return
+			}
+			if ev.Kind == raft.EventRemoved {
+				remove()
 			}
 			if ev.Kind == raft.EventGuardRefusal {
 				kind := wal.RefusalKind(ev.Err)

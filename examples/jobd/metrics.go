@@ -6,6 +6,7 @@ import (
 
 	gometrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -23,6 +24,7 @@ type metrics struct {
 	execTime   *prometheus.HistogramVec
 	requests   *prometheus.CounterVec
 	dropped    prometheus.Counter
+	sink       *promSink // nil until installRaftSink
 }
 
 func newMetrics() *metrics {
@@ -44,8 +46,8 @@ func newMetrics() *metrics {
 		Name: "jobd_execution_seconds", Help: "Handler run time.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 	}, []string{"handler"})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "jobd_http_requests_total", Help: "API requests by route and status code.",
-	}, []string{"route", "code"})
+		Name: "jobd_http_requests_total", Help: "API requests by method, route (the path pattern) and status code.",
+	}, []string{"method", "route", "code"})
 	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "jobd_gometrics_dropped_total", Help: "go-metrics values dropped because their name was already exported with another type or label set.",
 	})
@@ -61,12 +63,29 @@ func (m *metrics) installRaftSink() error {
 	if err := m.reg.Register(sink); err != nil {
 		return err
 	}
+	m.sink = sink
 	cfg := gometrics.DefaultConfig("")
 	cfg.EnableHostname = false
 	cfg.EnableRuntimeMetrics = false // the Go collector has them
 	cfg.EnableServiceLabel = false
 	_, err := gometrics.NewGlobal(cfg, sink)
 	return err
+}
+
+// scopeTo limits the leader-only go-metrics families (jobraft_catchup_*)
+// to what node's role and configuration make current (promSink.scope).
+func (m *metrics) scopeTo(node *raft.Node) {
+	if m.sink == nil {
+		return
+	}
+	m.sink.setScope(func() (bool, map[string]bool) {
+		st := node.Status()
+		members := make(map[string]bool, len(st.Members))
+		for _, mb := range st.Members {
+			members[mb.ID] = true
+		}
+		return st.Role == "Leader", members
+	})
 }
 
 func (m *metrics) observeExecution(handler string, err error, d time.Duration) {

@@ -62,6 +62,10 @@ func classify(err error, advice string) (int, string, string) {
 		return http.StatusServiceUnavailable, "not_submitted", err.Error() + " (nothing was created; retry)"
 	case errors.Is(err, jobraft.ErrNotApplied):
 		return http.StatusServiceUnavailable, "not_applied", err.Error() + " (nothing changed; retry)"
+	case errors.Is(err, jobraft.ErrNoLeader):
+		// A read (or a membership change) that reached no leader within
+		// -leader-wait; the reason says how many voters are reachable.
+		return http.StatusServiceUnavailable, "no_leader", err.Error() + " (nothing changed; retry)"
 	case errors.Is(err, jobraft.ErrClosed):
 		return http.StatusServiceUnavailable, "closed", err.Error()
 	case errors.Is(err, context.DeadlineExceeded):

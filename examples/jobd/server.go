@@ -157,7 +157,8 @@ func (s *server) instrument(route, advice string, h func(http.ResponseWriter, *h
 			}
 			writeError(sw, code, kind, reason)
 		}
-		s.m.requests.WithLabelValues(route, fmt.Sprint(sw.code)).Inc()
+		method, path, _ := strings.Cut(route, " ")
+		s.m.requests.WithLabelValues(method, path, fmt.Sprint(sw.code)).Inc()
 	})
 }
 
@@ -204,18 +205,25 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz: ready when the member knows a leader, has not diverged from it,
-// and has applied up to the commit index it knows.
+// its log has not failed, it was not removed, and it has applied up to the
+// leader's commit index (read now: a member catching up knows a commit
+// index of its own far behind, or 0).
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	st := selfStatus(r.Context(), s.ctl.Node())
 	switch {
 	case st.LogFailed != "":
 		writeError(w, http.StatusServiceUnavailable, "log_failed", fmt.Sprintf("the log failed closed (%s); restart this member on a healthy disk", st.LogFailed))
+	case st.Removed != nil:
+		writeError(w, http.StatusServiceUnavailable, "removed", "this member was removed from the cluster; it takes no further part (jobd exits)")
 	case st.LeaderID == "":
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "no leader known")
 	case st.Diverged != nil:
 		writeError(w, http.StatusServiceUnavailable, "diverged", divergedReason(*st.Diverged, st.Members))
+	case !st.Ready && st.LeaderCommitIndex == 0:
+		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("the leader's commit index could not be read within %v (no quorum?)", readyReadTimeout))
 	case !st.Ready:
-		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("applied %d of commit %d", st.AppliedIndex, st.CommitIndex))
+		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("catching up: applied %d of the leader's commit index %d (%d behind)",
+			st.AppliedIndex, st.LeaderCommitIndex, st.LeaderCommitIndex-min(st.AppliedIndex, st.LeaderCommitIndex)))
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "member": s.member, "leader": st.LeaderID, "applied": st.AppliedIndex})
 	}
