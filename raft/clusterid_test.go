@@ -66,9 +66,16 @@ func TestJoinerRefusesLeaderOfAnotherCluster(t *testing.T) {
 	j := c.NewMember("m3", func(cfg *raft.Config) { cfg.ClusterID = "green" })
 	events, stop := c.Nodes[j].Events(64)
 	defer stop()
+	// add goes straight to hashicorp/raft on whichever member leads (on a
+	// loaded machine leadership may move between the calls).
 	add := func(id, addr string) {
 		t.Helper()
-		if err := c.Nodes[l].Raft().AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, wait).Error(); err != nil {
+		var err error
+		nodetest.WaitFor(t, wait, "AddNonvoter "+id+" on the leader", func() bool {
+			err = c.Nodes[c.WaitLeader(wait)].Raft().AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, wait).Error()
+			return !errors.Is(err, hraft.ErrNotLeader) && !errors.Is(err, hraft.ErrLeadershipLost)
+		})
+		if err != nil {
 			t.Fatalf("AddNonvoter %s: %v", id, err)
 		}
 	}

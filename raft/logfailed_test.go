@@ -165,6 +165,7 @@ func TestMemberWithFailedLogIsNeverElected(t *testing.T) {
 	if _, err := c.Propose(healthy, "set after v", wait); err != nil {
 		t.Fatalf("propose on the healthy leader: %v", err)
 	}
+	quiet := time.Now()
 	for stop := time.Now().Add(10 * et); time.Now().Before(stop); {
 		select {
 		case <-obs:
@@ -172,7 +173,14 @@ func TestMemberWithFailedLogIsNeverElected(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	// Leadership staying is a liveness claim: a stall of this process
+	// longer than the leader's lease (its members' timers run here) may
+	// legitimately depose it; the claim above is strict.
 	if l := c.Leader(); l != healthy {
-		t.Fatalf("leadership moved from m%d to m%d while nothing changed", healthy, l)
+		stall := stalltest.Between(quiet, time.Now())
+		if stall.Max < c.Cfgs[healthy].LeaderLeaseTimeout {
+			t.Fatalf("leadership moved from m%d to m%d while nothing changed (%s)", healthy, l, stall)
+		}
+		t.Logf("leadership moved from m%d to m%d under a %s: not judged", healthy, l, stall)
 	}
 }

@@ -81,8 +81,14 @@ func (n *Node) onLeader(ctx context.Context, method string, req []byte, local fu
 		default:
 			_, err = n.caller.Call(transport.ExpectPeer(ctx, string(id)), string(addr), method, req)
 			var re *transport.RemoteError
-			if err == nil || (errors.As(err, &re) && re.Code != codeNotLeader) {
+			if err == nil || (errors.As(err, &re) && re.Code != codeNotLeader && re.Code != codeLeadershipLost) {
 				return fromLeader(err)
+			}
+			if re != nil && re.Code == codeLeadershipLost {
+				// It ran on the leader (an add may run long) until that
+				// member stopped leading: as for the local case, the wait
+				// for the next leader starts now.
+				start = time.Now()
 			}
 		}
 		left := n.cfg.LeaderWait - time.Since(start)
@@ -140,7 +146,7 @@ func (n *Node) handleAdd(ctx context.Context, req []byte) ([]byte, error) {
 	err := n.addLocal(ctx, m.ID, m.Address)
 	switch {
 	case isNotLeader(err):
-		return nil, &transport.RemoteError{Code: codeNotLeader, Message: err.Error()}
+		return nil, &transport.RemoteError{Code: codeLeadershipLost, Message: err.Error()}
 	case errors.Is(err, ErrStalled):
 		return nil, &transport.RemoteError{Code: codeStalled, Message: err.Error()}
 	case errors.Is(err, ErrMemberDiverged):
@@ -153,8 +159,10 @@ func (n *Node) handleAdd(ctx context.Context, req []byte) ([]byte, error) {
 	return nil, err
 }
 
-// Remote error codes of a forwarded AddMember: the policy's verdicts.
+// Remote error codes of a forwarded AddMember: the policy's verdicts, and
+// codeLeadershipLost: the add ran on the leader until it stopped leading.
 const (
+	codeLeadershipLost    = "jr.leadership_lost"
 	codeStalled           = "jr.stalled"
 	codeMemberDiverged    = "jr.member_diverged"
 	codeClusterMismatch   = "jr.cluster_mismatch"

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobraft/jobraft/catchup"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
+	"github.com/jobraft/jobraft/transport/faultnet"
 )
 
 func proposeN(t *testing.T, c *nodetest.Cluster, on int, prefix string, n int) {
@@ -185,4 +187,52 @@ func TestFiveMemberAddRemove(t *testing.T) {
 			}
 		}
 	})
+}
+
+// An AddMember forwarded to the leader runs there until the policy's
+// verdict; when that leader stops leading after more than LeaderWait, the
+// caller asks the next leader, whose verdict it returns, instead of giving
+// up with ErrNoLeader at once (its wait for a leader starts when the
+// leader it asked stopped leading, as for an add run locally). Before,
+// the time the add ran on the old leader counted against LeaderWait.
+func TestForwardedAddOutlivingItsLeaderIsAskedOfTheNext(t *testing.T) {
+	const leaderWait = time.Second
+	faults := faultnet.New(time.Now().UnixNano())
+	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
+		cfg.LeaderWait = leaderWait
+		cfg.CatchUp = catchup.Policy{UnreachableRounds: 20}
+	})
+	l := c.WaitLeader(wait)
+	f := (l + 1) % 3
+	k := c.NewMember("m3", nil)
+	for from := range 3 {
+		c.Faults.Cut(addr(c.Nodes[from]), addr(c.Nodes[k])) // never caught up: the add waits for the verdict
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		done <- c.Nodes[f].AddMember(ctx, "m3", c.Nodes[k].Addr())
+	}()
+	nodetest.WaitFor(t, wait, "the add to run on the leader for more than LeaderWait", func() bool {
+		in := false
+		for _, m := range c.Nodes[l].Status().Members {
+			in = in || m.ID == "m3"
+		}
+		return in && time.Since(start) > leaderWait+leaderWait/2
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("the add ended before the transfer: %v", err)
+	default:
+	}
+	if err := c.Nodes[l].Raft().LeadershipTransfer().Error(); err != nil {
+		t.Fatalf("leadership transfer: %v", err)
+	}
+	err := <-done
+	t.Logf("the add, forwarded from m%d, after the leader m%d stepped down: %v (%v)", f, l, err, time.Since(start).Round(time.Millisecond))
+	if errors.Is(err, raft.ErrNoLeader) || !errors.Is(err, raft.ErrStalled) {
+		t.Fatalf("the add: %v; want the next leader's verdict, ErrStalled", err)
+	}
 }
