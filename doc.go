@@ -37,8 +37,7 @@
 //  5. Read with Get, List and Stats (linearizable by default; Local for a
 //     cheap, possibly stale read) and follow changes with Watch, resuming
 //     from the last index handled. Wait returns a job once it finished.
-//  6. Log through hclog (raft.Config.Logger); a host that logs with
-//     log/slog passes slogh.New(handler).
+//  6. Log through hclog (raft.Config.Logger).
 //
 // An idle cluster writes nothing: a Claim (and so Run) proposes a claim
 // only when this member's applied state (brought up to date by a

@@ -3,7 +3,7 @@ package raft
 import (
 	"context"
 
-	"github.com/jobraft/jobraft/logdigest"
+	"github.com/jobraft/jobraft/internal/logdigest"
 )
 
 // methodRangeDigest serves the digest protocol walcompare's online

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/logdigest"
+	"github.com/jobraft/jobraft/internal/logdigest"
 )
 
 // The digest protocol lives in package logdigest, which every raft member

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/jobraft/jobraft/logdigest"
+	"github.com/jobraft/jobraft/internal/logdigest"
 )
 
 // TestViewMirrorsDigestView: View holds every field of logdigest.View

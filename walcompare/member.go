@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/logdigest"
+	"github.com/jobraft/jobraft/internal/logdigest"
 )
 
 // Member is one log to compare. Implementations: FromLogStore, OpenDir,

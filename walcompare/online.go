@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/jobraft/jobraft/logdigest"
+	"github.com/jobraft/jobraft/internal/logdigest"
 	"github.com/jobraft/jobraft/transport"
 )
 

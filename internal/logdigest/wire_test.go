@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/logdigest"
+	"github.com/jobraft/jobraft/internal/logdigest"
 )
 
 // golden reads testdata/wire.golden: per case its request and reply.

@@ -1,7 +1,9 @@
 // Package logdigest is the digest protocol a raft member serves about its
 // own log, so that a comparer (walcompare) can prove members agree without
 // stopping them or reading their files. It is the small, read-only piece
-// every member links: it imports only hashicorp/raft and wal.
+// every member links: it imports only hashicorp/raft and wal. It is
+// internal: walcompare is its public face (DigestMethod, Digest,
+// SplitRange, RangeDigests, ServeDigest).
 //
 // # The protocol (a contract: the wire format is frozen)
 //

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/logdigest"
+	"github.com/jobraft/jobraft/internal/logdigest"
 	"github.com/jobraft/jobraft/wal"
 )
 
