@@ -3,11 +3,15 @@ package jobraft_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -117,4 +121,85 @@ func TestNoQuorumEndsWithinLeaderWait(t *testing.T) {
 	if _, err := s.Stats(ctx); err != nil {
 		t.Errorf("Stats with a quorum again: %v", err)
 	}
+}
+
+// TestFrozenLeaderWithoutQuorumEndsWithinLeaderWait: a submit forwarded
+// to a leader that froze (SIGSTOP) while the third member is down never
+// reaches a new leader: none can be elected. It ends within its bound
+// anyway, although its context allows a minute: the forward lapses once
+// LeaderWait has passed with no leader known (the outcome may_exist: the
+// frozen leader may still commit it), and the controller's retry waits at
+// most another LeaderWait. Then, the submit sent once the member knows no
+// leader ends not_submitted within one LeaderWait. After SIGCONT and a
+// restart, the first submit's job exists at most once and the second's
+// not at all. (Before the lapse, the forwarded submit waited out its
+// context.)
+func TestFrozenLeaderWithoutQuorumEndsWithinLeaderWait(t *testing.T) {
+	const leaderWait = 2 * time.Second
+	// A one-second heartbeat gives the submit sent right after the
+	// freeze a second to be forwarded while the leader is still known.
+	p := ctltest.StartProcs(t, 3, func(_ int, mc *ctltest.MemberConfig) {
+		mc.Timing = ctltest.Timing{Heartbeat: time.Second, Election: time.Second, LeaderLease: 500 * time.Millisecond,
+			ProposeTimeout: 10 * time.Second, LeaderWait: leaderWait}
+	})
+	l := p.WaitLeader(wait)
+	s, o := (l+1)%3, (l+2)%3
+	p.Kill(o)
+	if rep, err := p.CallT(s, "/submit", ctltest.Request{ID: "warm", Queue: "fz"}, wait); err != nil || rep.Outcome != ctltest.OutcomeOK {
+		t.Fatalf("a submit with the leader and one follower: %+v %v", rep, err)
+	}
+	stalltest.Watch()
+	p.Pause(l)
+	from := time.Now()
+
+	timed := func(id string, bound time.Duration, want ...string) {
+		t.Helper()
+		start := time.Now()
+		rep, err := p.CallT(s, "/submit", ctltest.Request{ID: id, Queue: "fz"}, time.Minute)
+		took := time.Since(start)
+		stall := stalltest.Between(start, time.Now())
+		t.Logf("submit %s without a quorum, the leader frozen: %s %q after %v (%s)", id, rep.Outcome, rep.Error, took.Round(time.Millisecond), stall)
+		if err != nil {
+			t.Fatalf("submit %s: no reply: %v", id, err)
+		}
+		if !slices.Contains(want, rep.Outcome) {
+			t.Errorf("submit %s: %s, want one of %v", id, rep.Outcome, want)
+		}
+		if !strings.Contains(rep.Error, "1 of 3 voters reachable") {
+			t.Errorf("submit %s: %q does not say how many voters are reachable", id, rep.Error)
+		}
+		if took > bound+stall.Total {
+			t.Errorf("submit %s took %v, want within %v (+ the %v stalled)", id, took, bound, stall.Total)
+		}
+	}
+	// Each wait for a leader ends with a reachability round of at most a
+	// second (the frozen leader does not answer it); slack for a loaded
+	// machine besides the measured stalls.
+	const probe, slack = time.Second, 2 * time.Second
+	// Sent while s still knows the frozen leader: forwarded. Its
+	// outcome is unknown (the forward lapsed), or, had s noticed the
+	// freeze first on a loaded machine, not submitted.
+	timed("forwarded", 2*(leaderWait+probe)+slack, ctltest.OutcomeMayExist, ctltest.OutcomeNotSubmitted)
+	waitNoLeader(t, p, s, from)
+	timed("leaderless", leaderWait+probe+slack, ctltest.OutcomeNotSubmitted)
+
+	p.Resume(l)
+	p.Start(o)
+	p.WaitLeader(wait)
+	p.WaitConverged(wait)
+	for i := 0; i < 3; i++ {
+		rep, err := p.CallT(i, "/get", ctltest.Request{ID: "leaderless", Local: true}, wait)
+		if err != nil || rep.Job != nil {
+			t.Errorf("m%d: the submit refused without a quorum: %+v %v, want no such job", i, rep.Job, err)
+		}
+	}
+}
+
+// waitNoLeader polls member i's status until it knows no leader.
+func waitNoLeader(t *testing.T, p *ctltest.Procs, i int, from time.Time) {
+	t.Helper()
+	ctltest.WaitFor(t, wait, fmt.Sprintf("m%d to know no leader after the freeze at %v", i, from.Format(time.StampMilli)), func() bool {
+		rep, err := p.CallT(i, "/status", ctltest.Request{}, 5*time.Second)
+		return err == nil && rep.Leader == ""
+	})
 }

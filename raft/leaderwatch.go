@@ -2,8 +2,10 @@ package raft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // leaderWatch ends forwarded requests (proposals, read indexes) when the
@@ -15,6 +17,11 @@ import (
 // proposal's outcome becomes indeterminate (the old leader may still commit
 // it): the caller retries under an idempotency key, and the job layer's is
 // the job ID.
+//
+// A forwarded proposal also ends once its lapse (the proposal's start plus
+// Config.LeaderWait) has passed while the member knows no leader: without
+// a quorum no new leader is ever learnt, and a proposal forwarded to a
+// leader that then froze would otherwise wait for its context's deadline.
 type leaderWatch struct {
 	mu   sync.Mutex
 	subs map[*forwarding]struct{}
@@ -24,32 +31,46 @@ type leaderWatch struct {
 type forwarding struct {
 	target string
 	cancel context.CancelCauseFunc
+	lapse  time.Time // zero: none
 }
 
 // observe is called with every leader the member learns of ("" while it
-// knows none). Every forwarding sent to another member ends.
+// knows none). Every forwarding sent to another member ends; with none
+// known, every forwarding past its lapse (before it, the old leader may
+// still answer).
 func (w *leaderWatch) observe(leader string) {
-	if leader == "" {
-		return // no new leader known yet: the old one may still answer
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := time.Now()
 	for f := range w.subs {
-		if f.target != leader {
+		switch {
+		case leader != "" && f.target != leader:
 			f.cancel(fmt.Errorf("%w: %s, after forwarding to %s", ErrLeaderChanged, clipID(leader), clipID(f.target)))
-			delete(w.subs, f)
+		case leader == "" && !f.lapse.IsZero() && !now.Before(f.lapse):
+			f.cancel(lapsed(f.target))
+		default:
+			continue
 		}
+		delete(w.subs, f)
 	}
+}
+
+// errLapsed marks a forwarding ended by its lapse.
+var errLapsed = errors.New("no leader known since")
+
+func lapsed(target string) error {
+	return fmt.Errorf("%w (%w the lapse of forwarding to %s)", ErrLeaderChanged, errLapsed, clipID(target))
 }
 
 // forward returns a context derived from ctx that ends, with a cause
 // matching ErrLeaderChanged, once the member learns of a leader other than
 // target; done releases it. current is the leader as known right after
 // registering (one learnt between the caller's read and the registration
-// is not missed).
-func (w *leaderWatch) forward(ctx context.Context, target string, current func() string) (context.Context, func()) {
+// is not missed). A non-zero lapse also ends it, with a cause matching
+// ErrLeaderChanged, when the member knows no leader at or after lapse.
+func (w *leaderWatch) forward(ctx context.Context, target string, current func() string, lapse time.Time) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	f := &forwarding{target: target, cancel: cancel}
+	f := &forwarding{target: target, cancel: cancel, lapse: lapse}
 	w.mu.Lock()
 	if w.subs == nil {
 		w.subs = make(map[*forwarding]struct{})
@@ -59,7 +80,20 @@ func (w *leaderWatch) forward(ctx context.Context, target string, current func()
 	if l := current(); l != "" && l != target {
 		w.observe(l)
 	}
+	var timer *time.Timer
+	if !lapse.IsZero() {
+		// At the lapse, a member that knows no leader then ends it; one
+		// that learns none later ends it in observe.
+		timer = time.AfterFunc(time.Until(lapse), func() {
+			if current() == "" {
+				w.observe("")
+			}
+		})
+	}
 	return ctx, func() {
+		if timer != nil {
+			timer.Stop()
+		}
 		w.mu.Lock()
 		delete(w.subs, f)
 		w.mu.Unlock()

@@ -91,7 +91,7 @@ func (n *Node) propose(ctx context.Context, cmd, own []byte) (Result, error) {
 			}
 			last = err
 		default:
-			res, err := n.forward(ctx, string(id), string(addr), cmd)
+			res, err := n.forward(ctx, start, string(id), string(addr), cmd)
 			if err == nil || !errors.Is(err, ErrRejected) {
 				return res, err
 			}
@@ -170,12 +170,17 @@ func (n *Node) proposeSealed(ctx context.Context, cmd, own []byte) (Result, erro
 // forward sends cmd to the leader id at leader. It ends, indeterminate
 // (ErrLeaderChanged), as soon as this member learns of another leader
 // (leaderwatch.go).
-func (n *Node) forward(ctx context.Context, id, leader string, cmd []byte) (Result, error) {
-	fctx, done := n.leaders.forward(ctx, id, n.knownLeader)
+func (n *Node) forward(ctx context.Context, start time.Time, id, leader string, cmd []byte) (Result, error) {
+	fctx, done := n.leaders.forward(ctx, id, n.knownLeader, start.Add(n.cfg.LeaderWait))
 	defer done()
 	reply, err := n.caller.Call(transport.ExpectPeer(fctx, id), leader, methodPropose, cmd)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(fctx), ErrLeaderChanged) {
 		err = fmt.Errorf("%w (%w)", context.Cause(fctx), err)
+		if errors.Is(err, errLapsed) {
+			// What is missing, in words; quoted, not matched: the
+			// proposal may still commit, so it is no ErrNoLeader.
+			err = fmt.Errorf("%w; %v", err, n.noLeader(start, nil))
+		}
 	}
 	if err != nil {
 		var re *transport.RemoteError

@@ -57,7 +57,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 			// member learns of another leader, and is asked again there
 			// (leaderwatch.go; a read is safe to repeat).
 			var reply []byte
-			fctx, done := n.leaders.forward(lctx, string(id), n.knownLeader)
+			fctx, done := n.leaders.forward(lctx, string(id), n.knownLeader, time.Time{})
 			reply, err = n.caller.Call(transport.ExpectPeer(fctx, string(id)), string(addr), methodReadIndex, nil)
 			done()
 			if err == nil && len(reply) != 8 {

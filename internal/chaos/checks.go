@@ -22,7 +22,7 @@ func (r *runner) finalChecks() []Verdict {
 	if !lied {
 		lieAt = -1
 	}
-	out := []Verdict{r.ackedSet(ops, lieAt), fencing(ops, lieAt), r.linearizable(lieAt), r.liveness()}
+	out := []Verdict{r.ackedSet(ops, lieAt), fencing(ops, lieAt), r.linearizable(lieAt), r.liveness(), r.leaderWait(ops)}
 	return append(out, r.walCompare(), r.honest())
 }
 

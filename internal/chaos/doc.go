@@ -31,6 +31,7 @@
 //	digest         equal state digests at equal applied index, continuously
 //	fencing        no ack, nak or extend accepted on a lease already superseded
 //	liveness       a leader within the bound whenever a quorum is up and connected
+//	leader-wait    an operation on a member cut off from every quorum ends within LeaderWait's bound
 //	convergence    every live voter converges in the final phase
 //	membership     every change completes; the leader's voters are the expected ones
 //	powerloss      a member keeps, across a power loss, every entry it had applied

@@ -35,6 +35,9 @@ type Verdict struct {
 	// Members are the members (slots) a violation concerns, when known: a
 	// lie run excuses some checkers' violations by the members they name.
 	Members []int
+	// Judged is how many observations a passing checker judged, when it
+	// counts them (leader-wait: operations on cut-off members).
+	Judged int
 }
 
 func (v Verdict) String() string {
@@ -214,6 +217,7 @@ func Run(t testing.TB, s Schedule, o Options) Result {
 		mc.Join = i >= s.Members // a spare: empty, outside the configuration until added
 		mc.Faults = true
 		mc.ElectionTimeout = o.ElectionTimeout
+		mc.Timing.LeaderWait = memberLeaderWait
 		mc.LeaseTTL = leaseTTL
 		mc.Snapshots = true // lagging members catch up by snapshot install too
 	})

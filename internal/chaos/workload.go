@@ -21,7 +21,10 @@ type Op struct {
 	Call    time.Duration
 	Return  time.Duration
 	Outcome string // a ctltest outcome, or "unknown" when no reply came
-	Detail  string
+	Replied bool   // a reply came (Outcome "unknown" may be either)
+	// NoLeader: the reply said no leader was reached within LeaderWait.
+	NoLeader bool
+	Detail   string
 }
 
 // Outcome of an operation that got no reply.
@@ -49,7 +52,6 @@ const (
 	modelJobs    = 6
 	bulkClients  = 2
 	bulkQueue    = "bulk"
-	callTimeout  = 2 * time.Second
 	leaseTTL     = time.Minute // no lease expires within a run (the model assumes it)
 )
 
@@ -93,10 +95,12 @@ func (w *workload) call(c int, rng *rand.Rand, kind, path string, req ctltest.Re
 	m := w.r.pickMember(rng)
 	op.Client, op.Kind, op.Member = c, kind, m
 	op.Call = w.r.since()
-	req.Timeout = callTimeout
-	rep, err := w.r.p.CallT(m, path, req, callTimeout)
+	d := w.r.callTimeout()
+	req.Timeout = d
+	rep, err := w.r.p.CallT(m, path, req, d)
 	op.Return = w.r.since()
-	op.Outcome = rep.Outcome
+	op.Outcome, op.NoLeader = rep.Outcome, rep.NoLeader
+	op.Replied = err == nil
 	if err != nil {
 		op.Outcome = noReply
 	}

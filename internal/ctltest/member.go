@@ -54,13 +54,14 @@ type MemberConfig struct {
 	Join bool `json:"join,omitempty"`
 }
 
-// Timing is a member's raft timing and propose timeout; zero fields keep
+// Timing is a member's raft timing, propose timeout and leader wait; zero fields keep
 // the test timing.
 type Timing struct {
 	Heartbeat      time.Duration `json:"heartbeat,omitempty"`
 	Election       time.Duration `json:"election,omitempty"`
 	LeaderLease    time.Duration `json:"leader_lease,omitempty"`
 	ProposeTimeout time.Duration `json:"propose_timeout,omitempty"`
+	LeaderWait     time.Duration `json:"leader_wait,omitempty"`
 }
 
 // apply sets the timing's non-zero fields in cfg.
@@ -74,6 +75,7 @@ func (tm Timing) apply(cfg *jobraft.Config) {
 	set(&cfg.ElectionTimeout, tm.Election)
 	set(&cfg.LeaderLeaseTimeout, tm.LeaderLease)
 	set(&cfg.ProposeTimeout, tm.ProposeTimeout)
+	set(&cfg.LeaderWait, tm.LeaderWait)
 }
 
 // MemberMain runs a child member when the process was started as one (by
@@ -235,6 +237,9 @@ type Reply struct {
 	Stall *stalltest.Stall `json:"stall,omitempty"`
 	// Outcomes of a /batch submit, one per requested ID.
 	Outcomes []string `json:"outcomes,omitempty"`
+	// NoLeader: the operation's error matched jobraft.ErrNoLeader (no
+	// leader reached within Config.LeaderWait).
+	NoLeader bool `json:"no_leader,omitempty"`
 	// Events a /watch saw.
 	Events []EventView `json:"events,omitempty"`
 	// Last log index and the state machine's digest (/status).
@@ -279,39 +284,6 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 			_ = json.NewEncoder(w).Encode(f(ctx, req))
 		})
 	}
-	// classify maps an error to its outcome: a submit's by its two classes,
-	// any other operation's by the one outcome class it must match.
-	classify := func(err error) Reply {
-		switch {
-		case err == nil:
-			return Reply{Outcome: OutcomeOK}
-		case errors.Is(err, jobraft.ErrNotSubmitted) != errors.Is(err, jobraft.ErrMayExist):
-			if errors.Is(err, jobraft.ErrNotSubmitted) {
-				return Reply{Outcome: OutcomeNotSubmitted, Error: err.Error()}
-			}
-			return Reply{Outcome: OutcomeMayExist, Error: err.Error()}
-		}
-		rep := Reply{Outcome: OutcomeAmbiguous, Error: err.Error()}
-		n := 0
-		for _, c := range []struct {
-			class   error
-			outcome string
-		}{
-			{jobraft.ErrOutcomeUnknown, OutcomeUnknown}, {jobraft.ErrStaleLease, OutcomeStale},
-			{jobraft.ErrNotApplied, OutcomeError}, {jobraft.ErrNotFound, OutcomeError},
-			{jobraft.ErrInvalidState, OutcomeError}, {jobraft.ErrInvalidRequest, OutcomeError},
-			{jobraft.ErrQueuePaused, OutcomeError}, {jobraft.ErrClosed, OutcomeError},
-		} {
-			if errors.Is(err, c.class) {
-				n++
-				rep.Outcome = c.outcome
-			}
-		}
-		if n != 1 {
-			rep.Outcome = OutcomeAmbiguous
-		}
-		return rep
-	}
 	handle("/submit", func(ctx context.Context, r Request) Reply {
 		j, err := ctl.Submit(ctx, jobraft.SubmitRequest{ID: r.ID, Queue: r.Queue, Kind: "k", Payload: []byte(r.Payload), MaxAttempts: r.MaxAttempts})
 		rep := classify(err)
@@ -352,7 +324,7 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 			return Reply{Outcome: OutcomeOK}
 		}
 		if err != nil {
-			return Reply{Outcome: OutcomeError, Error: err.Error()}
+			return Reply{Outcome: OutcomeError, Error: err.Error(), NoLeader: errors.Is(err, jobraft.ErrNoLeader)}
 		}
 		return Reply{Outcome: OutcomeOK, Job: view(j)}
 	})
@@ -411,4 +383,45 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 	})
 	moreRoutes(ctl, handle, classify)
 	return mux
+}
+
+// classify maps an error to its outcome: a submit's by its two classes,
+// any other operation's by the one outcome class it must match; NoLeader
+// says whether it matched jobraft.ErrNoLeader.
+func classify(err error) Reply {
+	rep := classifyOutcome(err)
+	rep.NoLeader = errors.Is(err, jobraft.ErrNoLeader)
+	return rep
+}
+
+func classifyOutcome(err error) Reply {
+	switch {
+	case err == nil:
+		return Reply{Outcome: OutcomeOK}
+	case errors.Is(err, jobraft.ErrNotSubmitted) != errors.Is(err, jobraft.ErrMayExist):
+		if errors.Is(err, jobraft.ErrNotSubmitted) {
+			return Reply{Outcome: OutcomeNotSubmitted, Error: err.Error()}
+		}
+		return Reply{Outcome: OutcomeMayExist, Error: err.Error()}
+	}
+	rep := Reply{Outcome: OutcomeAmbiguous, Error: err.Error()}
+	n := 0
+	for _, c := range []struct {
+		class   error
+		outcome string
+	}{
+		{jobraft.ErrOutcomeUnknown, OutcomeUnknown}, {jobraft.ErrStaleLease, OutcomeStale},
+		{jobraft.ErrNotApplied, OutcomeError}, {jobraft.ErrNotFound, OutcomeError},
+		{jobraft.ErrInvalidState, OutcomeError}, {jobraft.ErrInvalidRequest, OutcomeError},
+		{jobraft.ErrQueuePaused, OutcomeError}, {jobraft.ErrClosed, OutcomeError},
+	} {
+		if errors.Is(err, c.class) {
+			n++
+			rep.Outcome = c.outcome
+		}
+	}
+	if n != 1 {
+		rep.Outcome = OutcomeAmbiguous
+	}
+	return rep
 }
