@@ -3,6 +3,7 @@ package jobraft
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/raft"
@@ -142,15 +143,48 @@ type classed struct {
 	detail string
 }
 
+// Error names the class once: a cause that restates it (the state
+// machine's mirror sentinel, "fsm: invalid job state for command") is
+// quoted by its detail only, and an fsm cause loses its package prefix, so
+// the text reads "jobraft: invalid job state for operation: cannot cancel
+// canceled job ..." (every sentinel still matches: errors.Is).
 func (e *classed) Error() string {
 	s := e.class.Error()
 	if e.cause != nil {
-		s += ": " + e.cause.Error()
+		s += ": " + causeText(e.class, e.cause)
 	}
 	if e.detail != "" {
 		s += "; " + e.detail
 	}
 	return s
+}
+
+// causeText is cause's text under class: without the fsm sentinel class
+// mirrors, or else without the "fsm: " prefix.
+func causeText(class, cause error) string {
+	t := cause.Error()
+	var mirror error
+	switch class {
+	case ErrStaleLease:
+		mirror = fsm.ErrStaleLease
+	case ErrNotFound:
+		mirror = fsm.ErrNotFound
+	case ErrInvalidState:
+		mirror = fsm.ErrInvalidState
+	case ErrQueuePaused:
+		mirror = fsm.ErrQueuePaused
+	case ErrInvalidRequest:
+		mirror = fsm.ErrInvalidCommand
+	}
+	if mirror != nil {
+		if rest, ok := strings.CutPrefix(t, mirror.Error()+": "); ok {
+			return rest
+		}
+	}
+	if rest, ok := strings.CutPrefix(t, "fsm: "); ok {
+		return rest
+	}
+	return t
 }
 
 // Unwrap returns the class and the cause; ErrOutcomeUnknown also matches

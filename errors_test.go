@@ -98,3 +98,37 @@ func TestOutcomeClassesExclusive(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorTextsNameTheClassOnce: an fsm refusal classed by the controller
+// reads "jobraft: <class>: <detail>": one prefix, the class said once, the
+// refusal's own detail last; the class and the fsm sentinel still match.
+func TestErrorTextsNameTheClassOnce(t *testing.T) {
+	refusal := func(c fsm.Code, detail string) error { return (&fsm.Result{Code: c, Detail: detail}).Err() }
+	cases := []struct {
+		err         error
+		want        string
+		class, fsmE error
+	}{
+		{classify(refusal(fsm.CodeInvalidState, `cannot cancel canceled job "a2"`)),
+			`jobraft: invalid job state for operation: cannot cancel canceled job "a2"`, ErrInvalidState, fsm.ErrInvalidState},
+		{classify(refusal(fsm.CodeStaleLease, `job "a" lease 12 ended: acked`)),
+			`jobraft: stale lease: job "a" lease 12 ended: acked`, ErrStaleLease, fsm.ErrStaleLease},
+		{classify(refusal(fsm.CodeNotFound, `job "x"`)), `jobraft: job not found: job "x"`, ErrNotFound, fsm.ErrNotFound},
+		{classify(refusal(fsm.CodeQueuePaused, `every queue claimed is paused`)),
+			`jobraft: queue paused: every queue claimed is paused`, ErrQueuePaused, fsm.ErrQueuePaused},
+		{classify(refusal(fsm.CodeInvalidCommand, `empty queue`)), `jobraft: invalid request: empty queue`, ErrInvalidRequest, fsm.ErrInvalidCommand},
+		{classify(refusal(fsm.CodeTooLarge, `payload of 9 bytes (max 8)`)),
+			`jobraft: invalid request: too large: payload of 9 bytes (max 8)`, ErrInvalidRequest, fsm.ErrTooLarge},
+	}
+	for _, c := range cases {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("text %q, want %q", got, c.want)
+		}
+		if !errors.Is(c.err, c.class) || !errors.Is(c.err, c.fsmE) {
+			t.Errorf("%q: errors.Is(class %v) = %v, errors.Is(fsm %v) = %v; want both", c.err, c.class, errors.Is(c.err, c.class), c.fsmE, errors.Is(c.err, c.fsmE))
+		}
+		if strings.Count(c.err.Error(), "fsm: ") > 0 || strings.Count(c.err.Error(), "jobraft: ") != 1 {
+			t.Errorf("%q: more than one prefix", c.err)
+		}
+	}
+}

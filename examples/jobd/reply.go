@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/raft"
@@ -47,15 +48,16 @@ func classify(err error, advice string) (int, string, string) {
 		}
 		return http.StatusServiceUnavailable, "outcome_unknown", err.Error() + " (" + advice + ")"
 	case errors.Is(err, jobraft.ErrInvalidRequest):
-		return http.StatusBadRequest, "invalid", err.Error()
+		return http.StatusBadRequest, "invalid", detail(err, jobraft.ErrInvalidRequest)
 	case errors.Is(err, jobraft.ErrNotFound):
-		return http.StatusNotFound, "not_found", err.Error()
+		// "job not found: \"x\"": the detail alone is only the ID.
+		return http.StatusNotFound, "not_found", strings.TrimPrefix(err.Error(), "jobraft: ")
 	case errors.Is(err, jobraft.ErrStaleLease):
-		return http.StatusConflict, "stale_lease", err.Error()
+		return http.StatusConflict, "stale_lease", detail(err, jobraft.ErrStaleLease)
 	case errors.Is(err, jobraft.ErrInvalidState):
-		return http.StatusConflict, "invalid_state", err.Error()
+		return http.StatusConflict, "invalid_state", detail(err, jobraft.ErrInvalidState)
 	case errors.Is(err, jobraft.ErrQueuePaused):
-		return http.StatusConflict, "queue_paused", err.Error()
+		return http.StatusConflict, "queue_paused", detail(err, jobraft.ErrQueuePaused)
 	case errors.Is(err, jobraft.ErrCompacted):
 		return http.StatusGone, "compacted", err.Error()
 	case errors.Is(err, jobraft.ErrNotSubmitted):
@@ -72,6 +74,17 @@ func classify(err error, advice string) (int, string, string) {
 		return http.StatusGatewayTimeout, "timeout", err.Error()
 	}
 	return http.StatusInternalServerError, "internal", err.Error()
+}
+
+// detail is a refusal's reason: the library's text without its class
+// ("jobraft: invalid job state for operation: "), which the reply's kind
+// already names, so the reason is the most specific message ("cannot
+// cancel canceled job ...").
+func detail(err, class error) string {
+	if rest, ok := strings.CutPrefix(err.Error(), class.Error()+": "); ok && rest != "" {
+		return rest
+	}
+	return err.Error()
 }
 
 // leaderRef is how raft.ProposeError names the leader it tried: its ID when
