@@ -18,12 +18,14 @@ import (
 // TestWireFormatGoldens in jobd and TestGoldensRoundTrip here).
 
 // Job is a job as jobd returns it. Payload and Result are the bytes (base64
-// on the wire).
+// on the wire); PayloadText and ResultText are the same bytes as text, given
+// when they are valid UTF-8 (and not empty).
 type Job struct {
 	ID             string     `json:"id"`
 	Queue          string     `json:"queue"`
 	Kind           string     `json:"kind"`
 	Payload        []byte     `json:"payload,omitempty"`
+	PayloadText    string     `json:"payload_text,omitempty"`
 	Priority       int32      `json:"priority"`
 	RunAt          *time.Time `json:"run_at,omitempty"`
 	MaxAttempts    uint32     `json:"max_attempts"`
@@ -33,6 +35,7 @@ type Job struct {
 	Lease          *Lease     `json:"lease,omitempty"`
 	LastError      string     `json:"last_error,omitempty"`
 	Result         []byte     `json:"result,omitempty"`
+	ResultText     string     `json:"result_text,omitempty"`
 	Created        time.Time  `json:"created"`
 	Updated        time.Time  `json:"updated"`
 	Finished       *time.Time `json:"finished,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The operator's first hour (issue 29): what a new user trying jobd ran
@@ -29,5 +30,41 @@ func TestRefusalReasonSaysItOnce(t *testing.T) {
 	r = jsonCall(t, c, d, "GET", "/v1/jobs/nope", nil)
 	if reason := fmt.Sprint(r.body["reason"]); r.code != http.StatusNotFound || strings.Contains(reason, "jobraft:") || strings.Contains(reason, "fsm:") {
 		t.Fatalf("get of a missing job: %d %s, want 404 with a reason without a package prefix", r.code, r.raw)
+	}
+}
+
+// A job's payload and result come as text too (payload_text, result_text)
+// when they are valid UTF-8; bytes that are not come in base64 only.
+func TestRepliesGiveTextBesideBase64(t *testing.T) {
+	d, c := startTest(t, nil)
+	if r := jsonCall(t, c, d, "POST", "/v1/jobs", map[string]any{"id": "t1", "queue": "work", "kind": "echo", "payload_text": "héllo"}); r.code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", r.code, r.raw)
+	}
+	if r := jsonCall(t, c, d, "POST", "/v1/jobs", map[string]any{"id": "b1", "queue": "held", "kind": "echo", "payload": []byte{0xff, 0xfe, 0}}); r.code != http.StatusCreated {
+		t.Fatalf("submit binary: %d %s", r.code, r.raw)
+	}
+	r := waitJobState(t, c, d, "t1", "succeeded")
+	if r.body["payload_text"] != "héllo" || !strings.Contains(fmt.Sprint(r.body["result_text"]), `"echo":"héllo"`) || r.body["result"] == nil {
+		t.Fatalf("get: %s, want payload_text and result_text beside payload and result", r.raw)
+	}
+	r = jsonCall(t, c, d, "GET", "/v1/jobs/b1", nil)
+	if _, ok := r.body["payload_text"]; r.code != http.StatusOK || ok || r.body["payload"] != "//4A" {
+		t.Fatalf("get binary: %d %s, want base64 only", r.code, r.raw)
+	}
+}
+
+// waitJobState polls GET /v1/jobs/{id} until the job is in state.
+func waitJobState(t *testing.T, c *http.Client, d *daemon, id, state string) reply {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := jsonCall(t, c, d, "GET", "/v1/jobs/"+id, nil)
+		if r.code == http.StatusOK && r.body["state"] == state {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: %d %s, want state %s within 30s", id, r.code, r.raw, state)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the API
 	}
 }

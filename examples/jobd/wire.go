@@ -8,6 +8,7 @@ package main
 
 import (
 	"encoding/hex"
+	"unicode/utf8"
 
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/examples/client"
@@ -20,6 +21,7 @@ func jobOf(j jobraft.Job) client.Job {
 		ID: j.ID, Queue: j.Queue, Kind: j.Kind, Payload: j.Payload, Priority: j.Priority, MaxAttempts: j.MaxAttempts,
 		IdempotencyKey: j.IdempotencyKey, Attempts: j.Attempts, State: j.State.String(), LastError: j.LastError,
 		Result: j.Result, Created: j.Created, Updated: j.Updated,
+		PayloadText: textOf(j.Payload), ResultText: textOf(j.Result),
 	}
 	if !j.RunAt.IsZero() {
 		t := j.RunAt
@@ -33,6 +35,15 @@ func jobOf(j jobraft.Job) client.Job {
 		out.Lease = &client.Lease{Token: j.Lease.Token, Worker: j.Lease.Worker, Deadline: j.Lease.Deadline}
 	}
 	return out
+}
+
+// textOf is b as text when it is valid UTF-8, else "" (the reply then
+// gives the bytes in base64 only).
+func textOf(b []byte) string {
+	if !utf8.Valid(b) {
+		return ""
+	}
+	return string(b)
 }
 
 // claimedOf is a lease a claim returned.

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/examples/client"
@@ -144,7 +146,7 @@ func get(ctx context.Context, e *env, args []string) error {
 	t.row("state", j.State)
 	t.row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
 	t.row("priority", j.Priority)
-	t.row("payload", fmt.Sprintf("%d bytes", len(j.Payload)))
+	t.row("payload", bytesText(j.Payload, j.PayloadText))
 	if j.Lease != nil {
 		t.row("lease", fmt.Sprintf("token %d, worker %s, until %s", j.Lease.Token, j.Lease.Worker, j.Lease.Deadline.Format(time.RFC3339)))
 	}
@@ -152,7 +154,7 @@ func get(ctx context.Context, e *env, args []string) error {
 		t.row("last error", j.LastError)
 	}
 	if j.Result != nil {
-		t.row("result", fmt.Sprintf("%d bytes", len(j.Result)))
+		t.row("result", bytesText(j.Result, j.ResultText))
 	}
 	t.row("created", j.Created.Format(time.RFC3339Nano))
 	t.row("updated", j.Updated.Format(time.RFC3339Nano))
@@ -422,6 +424,23 @@ func verifyBackup(_ context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.out, "%s: ok: index %d, term %d, %d jobs, state digest %s, cluster %q, taken on %s at %s\n",
 		path, m.Index, m.Term, m.Jobs, m.StateDigest, m.ClusterID, m.Member, m.Created.Format(time.RFC3339))
 	return nil
+}
+
+// bytesText shows a payload or result: its length and, when jobd gave it
+// as text (valid UTF-8), the text (quoted, Go style, if it holds anything
+// unprintable: a newline, a control character); otherwise where to see
+// the bytes.
+func bytesText(b []byte, text string) string {
+	switch {
+	case len(b) == 0:
+		return "0 bytes"
+	case text == "":
+		return fmt.Sprintf("%d bytes, binary (-json shows them in base64)", len(b))
+	}
+	if strings.ContainsFunc(text, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {
+		text = strconv.Quote(text)
+	}
+	return fmt.Sprintf("%d bytes: %s", len(b), text)
 }
 
 func short(d string) string {

@@ -34,7 +34,8 @@ func TestJobctlCommands(t *testing.T) {
 		t.Fatalf("duplicate submit: exit %d, %q", code, out)
 	}
 	out, _, code = jobctl(t, c, "get", "echo-1")
-	if code != exitOK || !strings.Contains(out, "succeeded") || !strings.Contains(out, "5 bytes") {
+	// The table shows the payload and the result as text (valid UTF-8).
+	if code != exitOK || !strings.Contains(out, "succeeded") || !strings.Contains(out, "5 bytes: hello") || !strings.Contains(out, `"echo":"hello"`) {
 		t.Fatalf("get table: exit %d, %q", code, out)
 	}
 
