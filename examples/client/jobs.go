@@ -124,7 +124,8 @@ type ListRequest struct {
 	Consistency Consistency
 }
 
-// List returns one page of a queue's jobs.
+// List returns one page of a queue's jobs (of every queue, queue by
+// queue in name order, when Queue is empty).
 func (c *Client) List(ctx context.Context, r ListRequest) (JobPage, error) {
 	q := url.Values{"queue": {r.Queue}}
 	if r.State != "" {
@@ -144,7 +145,8 @@ func (c *Client) List(ctx context.Context, r ListRequest) (JobPage, error) {
 	return p, err
 }
 
-// ListAll pages through every job of a queue (in one state, or all).
+// ListAll pages through every job of a queue (of every queue when queue
+// is empty), in one state or all.
 func (c *Client) ListAll(ctx context.Context, queue, state string) ([]Job, error) {
 	var all []Job
 	r := ListRequest{Queue: queue, State: state, Limit: 1000}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/jobraft/jobraft"
@@ -150,40 +149,6 @@ func (s *server) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, jobOf(j))
-	return nil
-}
-
-// GET /v1/jobs?queue=&state=&cursor=&limit=&consistency=
-func (s *server) list(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	cons, err := consistency(r)
-	if err != nil {
-		return err
-	}
-	f := jobraft.ListFilter{Queue: q.Get("queue"), Consistency: cons}
-	if f.Queue == "" {
-		return bad("queue is required")
-	}
-	if st := q.Get("state"); st != "" {
-		if f.State, err = parseState(st); err != nil {
-			return err
-		}
-	}
-	p := jobraft.Page{Cursor: q.Get("cursor")}
-	if l := q.Get("limit"); l != "" {
-		if p.Limit, err = strconv.Atoi(l); err != nil || p.Limit < 1 || p.Limit > fsm.MaxListLimit {
-			return bad("limit must be 1..%d", fsm.MaxListLimit)
-		}
-	}
-	page, err := s.ctl.List(r.Context(), f, p)
-	if err != nil {
-		return err
-	}
-	jobs := make([]client.Job, len(page.Jobs))
-	for i, j := range page.Jobs {
-		jobs[i] = jobOf(j)
-	}
-	writeJSON(w, http.StatusOK, client.JobPage{Jobs: jobs, Next: page.Next})
 	return nil
 }
 

@@ -68,3 +68,54 @@ func waitJobState(t *testing.T, c *http.Client, d *daemon, id, state string) rep
 		time.Sleep(20 * time.Millisecond) // polling the API
 	}
 }
+
+// GET /v1/jobs?state=dead without a queue lists the dead jobs of every
+// queue (queue by queue in name order), paged with a cursor that resumes
+// across queues; the "list without queue" refusal is gone.
+func TestListDeadAcrossQueues(t *testing.T) {
+	d, c := startTest(t, func(o *options) { o.Queues = "a=1,b=1,c=1" })
+	want := map[string]bool{}
+	for _, q := range []string{"c", "a", "b"} {
+		for i := range 2 {
+			id := fmt.Sprintf("dead-%s-%d", q, i)
+			if r := jsonCall(t, c, d, "POST", "/v1/jobs", map[string]any{"id": id, "queue": q, "kind": "fail", "max_attempts": 1}); r.code != http.StatusCreated {
+				t.Fatalf("submit: %d %s", r.code, r.raw)
+			}
+			want[id] = true
+		}
+	}
+	if r := jsonCall(t, c, d, "POST", "/v1/jobs", map[string]any{"id": "alive", "queue": "b", "kind": "sleep", "payload_text": "1h"}); r.code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", r.code, r.raw)
+	}
+	for id := range want {
+		waitJobState(t, c, d, id, "dead")
+	}
+	var got []string
+	cursor, pages := "", 0
+	for {
+		r := jsonCall(t, c, d, "GET", "/v1/jobs?state=dead&limit=4&cursor="+cursor, nil)
+		if r.code != http.StatusOK {
+			t.Fatalf("list dead: %d %s", r.code, r.raw)
+		}
+		pages++
+		for _, j := range r.body["jobs"].([]any) {
+			job := j.(map[string]any)
+			if job["state"] != "dead" {
+				t.Fatalf("list dead: job %v in state %v", job["id"], job["state"])
+			}
+			got = append(got, job["id"].(string))
+		}
+		if cursor = fmt.Sprint(r.body["next"]); cursor == "" {
+			break
+		}
+		if pages > 5 {
+			t.Fatalf("list dead: more than 5 pages of 4 for 6 jobs: %v", got)
+		}
+	}
+	if fmt.Sprint(got) != "[dead-a-0 dead-a-1 dead-b-0 dead-b-1 dead-c-0 dead-c-1]" {
+		t.Fatalf("dead jobs across queues: %v, want the 6 in queue order", got)
+	}
+	if r := jsonCall(t, c, d, "GET", "/v1/jobs?cursor=nonsense", nil); r.code != http.StatusBadRequest {
+		t.Fatalf("list with a foreign cursor: %d %s, want 400", r.code, r.raw)
+	}
+}

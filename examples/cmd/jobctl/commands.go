@@ -44,9 +44,9 @@ var commands = map[string]*command{
 		},
 		run: submit},
 	"get": {args: "ID", help: "show a job (linearizable read)", run: get},
-	"list": {args: "", help: "list a queue's jobs",
+	"list": {args: "", help: "list jobs: of one queue (-queue), or of every queue (list -state dead: every dead job)",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&fQueue, "queue", "", "queue (required)")
+			fs.StringVar(&fQueue, "queue", "", "only this queue (default: every queue, queue by queue)")
 			fs.StringVar(&fState, "state", "", "pending, scheduled, running, succeeded, dead or canceled (default all)")
 			fs.IntVar(&fLimit, "limit", 100, "at most this many jobs")
 			fs.BoolVar(&fAll, "all", false, "every job (pages through)")
@@ -162,8 +162,8 @@ func get(ctx context.Context, e *env, args []string) error {
 }
 
 func list(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 || fQueue == "" {
-		return usagef("list takes -queue and no arguments")
+	if len(args) > 0 {
+		return usagef("list takes no arguments (got %q); a queue is given with -queue", args)
 	}
 	var jobs []client.Job
 	var err error
@@ -187,9 +187,9 @@ func list(ctx context.Context, e *env, args []string) error {
 		return printJSON(e, jobs)
 	}
 	t := newTable(e.out)
-	t.row("ID", "KIND", "STATE", "ATTEMPTS", "PAYLOAD", "UPDATED")
+	t.row("ID", "QUEUE", "KIND", "STATE", "ATTEMPTS", "PAYLOAD", "UPDATED")
 	for _, j := range jobs {
-		t.row(j.ID, j.Kind, j.State, j.Attempts, fmt.Sprintf("%dB", len(j.Payload)), j.Updated.Format(time.RFC3339))
+		t.row(j.ID, j.Queue, j.Kind, j.State, j.Attempts, fmt.Sprintf("%dB", len(j.Payload)), j.Updated.Format(time.RFC3339))
 	}
 	return t.flush()
 }
