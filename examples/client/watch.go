@@ -16,12 +16,15 @@ import (
 
 // WatchRequest filters a watch. From is the first raft index to deliver
 // (0: only events committed from now on; an index below the oldest the
-// member retains, Stats.WatchOldest, is refused as compacted).
+// member retains, Stats.WatchOldest, is refused as compacted). Events are
+// event kinds (submitted, claimed, acked, ...: event=), JobKinds job kinds
+// (kind=, as elsewhere in the API).
 type WatchRequest struct {
-	From   uint64
-	Queues []string
-	Kinds  []string
-	JobID  string
+	From     uint64
+	Queues   []string
+	Events   []string
+	JobKinds []string
+	JobID    string
 }
 
 // ErrStop, returned by a Watch callback, ends the watch with a nil error.
@@ -89,8 +92,11 @@ func (c *Client) watchFrom(ctx context.Context, ep string, r WatchRequest, pos *
 	if len(r.Queues) > 0 {
 		q.Set("queue", strings.Join(r.Queues, ","))
 	}
-	if len(r.Kinds) > 0 {
-		q.Set("kind", strings.Join(r.Kinds, ","))
+	if len(r.Events) > 0 {
+		q.Set("event", strings.Join(r.Events, ","))
+	}
+	if len(r.JobKinds) > 0 {
+		q.Set("kind", strings.Join(r.JobKinds, ","))
 	}
 	if r.JobID != "" {
 		q.Set("job", r.JobID)

@@ -172,9 +172,14 @@ func (s *server) walcompare(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// GET /v1/watch?from=&queue=&kind=&job=: committed job events as
+// GET /v1/watch?from=&queue=&event=&kind=&job=: committed job events as
 // server-sent events ("id" is the raft index; resume with
 // Last-Event-ID or from=index+1). The stream ends with an "error" event.
+// event= filters by event kind (acked, ...), kind= by job kind, as kind=
+// means everywhere else in the API. kind= once filtered by event kind: a
+// kind= naming an event kind is refused (400, pointing at event=) rather
+// than silently meaning something else, so a job kind spelled like an
+// event kind cannot be watched by kind (watch by queue or job instead).
 func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var from uint64
@@ -198,12 +203,24 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 			return bad("queue: an empty queue name in %q", v)
 		}
 	}
-	if v := q.Get("kind"); v != "" {
+	if v := q.Get("event"); v != "" {
 		for _, k := range strings.Split(v, ",") {
 			if !slices.Contains(watchKinds, jobraft.EventKind(k)) {
-				return bad("kind %q is not an event kind (%s)", k, joinKinds(watchKinds))
+				return bad("event %q is not an event kind (%s)", k, joinKinds(watchKinds))
 			}
 			f.Kinds = append(f.Kinds, jobraft.EventKind(k))
+		}
+	}
+	var jobKinds []string
+	if v := q.Get("kind"); v != "" {
+		jobKinds = strings.Split(v, ",")
+		for _, k := range jobKinds {
+			switch {
+			case k == "":
+				return bad("kind: an empty job kind in %q", v)
+			case slices.Contains(watchKinds, jobraft.EventKind(k)):
+				return bad("kind=%s: kind filters by job kind; %s is an event kind: use event=%s", k, k, k)
+			}
 		}
 	}
 	if f.JobID = q.Get("job"); f.JobID != "" {
@@ -236,6 +253,12 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) error {
 		case ev, ok := <-events:
 			if !ok {
 				return nil
+			}
+			if len(jobKinds) > 0 && ev.Kind != jobraft.EventError && !slices.Contains(jobKinds, ev.JobKind) {
+				if len(events) == 0 {
+					flusher.Flush() // what was written before it
+				}
+				continue
 			}
 			writable()
 			if err := writeEvent(w, ev); err != nil {

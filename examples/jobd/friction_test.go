@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -118,4 +121,80 @@ func TestListDeadAcrossQueues(t *testing.T) {
 	if r := jsonCall(t, c, d, "GET", "/v1/jobs?cursor=nonsense", nil); r.code != http.StatusBadRequest {
 		t.Fatalf("list with a foreign cursor: %d %s, want 400", r.code, r.raw)
 	}
+}
+
+// GET /v1/watch: event= filters by event kind, kind= by job kind (as kind=
+// means everywhere else); an old kind=<event kind> is refused with a 400
+// naming event=, never silently read as a job kind.
+func TestWatchEventAndJobKind(t *testing.T) {
+	d, c := startTest(t, nil)
+	for _, j := range []map[string]any{{"id": "w-echo", "queue": "work", "kind": "echo"}, {"id": "w-sha", "queue": "work", "kind": "sha256"}} {
+		if r := jsonCall(t, c, d, "POST", "/v1/jobs", j); r.code != http.StatusCreated {
+			t.Fatalf("submit: %d %s", r.code, r.raw)
+		}
+	}
+	waitJobState(t, c, d, "w-echo", "succeeded")
+	waitJobState(t, c, d, "w-sha", "succeeded")
+	// Every event of the sha256 job, and only of it: submitted, claimed,
+	// acked.
+	evs := watchEvents(t, c, d, "from=1&kind=sha256", 3)
+	for _, ev := range evs {
+		if ev["job_kind"] != "sha256" || ev["job"] != "w-sha" {
+			t.Fatalf("kind=sha256 delivered %v", ev)
+		}
+	}
+	if evs[0]["kind"] != "submitted" || evs[2]["kind"] != "acked" {
+		t.Fatalf("kind=sha256: events %v, want submitted .. acked", evs)
+	}
+	// Acked events of every job kind.
+	for _, ev := range watchEvents(t, c, d, "from=1&event=acked", 2) {
+		if ev["kind"] != "acked" {
+			t.Fatalf("event=acked delivered %v", ev)
+		}
+	}
+	// Both: the echo job's acked event only.
+	if evs := watchEvents(t, c, d, "from=1&event=acked&kind=echo", 1); evs[0]["job"] != "w-echo" {
+		t.Fatalf("event=acked&kind=echo delivered %v", evs)
+	}
+	r := jsonCall(t, c, d, "GET", "/v1/watch?kind=acked", nil)
+	if reason := fmt.Sprint(r.body["reason"]); r.code != http.StatusBadRequest || !strings.Contains(reason, "event=acked") {
+		t.Fatalf("watch?kind=acked: %d %s, want 400 naming event=acked", r.code, r.raw)
+	}
+}
+
+// watchEvents reads n events (their data objects) of GET /v1/watch?query.
+func watchEvents(t *testing.T, c *http.Client, d *daemon, query string, n int) []map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", d.URL()+"/v1/watch?"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("watch?%s: %d", query, resp.StatusCode)
+	}
+	var out []map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	for len(out) < n && sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	if len(out) < n {
+		t.Fatalf("watch?%s: %d events before the stream ended (%v), want %d", query, len(out), sc.Err(), n)
+	}
+	return out
 }

@@ -94,8 +94,10 @@ func TestMalformedInputsRefused(t *testing.T) {
 		{"path id with space", "POST", "/v1/jobs/a%20b/ack", testToken, js, `{"token":1}`, 400, ""},
 		{"path id with invalid UTF-8", "GET", "/v1/jobs/%FF", testToken, "", "", 400, ""},
 		// Query values.
-		{"watch unknown kind", "GET", "/v1/watch?kind=bogus", testToken, "", "", 400, ""},
-		{"watch one unknown kind", "GET", "/v1/watch?kind=acked,nope", testToken, "", "", 400, ""},
+		{"watch unknown event kind", "GET", "/v1/watch?event=bogus", testToken, "", "", 400, ""},
+		{"watch one unknown event kind", "GET", "/v1/watch?event=acked,nope", testToken, "", "", 400, ""},
+		{"watch kind= naming an event kind", "GET", "/v1/watch?kind=acked", testToken, "", "", 400, ""},
+		{"watch empty job kind", "GET", "/v1/watch?kind=echo,", testToken, "", "", 400, ""},
 		{"watch bad job id", "GET", "/v1/watch?job=a%00b", testToken, "", "", 400, ""},
 		{"walcompare from > to", "GET", "/v1/cluster/walcompare?from=10&to=5", testToken, "", "", 400, ""},
 		// Methods.
@@ -275,7 +277,7 @@ func TestLongRequestsOutliveReadTimeout(t *testing.T) {
 	if el := time.Since(start); el < 1900*time.Millisecond {
 		t.Fatalf("long-poll claim returned after %v, before its 2s wait", el)
 	}
-	req, err := http.NewRequest("GET", d.URL()+"/v1/watch?kind=submitted", nil)
+	req, err := http.NewRequest("GET", d.URL()+"/v1/watch?event=submitted", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func verifyAcks(ctx context.Context, cfg config, c *cluster.Cluster, killed int,
 	defer cancel()
 	idle := time.AfterFunc(time.Hour, cancel)
 	defer idle.Stop()
-	err := c.Members[w].Client.Watch(wctx, client.WatchRequest{From: 1, Queues: []string{queue}, Kinds: []string{"acked"}}, func(ev client.Event) error {
+	err := c.Members[w].Client.Watch(wctx, client.WatchRequest{From: 1, Queues: []string{queue}, Events: []string{"acked"}}, func(ev client.Event) error {
 		acks[ev.JobID]++
 		total++
 		if len(acks) == cfg.Jobs {

@@ -20,13 +20,13 @@ var commandOrder = []string{"submit", "get", "list", "watch", "cancel", "retry",
 
 // Per-command flag values (one command runs per process).
 var (
-	fQueue, fKind, fID, fPayload, fPayloadFile, fKey, fState, fReason, fJob, fOut string
-	fPriority                                                                     int
-	fDelay                                                                        time.Duration
-	fMaxAttempts                                                                  uint
-	fLimit, fCount                                                                int
-	fFrom, fTo                                                                    uint64
-	fAll                                                                          bool
+	fQueue, fKind, fEvent, fID, fPayload, fPayloadFile, fKey, fState, fReason, fJob, fOut string
+	fPriority                                                                             int
+	fDelay                                                                                time.Duration
+	fMaxAttempts                                                                          uint
+	fLimit, fCount                                                                        int
+	fFrom, fTo                                                                            uint64
+	fAll                                                                                  bool
 )
 
 var commands = map[string]*command{
@@ -56,7 +56,8 @@ var commands = map[string]*command{
 		flags: func(fs *flag.FlagSet) {
 			fs.Uint64Var(&fFrom, "from", 0, "first raft index (default: events from now on; history from the oldest retained: see stats watch_oldest)")
 			fs.StringVar(&fQueue, "queue", "", "only these queues (comma-separated)")
-			fs.StringVar(&fKind, "kind", "", "only these event kinds (comma-separated: submitted, claimed, acked, ...)")
+			fs.StringVar(&fEvent, "event", "", "only these event kinds (comma-separated: submitted, claimed, acked, ...)")
+			fs.StringVar(&fKind, "kind", "", "only jobs of these kinds (comma-separated)")
 			fs.StringVar(&fJob, "job", "", "only this job")
 			fs.IntVar(&fCount, "n", 0, "stop after this many events (0: until interrupted or -timeout)")
 		},
@@ -202,8 +203,11 @@ func watch(ctx context.Context, e *env, args []string) error {
 	if fQueue != "" {
 		r.Queues = strings.Split(fQueue, ",")
 	}
+	if fEvent != "" {
+		r.Events = strings.Split(fEvent, ",")
+	}
 	if fKind != "" {
-		r.Kinds = strings.Split(fKind, ",")
+		r.JobKinds = strings.Split(fKind, ",")
 	}
 	n := 0
 	enc := json.NewEncoder(e.out)
