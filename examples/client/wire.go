@@ -170,11 +170,14 @@ type SettleRequest struct {
 	Reason string   `json:"reason,omitempty"`
 }
 
-// Settled is the reply of ack, nak, extend and term: the job, the token
-// and the lease's deadline (after extend, the new one).
+// Settled is the reply of ack, nak, extend and term: the job, its state
+// read after the operation (linearizable; "" when that read failed: the
+// operation itself succeeded), the token, and after extend the lease's new
+// deadline (ack, nak and term end the lease: no deadline).
 type Settled struct {
-	Deadline time.Time `json:"deadline"`
+	Deadline time.Time `json:"deadline,omitzero"`
 	ID       string    `json:"id"`
+	State    string    `json:"state,omitempty"`
 	Token    uint64    `json:"token"`
 }
 

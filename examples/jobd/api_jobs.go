@@ -291,7 +291,7 @@ func (s *server) ack(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.leaseReply(w, l, l.Ack(r.Context(), res))
+	return s.leaseReply(w, r, l, l.Ack(r.Context(), res), false)
 }
 
 func (s *server) nak(w http.ResponseWriter, r *http.Request) error {
@@ -305,7 +305,7 @@ func (s *server) nak(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.leaseReply(w, l, l.Nak(r.Context(), time.Duration(in.Delay), in.Error))
+	return s.leaseReply(w, r, l, l.Nak(r.Context(), time.Duration(in.Delay), in.Error), false)
 }
 
 func (s *server) extend(w http.ResponseWriter, r *http.Request) error {
@@ -314,7 +314,7 @@ func (s *server) extend(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.leaseReply(w, l, l.Extend(r.Context()))
+	return s.leaseReply(w, r, l, l.Extend(r.Context()), true)
 }
 
 func (s *server) term(w http.ResponseWriter, r *http.Request) error {
@@ -323,13 +323,23 @@ func (s *server) term(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.leaseReply(w, l, l.Term(r.Context(), in.Reason))
+	return s.leaseReply(w, r, l, l.Term(r.Context(), in.Reason), false)
 }
 
-func (s *server) leaseReply(w http.ResponseWriter, l *jobraft.Lease, err error) error {
+// leaseReply answers a lease operation that ended with err: on success,
+// the job's state read after it (linearizable, so it shows the operation;
+// when that read fails the reply still says the operation succeeded, with
+// no state) and, when the lease goes on (extend), its new deadline. A
+// repeat (the very request that ended the lease, answered again) gets the
+// same truth: the state now, and no deadline of a lease that ended.
+func (s *server) leaseReply(w http.ResponseWriter, r *http.Request, l *jobraft.Lease, err error, leaseGoesOn bool) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, settledOf(l))
+	state := ""
+	if j, err := s.ctl.Get(r.Context(), l.Job.ID, jobraft.Linearizable); err == nil {
+		state = j.State.String()
+	}
+	writeJSON(w, http.StatusOK, settledOf(l, state, leaseGoesOn))
 	return nil
 }

@@ -198,3 +198,40 @@ func watchEvents(t *testing.T, c *http.Client, d *daemon, query string, n int) [
 	}
 	return out
 }
+
+// The ack reply gives the job's state; a repeated ack (the same request,
+// answered 200 again) gives it too, and no deadline: the lease ended (it
+// once answered deadline 1970-01-01). Extend gives the lease's new
+// deadline; nak and term the state they left.
+func TestLeaseRepliesGiveStateAndNoFalseDeadline(t *testing.T) {
+	d, c := startTest(t, func(o *options) { o.Workers = false })
+	claim := func(id string) float64 {
+		t.Helper()
+		if r := jsonCall(t, c, d, "POST", "/v1/jobs", map[string]any{"id": id, "queue": "work", "kind": "echo", "max_attempts": 5}); r.code != http.StatusCreated {
+			t.Fatalf("submit: %d %s", r.code, r.raw)
+		}
+		r := jsonCall(t, c, d, "POST", "/v1/claim", map[string]any{"queues": []string{"work"}, "worker": "w", "wait": "5s"})
+		leases, _ := r.body["leases"].([]any)
+		if r.code != http.StatusOK || len(leases) != 1 {
+			t.Fatalf("claim: %d %s", r.code, r.raw)
+		}
+		return leases[0].(map[string]any)["token"].(float64)
+	}
+	settle := func(id, op string, body map[string]any, state string, deadline bool) {
+		t.Helper()
+		r := jsonCall(t, c, d, "POST", "/v1/jobs/"+id+"/"+op, body)
+		_, hasDeadline := r.body["deadline"]
+		if r.code != http.StatusOK || r.body["state"] != state || hasDeadline != deadline || strings.Contains(r.raw, "1970") {
+			t.Fatalf("%s %s: %d %s, want 200 state %s, deadline given: %v", op, id, r.code, r.raw, state, deadline)
+		}
+	}
+	tok := claim("s1")
+	settle("s1", "extend", map[string]any{"token": tok}, "running", true)
+	settle("s1", "ack", map[string]any{"token": tok, "result_text": "ok"}, "succeeded", false)
+	settle("s1", "ack", map[string]any{"token": tok, "result_text": "ok"}, "succeeded", false) // the repeat
+	tok = claim("s2")
+	settle("s2", "nak", map[string]any{"token": tok, "delay": "1h"}, "scheduled", false)
+	tok = claim("s3")
+	settle("s3", "term", map[string]any{"token": tok, "reason": "no"}, "dead", false)
+	settle("s3", "term", map[string]any{"token": tok, "reason": "no"}, "dead", false) // the repeat
+}

@@ -51,9 +51,15 @@ func claimedOf(l *jobraft.Lease) client.Claimed {
 	return client.Claimed{Job: jobOf(l.Job), Token: l.Token, Deadline: l.Deadline()}
 }
 
-// settledOf is the reply of ack, nak, extend and term.
-func settledOf(l *jobraft.Lease) client.Settled {
-	return client.Settled{Deadline: l.Deadline(), ID: l.Job.ID, Token: l.Token}
+// settledOf is the reply of ack, nak, extend and term: the job's state
+// (state; "" if unknown) and, when the lease goes on (extend), its
+// deadline.
+func settledOf(l *jobraft.Lease, state string, leaseGoesOn bool) client.Settled {
+	out := client.Settled{ID: l.Job.ID, State: state, Token: l.Token}
+	if leaseGoesOn {
+		out.Deadline = l.Deadline()
+	}
+	return out
 }
 
 // eventOf is a watch event on the wire.
