@@ -281,7 +281,7 @@ func (w *world) checkQueries(t *rapid.T) {
 	}
 	var wantQ []QueueInfo
 	for _, q := range w.ref.queueNames() {
-		wantQ = append(wantQ, QueueInfo{Name: q, Paused: w.ref.paused[q], Counts: w.ref.counts(q)})
+		wantQ = append(wantQ, QueueInfo{Name: q, Paused: w.ref.paused[q], Counts: w.ref.counts(q), Kinds: w.ref.kinds(q)})
 	}
 	if got := w.real.Queues(); !reflect.DeepEqual(got, wantQ) {
 		t.Fatalf("Queues() = %+v, model %+v", got, wantQ)

@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,14 +190,45 @@ type QueueInfo struct {
 	Name   string
 	Paused bool
 	Counts Counts
+	// Kinds are the kinds of the queue's pending and scheduled jobs, in
+	// name order: what is waiting for a worker, by kind.
+	Kinds []KindInfo
+}
+
+// KindInfo counts one kind's pending and scheduled jobs in a queue.
+type KindInfo struct {
+	Kind               string
+	Pending, Scheduled int
+	// NextRunAt is the earliest run-at of its scheduled jobs (zero when
+	// none): a scheduled job stays scheduled until claimed, so one whose
+	// time has come waits as a pending one does.
+	NextRunAt time.Time
 }
 
 func (q *queue) info() QueueInfo {
 	c := q.counts
-	return QueueInfo{Name: q.name, Paused: q.paused, Counts: Counts{
+	info := QueueInfo{Name: q.name, Paused: q.paused, Counts: Counts{
 		Pending: c[StatePending], Scheduled: c[StateScheduled], Running: c[StateRunning],
 		Succeeded: c[StateSucceeded], Dead: c[StateDead], Canceled: c[StateCanceled],
 	}}
+	if len(q.byKind) > 0 {
+		info.Kinds = make([]KindInfo, 0, len(q.byKind))
+		for kind := range q.byKind {
+			k := KindInfo{Kind: kind}
+			if t := q.kindTree(kind, StatePending); t != nil {
+				k.Pending = t.Len()
+			}
+			if t := q.kindTree(kind, StateScheduled); t != nil {
+				k.Scheduled = t.Len()
+				if it, ok := t.Min(); ok {
+					k.NextRunAt = fromNanos(it.a)
+				}
+			}
+			info.Kinds = append(info.Kinds, k)
+		}
+		slices.SortFunc(info.Kinds, func(a, b KindInfo) int { return strings.Compare(a.Kind, b.Kind) })
+	}
+	return info
 }
 
 // Queue returns one queue's state and counts.

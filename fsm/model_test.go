@@ -186,6 +186,36 @@ func (m *model) counts(q string) Counts {
 	return c
 }
 
+// kinds is QueueInfo.Kinds by brute force: per kind of q's pending and
+// scheduled jobs, in name order, their counts and the earliest run-at of
+// the scheduled ones.
+func (m *model) kinds(q string) []KindInfo {
+	by := map[string]*KindInfo{}
+	var names []string
+	for _, j := range m.jobs {
+		if j.Queue != q || (j.State != StatePending && j.State != StateScheduled) {
+			continue
+		}
+		k := by[j.Kind]
+		if k == nil {
+			k = &KindInfo{Kind: j.Kind}
+			by[j.Kind] = k
+			names = append(names, j.Kind)
+		}
+		if j.State == StatePending {
+			k.Pending++
+		} else if k.Scheduled++; k.NextRunAt.IsZero() || j.RunAt.Before(k.NextRunAt) {
+			k.NextRunAt = j.RunAt
+		}
+	}
+	sort.Strings(names)
+	var out []KindInfo
+	for _, n := range names {
+		out = append(out, *by[n])
+	}
+	return out
+}
+
 // claimable is Jobs.Claimable by brute force: a job of one of kinds (or
 // any kind) in a named queue that is not paused, pending or due.
 func (m *model) claimable(queues, kinds []string, now time.Time) bool {

@@ -187,11 +187,35 @@ type QueueState struct {
 	Queue  string `json:"queue"`
 }
 
-// QueueStats is one queue's job counts by state.
+// QueueStats is one queue's job counts by state, and by kind those
+// waiting for a worker.
 type QueueStats struct {
 	Counts map[string]int `json:"counts"`
 	Name   string         `json:"name"`
 	Paused bool           `json:"paused"`
+	Kinds  []KindStats    `json:"kinds,omitempty"`
+}
+
+// KindStats counts one kind's pending and scheduled jobs in a queue.
+type KindStats struct {
+	Kind      string `json:"kind"`
+	Pending   int    `json:"pending"`
+	Scheduled int    `json:"scheduled"`
+}
+
+// Unserved is a queue and kind whose jobs waited at least jobd's
+// -unserved-after with no job of that queue and kind claimed, as the
+// answering member observed it (it counts from its own start): no worker
+// serves the kind, or every one that does is busy. Pending counts its
+// pending jobs; DueScheduled says scheduled ones are due too; Since is
+// when it began to wait unclaimed.
+type Unserved struct {
+	Queue        string    `json:"queue"`
+	Kind         string    `json:"kind"`
+	Pending      int       `json:"pending"`
+	DueScheduled bool      `json:"due_scheduled,omitempty"`
+	Since        time.Time `json:"since"`
+	Hint         string    `json:"hint"`
 }
 
 // Stats is GET /v1/stats (linearizable).
@@ -213,6 +237,9 @@ type Stats struct {
 	SubmitEntries uint64 `json:"submit_entries"`
 	SubmittedJobs uint64 `json:"submitted_jobs"`
 	Term          uint64 `json:"term"`
+	// Unserved lists the queues and kinds whose jobs wait with no claim
+	// (see Unserved); empty when there is none.
+	Unserved []Unserved `json:"unserved,omitempty"`
 	// WatchOldest is the oldest index a watch can start from on the
 	// answering member.
 	WatchOldest uint64 `json:"watch_oldest"`

@@ -167,7 +167,7 @@ func (s *server) stats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, statsOf(st))
+	writeJSON(w, http.StatusOK, statsOf(st, s.served.observe(st.Queues, time.Now())))
 	return nil
 }
 

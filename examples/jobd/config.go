@@ -57,6 +57,7 @@ type options struct { // the json tags name the config-file keys (= flag names)
 	SnapshotEvery uint64        `json:"snapshot-threshold"`
 	LogLevel      string        `json:"log-level"`
 	ShutdownGrace time.Duration `json:"shutdown-grace"`
+	UnservedAfter time.Duration `json:"unserved-after"`
 }
 
 // stringList is a repeatable flag.
@@ -71,7 +72,7 @@ func defaults() options {
 		Queues: "default=8", Workers: true, LeaseTTL: 30 * time.Second, MaxBody: 2 << 20,
 		MaxConns: 1024, ReadTimeout: 10 * time.Second,
 		Heartbeat: raft.DefaultHeartbeatTimeout, Election: raft.DefaultElectionTimeout, LeaderWait: raft.DefaultLeaderWait,
-		RetainFor: 24 * time.Hour, LogLevel: "info", ShutdownGrace: 10 * time.Second,
+		RetainFor: 24 * time.Hour, LogLevel: "info", ShutdownGrace: 10 * time.Second, UnservedAfter: time.Minute,
 	}
 }
 
@@ -107,6 +108,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.SnapshotEvery, "snapshot-threshold", o.SnapshotEvery, "entries between automatic snapshots (0: default 8192)")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "trace, debug, info, warn, error")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", o.ShutdownGrace, "how long SIGTERM waits for running jobs and requests")
+	fs.DurationVar(&o.UnservedAfter, "unserved-after", o.UnservedAfter, "a queue and kind whose jobs wait this long with none of them claimed is reported unserved (stats, metric jobd_pending_unserved_jobs)")
 }
 
 // parseOptions reads -config (if given) and then the flags over it. The

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobraft/jobraft/fsm"
 )
 
 // The operator's first hour (issue 29): what a new user trying jobd ran
@@ -234,4 +236,93 @@ func TestLeaseRepliesGiveStateAndNoFalseDeadline(t *testing.T) {
 	tok = claim("s3")
 	settle("s3", "term", map[string]any{"token": tok, "reason": "no"}, "dead", false)
 	settle("s3", "term", map[string]any{"token": tok, "reason": "no"}, "dead", false) // the repeat
+}
+
+// A job of a kind no worker handles is reported unserved once it waited
+// -unserved-after with no claim of its queue and kind: in GET /v1/stats
+// ("unserved", with a hint) and as jobd_pending_unserved_jobs{queue,kind};
+// a kind the workers serve never is, and the report goes when the job is
+// claimed.
+func TestUnservedKindIsReported(t *testing.T) {
+	d, c := startTest(t, func(o *options) { o.UnservedAfter = 300 * time.Millisecond })
+	if r := jsonCall(t, c, d, "POST", "/v1/jobs", map[string]any{"id": "u1", "queue": "work", "kind": "nosuch"}); r.code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", r.code, r.raw)
+	}
+	if r := jsonCall(t, c, d, "POST", "/v1/jobs", map[string]any{"id": "s1", "queue": "work", "kind": "echo"}); r.code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", r.code, r.raw)
+	}
+	waitJobState(t, c, d, "s1", "succeeded")
+	var unserved []any
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := jsonCall(t, c, d, "GET", "/v1/stats", nil)
+		unserved, _ = r.body["unserved"].([]any)
+		if len(unserved) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats: %s, want kind nosuch reported unserved within 20s", r.raw)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the API
+	}
+	u := unserved[0].(map[string]any)
+	if len(unserved) != 1 || u["queue"] != "work" || u["kind"] != "nosuch" || u["pending"] != 1.0 || !strings.Contains(fmt.Sprint(u["hint"]), "no worker serves this kind") {
+		t.Fatalf("unserved: %v, want only work/nosuch with 1 pending job and a hint", unserved)
+	}
+	r := call(t, c, "GET", d.URL()+"/metrics", testToken, "", nil)
+	if !strings.Contains(r.raw, `jobd_pending_unserved_jobs{kind="nosuch",queue="work"} 1`) || strings.Contains(r.raw, `jobd_pending_unserved_jobs{kind="echo"`) {
+		t.Fatalf("metrics: no jobd_pending_unserved_jobs for work/nosuch (or one for echo)")
+	}
+	// A worker claims it: no longer unserved.
+	r = jsonCall(t, c, d, "POST", "/v1/claim", map[string]any{"queues": []string{"work"}, "worker": "w", "wait": "5s"})
+	if leases, _ := r.body["leases"].([]any); r.code != http.StatusOK || len(leases) != 1 {
+		t.Fatalf("claim: %d %s", r.code, r.raw)
+	}
+	if r = jsonCall(t, c, d, "GET", "/v1/stats", nil); r.body["unserved"] != nil {
+		t.Fatalf("stats after the claim: %s, want no unserved", r.raw)
+	}
+}
+
+// The unserved observation's rules, on a fake clock: a claim of the pair
+// restarts its wait; a paused queue is never unserved; a scheduled job
+// whose time came waits as a pending one; a pair with nothing waiting is
+// forgotten.
+func TestServedKindsRules(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newServedKinds(time.Minute)
+	q := func(paused bool, kinds ...fsm.KindInfo) []fsm.QueueInfo {
+		return []fsm.QueueInfo{{Name: "q", Paused: paused, Kinds: kinds}}
+	}
+	pending := fsm.KindInfo{Kind: "k", Pending: 2}
+	if u := s.observe(q(false, pending), t0); len(u) != 0 {
+		t.Fatalf("at once: %v", u)
+	}
+	if u := s.observe(q(false, pending), t0.Add(59*time.Second)); len(u) != 0 {
+		t.Fatalf("after 59s: %v", u)
+	}
+	s.claimed("q", "k", t0.Add(50*time.Second))
+	if u := s.observe(q(false, pending), t0.Add(100*time.Second)); len(u) != 0 {
+		t.Fatalf("50s after a claim: %v", u)
+	}
+	if u := s.observe(q(false, pending), t0.Add(110*time.Second)); len(u) != 1 || u[0].Pending != 2 || !u[0].Since.Equal(t0.Add(50*time.Second)) {
+		t.Fatalf("60s after the claim: %v, want k unserved since the claim", u)
+	}
+	if u := s.observe(q(true, pending), t0.Add(200*time.Second)); len(u) != 0 {
+		t.Fatalf("paused queue: %v", u)
+	}
+	// Paused, the pair was forgotten: its wait starts again.
+	if u := s.observe(q(false, pending), t0.Add(210*time.Second)); len(u) != 0 {
+		t.Fatalf("resumed: %v", u)
+	}
+	due := fsm.KindInfo{Kind: "d", Scheduled: 1, NextRunAt: t0.Add(300 * time.Second)}
+	s.observe(q(false, due), t0.Add(250*time.Second))
+	if u := s.observe(q(false, due), t0.Add(400*time.Second)); len(u) != 0 {
+		t.Fatalf("due for 100s but seen due only now: %v", u)
+	}
+	if u := s.observe(q(false, due), t0.Add(460*time.Second)); len(u) != 1 || u[0].Kind != "d" || !u[0].DueScheduled {
+		t.Fatalf("due and unclaimed for 60s: %v", u)
+	}
+	if u := s.observe(q(false, fsm.KindInfo{Kind: "d", Scheduled: 1, NextRunAt: t0.Add(time.Hour)}), t0.Add(470*time.Second)); len(u) != 0 {
+		t.Fatalf("not due: %v", u)
+	}
 }

@@ -169,10 +169,16 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	d := &daemon{ctl: ctl, ln: ln, unlock: unlock, log: log, scheme: "http", removed: make(chan struct{})}
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	d.stopBg = stopBg
-	d.bg.Add(2)
+	served := newServedKinds(o.UnservedAfter)
+	d.bg.Add(4)
 	go func() { defer d.bg.Done(); countRefusals(bgCtx, ctl, m, d.removed) }()
 	go func() { defer d.bg.Done(); countExpiries(bgCtx, ctl, m, log) }()
-	m.reg.MustRegister(newClusterCollector(ctl))
+	go func() { defer d.bg.Done(); watchClaims(bgCtx, ctl, served) }()
+	go func() {
+		defer d.bg.Done()
+		sampleServed(bgCtx, ctl, served, max(o.UnservedAfter/4, 100*time.Millisecond))
+	}()
+	m.reg.MustRegister(newClusterCollector(ctl, served))
 	m.scopeTo(ctl.Node())
 
 	workCtx, stopWork := context.WithCancel(context.Background())
@@ -197,6 +203,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 	reqCtx, stopReqs := context.WithCancel(context.Background())
 	d.stopReqs = stopReqs
 	s := newServer(ctl, o.ID, token, o, m, log.Named("http"), ctls)
+	s.served = served
 	s.clusterID = want.Cluster
 	// Bounded: -max-conns connections at a time; -read-timeout for a
 	// request's headers (and the TLS handshake), then again for its body

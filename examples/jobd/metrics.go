@@ -100,18 +100,20 @@ func (m *metrics) observeExecution(handler string, err error, d time.Duration) {
 // cluster exports per-scrape gauges read from the controller: raft status,
 // job counts by queue and state, and (on the leader) each member's lag.
 type cluster struct {
-	ctl *jobraft.Controller
+	ctl    *jobraft.Controller
+	served *servedKinds
 
 	term, commit, applied, last, leader, diverged, logFailed *prometheus.Desc
-	jobs, lag, memberApplied, up                             *prometheus.Desc
+	jobs, lag, memberApplied, up, unserved                   *prometheus.Desc
 }
 
-func newClusterCollector(ctl *jobraft.Controller) *cluster {
+func newClusterCollector(ctl *jobraft.Controller, served *servedKinds) *cluster {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &cluster{
 		ctl:           ctl,
+		served:        served,
 		term:          d("jobd_raft_term", "Current raft term."),
 		commit:        d("jobd_raft_commit_index", "Commit index known to this member."),
 		applied:       d("jobd_raft_applied_index", "Index applied by the job state machine."),
@@ -123,11 +125,13 @@ func newClusterCollector(ctl *jobraft.Controller) *cluster {
 		lag:           d("jobd_member_lag_entries", "Leader only: entries a member's log is behind the leader's last index.", "member"),
 		memberApplied: d("jobd_member_applied_index", "Leader only: a member's applied index.", "member"),
 		up:            d("jobd_member_up", "Leader only: 1 if the member answered the status RPC.", "member"),
+		unserved: d("jobd_pending_unserved_jobs", "Pending jobs of a queue and kind none of whose jobs was claimed for -unserved-after while they waited, as this member observed: no worker serves the kind, or all that do are busy (a series only for such a queue and kind).",
+			"queue", "kind"),
 	}
 }
 
 func (c *cluster) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.term, c.commit, c.applied, c.last, c.leader, c.diverged, c.logFailed, c.jobs, c.lag, c.memberApplied, c.up} {
+	for _, d := range []*prometheus.Desc{c.term, c.commit, c.applied, c.last, c.leader, c.diverged, c.logFailed, c.jobs, c.lag, c.memberApplied, c.up, c.unserved} {
 		ch <- d
 	}
 }
@@ -159,10 +163,14 @@ func (c *cluster) Collect(ch chan<- prometheus.Metric) {
 	g(c.logFailed, logFailed)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for _, q := range c.ctl.LocalStats().Queues {
+	queues := c.ctl.LocalStats().Queues
+	for _, q := range queues {
 		for st := jobraft.StatePending; st.Valid(); st++ {
 			g(c.jobs, float64(q.Counts.Of(st)), q.Name, st.String())
 		}
+	}
+	for _, u := range c.served.observe(queues, time.Now()) {
+		g(c.unserved, float64(u.Pending), u.Queue, u.Kind)
 	}
 	if st.Role != "Leader" {
 		return

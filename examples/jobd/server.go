@@ -26,10 +26,11 @@ type server struct {
 	readTimeout time.Duration
 	m           *metrics
 	log         hclog.Logger
-	clusterTLS  *tls.Config // client side of the members' mTLS (walcompare), nil without
-	compare     lastCompare // the last walcompare run (API or console), for the console
-	clusterID   string      // the data dir's cluster (recorded in backups)
-	adds        memberAdds  // adds started through this API (api_members.go)
+	clusterTLS  *tls.Config  // client side of the members' mTLS (walcompare), nil without
+	compare     lastCompare  // the last walcompare run (API or console), for the console
+	clusterID   string       // the data dir's cluster (recorded in backups)
+	adds        memberAdds   // adds started through this API (api_members.go)
+	served      *servedKinds // unserved queues and kinds (unserved.go); nil: none observed
 }
 
 func newServer(ctl *jobraft.Controller, member, token string, o options, m *metrics, log hclog.Logger, clusterTLS *tls.Config) *server {

@@ -75,8 +75,8 @@ func eventOf(ev jobraft.Event) client.Event {
 	return e
 }
 
-// statsOf is GET /v1/stats's reply.
-func statsOf(st jobraft.Stats) client.Stats {
+// statsOf is GET /v1/stats's reply (unserved: servedKinds.observe).
+func statsOf(st jobraft.Stats, unserved []client.Unserved) client.Stats {
 	queues := make([]client.QueueStats, len(st.Queues))
 	for i, q := range st.Queues {
 		counts := map[string]int{}
@@ -84,10 +84,14 @@ func statsOf(st jobraft.Stats) client.Stats {
 			counts[state.String()] = q.Counts.Of(state)
 		}
 		queues[i] = client.QueueStats{Counts: counts, Name: q.Name, Paused: q.Paused}
+		for _, k := range q.Kinds {
+			queues[i].Kinds = append(queues[i].Kinds, client.KindStats{Kind: k.Kind, Pending: k.Pending, Scheduled: k.Scheduled})
+		}
 	}
 	return client.Stats{AppliedIndex: st.AppliedIndex, Jobs: st.Jobs, Leader: st.Leader, Member: st.Member, Queues: queues,
 		Role: st.Role, BatchHolds: st.BatchHolds, BatchHoldsExpired: st.BatchHoldsExpired,
-		SubmitEntries: st.SubmitEntries, SubmittedJobs: st.SubmittedJobs, Term: st.Term, WatchOldest: st.WatchOldest}
+		SubmitEntries: st.SubmitEntries, SubmittedJobs: st.SubmittedJobs, Term: st.Term, WatchOldest: st.WatchOldest,
+		Unserved: unserved}
 }
 
 // statusOf is raft.Status with the digest in hex and the member's

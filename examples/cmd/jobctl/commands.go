@@ -301,6 +301,9 @@ func stats(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.out, "%d jobs; answered by %s (%s, term %d, leader %s, applied %d)\n", s.Jobs, s.Member, s.Role, s.Term, s.Leader, s.AppliedIndex)
+	for _, u := range s.Unserved {
+		fmt.Fprintf(e.out, "UNSERVED: queue %s, kind %s: %d pending since %s: %s\n", u.Queue, u.Kind, u.Pending, u.Since.Format(time.RFC3339), u.Hint)
+	}
 	return nil
 }
 
