@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"time"
 )
@@ -46,6 +47,21 @@ func (c *Client) Term(ctx context.Context, id string, token uint64, reason strin
 // a later lease of the job ended) or otherwise: that is ErrOutcomeUnknown
 // (Get the job to see its state).
 func (c *Client) settle(ctx context.Context, id, op string, body SettleRequest) error {
-	return c.resend(ctx, &call{method: "POST", path: "/v1/jobs/" + url.PathEscape(id) + "/" + op, in: body, mutates: true},
+	_, err := c.Settle(ctx, id, op, body)
+	return err
+}
+
+// Settle sends op ("ack", "nak", "extend" or "term") with body for job id,
+// resending as Ack, Nak, Extend and Term do, and returns jobd's reply: the
+// job's state read after it and, after extend, the lease's new deadline.
+func (c *Client) Settle(ctx context.Context, id, op string, body SettleRequest) (Settled, error) {
+	var out Settled
+	switch op {
+	case "ack", "nak", "extend", "term":
+	default:
+		return out, fmt.Errorf("jobd: settle: unknown operation %q (ack, nak, extend, term)", op)
+	}
+	err := c.resend(ctx, &call{method: "POST", path: "/v1/jobs/" + url.PathEscape(id) + "/" + op, in: body, out: &out, mutates: true},
 		func() (bool, error) { return false, nil })
+	return out, err
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/jobraft/jobraft/examples/client"
 )
 
-var commandOrder = []string{"submit", "get", "list", "watch", "cancel", "retry", "pause", "resume", "stats",
-	"members", "member-add", "member-remove", "walcompare", "backup", "verify-backup"}
+var commandOrder = []string{"submit", "get", "list", "watch", "cancel", "retry", "claim", "ack", "nak", "extend", "term",
+	"pause", "resume", "stats", "members", "member-add", "member-remove", "walcompare", "backup", "verify-backup"}
 
 // Per-command flag values (one command runs per process).
 var (
@@ -27,6 +27,9 @@ var (
 	fLimit, fCount                                                                        int
 	fFrom, fTo                                                                            uint64
 	fAll                                                                                  bool
+	fWorker, fResult, fResultFile, fError                                                 string
+	fToken                                                                                uint64
+	fLeaseTTL, fWait                                                                      time.Duration
 )
 
 var commands = map[string]*command{
@@ -64,7 +67,31 @@ var commands = map[string]*command{
 		run: watch},
 	"cancel": {args: "ID", help: "cancel a job",
 		flags: func(fs *flag.FlagSet) { fs.StringVar(&fReason, "reason", "", "why (recorded)") }, run: cancel},
-	"retry":         {args: "ID", help: "move a dead or canceled job back to pending", run: retry},
+	"retry": {args: "ID", help: "move a dead or canceled job back to pending", run: retry},
+	"claim": {args: "", help: "lease jobs of a queue, as a worker does (never resent: a lost claim's leases expire)",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&fQueue, "queue", "", "queues, comma-separated (required)")
+			fs.StringVar(&fWorker, "worker", "", "worker name recorded in the lease (default jobctl@HOST)")
+			fs.IntVar(&fCount, "max", 1, "at most this many jobs")
+			fs.DurationVar(&fLeaseTTL, "lease-ttl", 0, "lease length (0: the cluster's default)")
+			fs.DurationVar(&fWait, "wait", 0, "when nothing is ready, wait this long for a job (at most 60s)")
+		},
+		run: claim},
+	"ack": {args: "ID", help: "complete a leased job with a result", flags: func(fs *flag.FlagSet) {
+		tokenFlag(fs)
+		fs.StringVar(&fResult, "result", "", "result text")
+		fs.StringVar(&fResultFile, "result-file", "", "read the result from this file (- for stdin)")
+	}, run: settle("ack")},
+	"nak": {args: "ID", help: "fail a leased job's attempt: retried after -delay (or its backoff), dead when out of attempts", flags: func(fs *flag.FlagSet) {
+		tokenFlag(fs)
+		fs.DurationVar(&fDelay, "delay", 0, "retry after this delay (0: the job's backoff)")
+		fs.StringVar(&fError, "error", "", "error text recorded as the job's last error")
+	}, run: settle("nak")},
+	"extend": {args: "ID", help: "renew a lease for another TTL", flags: tokenFlag, run: settle("extend")},
+	"term": {args: "ID", help: "end a leased job as dead, without further attempts", flags: func(fs *flag.FlagSet) {
+		tokenFlag(fs)
+		fs.StringVar(&fReason, "reason", "", "why (recorded as the job's last error)")
+	}, run: settle("term")},
 	"pause":         {args: "QUEUE", help: "stop claims from a queue (submits are still accepted)", run: pauseResume(true)},
 	"resume":        {args: "QUEUE", help: "restart claims from a paused queue", run: pauseResume(false)},
 	"stats":         {args: "", help: "job counts per queue and state", run: stats},
@@ -79,19 +106,43 @@ var commands = map[string]*command{
 	"verify-backup": {args: "FILE", help: "check a backup file whole (the state rebuilt to its digest); exit 8 if it is corrupt", run: verifyBackup},
 }
 
+// oneArg is the one positional argument, what; a usage error says which
+// is missing or what is too much.
 func oneArg(args []string, what string) (string, error) {
-	if len(args) != 1 {
-		return "", usagef("want one argument, %s; got %d", what, len(args))
+	switch {
+	case len(args) == 0:
+		return "", usagef("missing %s", what)
+	case len(args) > 1:
+		return "", usagef("one argument, %s; got %d: %q", what, len(args), args)
 	}
 	return args[0], nil
 }
 
+// missing names the required flags not given (pairs of name and value;
+// nil when all are).
+func missing(flags ...string) error {
+	var out []string
+	for i := 0; i+1 < len(flags); i += 2 {
+		if flags[i+1] == "" {
+			out = append(out, flags[i])
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return usagef("missing %s", strings.Join(out, " and "))
+}
+
+func tokenFlag(fs *flag.FlagSet) {
+	fs.Uint64Var(&fToken, "lease", 0, "the lease's token, as claim printed it (required; -token is the API's bearer token)")
+}
+
 func submit(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 {
-		return usagef("submit takes no arguments (got %q)", args)
+		return usagef("submit takes no arguments (got %q); the payload is given with -payload or -payload-file", args)
 	}
-	if fQueue == "" || fKind == "" {
-		return usagef("-queue and -kind are required")
+	if err := missing("-queue", fQueue, "-kind", fKind); err != nil {
+		return err
 	}
 	req := client.SubmitRequest{ID: fID, Queue: fQueue, Kind: fKind, Priority: int32(fPriority), Delay: client.Duration(fDelay),
 		MaxAttempts: uint32(fMaxAttempts), IdempotencyKey: fKey}
@@ -315,13 +366,23 @@ func members(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The cluster ID and the catch-up state come from GET
+	// /v1/cluster/members (the catch-up state from the leader's policy);
+	// without it the table still shows the rest.
+	mem, merr := e.c.Membership(ctx)
 	if e.g.json {
-		return printJSON(e, ms)
+		return printJSON(e, struct {
+			ClusterID string          `json:"cluster_id,omitempty"`
+			Members   []client.Member `json:"members"`
+		}{mem.ClusterID, ms})
 	}
-	// The catch-up state comes from the leader's policy (GET
-	// /v1/cluster/members); without it the table still shows the rest.
+	if merr == nil {
+		fmt.Fprintf(e.out, "cluster %s\n", mem.ClusterID)
+	} else {
+		fmt.Fprintf(e.out, "cluster ID unknown (%v)\n", merr)
+	}
 	catchUp := map[string]string{}
-	if mem, err := e.c.Membership(ctx); err == nil {
+	if merr == nil {
 		for _, m := range mem.Members {
 			st := m.State
 			if m.Reason != "" {
@@ -350,8 +411,14 @@ func members(ctx context.Context, e *env, args []string) error {
 }
 
 func memberAdd(ctx context.Context, e *env, args []string) error {
-	if len(args) != 2 {
-		return usagef("member-add takes ID and RAFT-ADDR")
+	switch len(args) {
+	case 0:
+		return usagef("missing the member's ID and RAFT-ADDR")
+	case 1:
+		return usagef("missing the member's RAFT-ADDR (host:port of its -raft-addr)")
+	case 2:
+	default:
+		return usagef("two arguments, ID and RAFT-ADDR; got %d: %q", len(args), args)
 	}
 	if err := e.c.AddMember(ctx, args[0], args[1]); err != nil {
 		return err
@@ -361,13 +428,14 @@ func memberAdd(ctx context.Context, e *env, args []string) error {
 }
 
 func memberRemove(ctx context.Context, e *env, args []string) error {
-	if len(args) != 1 {
-		return usagef("member-remove takes ID")
-	}
-	if err := e.c.RemoveMember(ctx, args[0]); err != nil {
+	id, err := oneArg(args, "the member's ID")
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.out, "%s removed\n", args[0])
+	if err := e.c.RemoveMember(ctx, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "%s removed\n", id)
 	return nil
 }
 
@@ -400,8 +468,11 @@ func walcompare(ctx context.Context, e *env, args []string) error {
 }
 
 func backupCmd(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 || fOut == "" {
-		return usagef("backup takes -o FILE and no arguments")
+	if len(args) > 0 {
+		return usagef("backup takes no arguments (got %q); the file is given with -o FILE", args)
+	}
+	if fOut == "" {
+		return usagef("missing -o FILE")
 	}
 	start := time.Now()
 	m, err := e.c.BackupToFile(ctx, fOut)

@@ -89,8 +89,15 @@ func TestJobctlCommands(t *testing.T) {
 	}
 
 	// members, walcompare.
-	var ms []client.Member
-	mustJSON(t, c, &ms, "members")
+	var mj struct {
+		ClusterID string          `json:"cluster_id"`
+		Members   []client.Member `json:"members"`
+	}
+	mustJSON(t, c, &mj, "members")
+	ms := mj.Members
+	if mj.ClusterID == "" {
+		t.Fatalf("members -json: no cluster_id")
+	}
 	if len(ms) != 3 {
 		t.Fatalf("members: %+v", ms)
 	}
@@ -146,7 +153,8 @@ func TestJobctlCommands(t *testing.T) {
 	if _, errs, code := jobctl(t, c, "member-add", "n9"); code != exitUsage {
 		t.Fatalf("member-add without an address: exit %d, %q", code, errs)
 	}
-	if out, _, code := jobctl(t, c, "members"); code != exitOK || !strings.Contains(out, "CATCH-UP") || !strings.Contains(out, "caught_up") {
+	if out, _, code := jobctl(t, c, "members"); code != exitOK || !strings.Contains(out, "CATCH-UP") || !strings.Contains(out, "caught_up") ||
+		!strings.HasPrefix(out, "cluster "+mj.ClusterID+"\n") {
 		t.Fatalf("members table without catch-up state: exit %d, %q", code, out)
 	}
 	if _, _, code := jobctl(t, nil, "frobnicate"); code != exitUsage {
@@ -155,9 +163,10 @@ func TestJobctlCommands(t *testing.T) {
 	if _, errs, code := jobctl(t, nil, "-endpoints", endpoints(c), "-token", "wrong", "stats"); code != exitRefused || !strings.Contains(errs, "401") {
 		t.Fatalf("wrong token: exit %d, %q", code, errs)
 	}
-	if _, errs, code := jobctl(t, nil, "-endpoints", "http://127.0.0.1:1", "-token", "x", "-timeout", "5s", "stats"); code != exitUnavailable {
-		t.Fatalf("no member reachable: exit %d, %q", code, errs)
+	if _, errs, code := jobctl(t, nil, "-endpoints", "http://127.0.0.1:1", "-token", "x", "-timeout", "5s", "stats"); code != exitEndpoint || !strings.Contains(errs, "nothing listens there") {
+		t.Fatalf("nothing listening at the endpoint: exit %d, %q; want %d saying nothing listens there", code, errs, exitEndpoint)
 	}
+	firstHour(t, c)
 	if _, _, code := jobctl(t, nil, "-h"); code != exitOK {
 		t.Fatalf("-h: exit %d", code)
 	}

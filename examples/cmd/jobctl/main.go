@@ -2,12 +2,16 @@
 // public Go client (examples/client): it fails over between members and
 // never repeats an operation blindly.
 //
+//	jobctl help [COMMAND]
 //	jobctl [flags] submit -queue Q -kind K [-id ID] [-payload TEXT | -payload-file F] ...
 //	jobctl [flags] get ID
-//	jobctl [flags] list -queue Q [-state S] [-limit N]
-//	jobctl [flags] watch [-from N] [-queue Q] [-kind K] [-job ID] [-n N]
+//	jobctl [flags] list [-queue Q] [-state S] [-limit N]
+//	jobctl [flags] watch [-from N] [-queue Q] [-event E] [-kind K] [-job ID] [-n N]
 //	jobctl [flags] cancel ID [-reason TEXT]
 //	jobctl [flags] retry ID
+//	jobctl [flags] claim -queue Q [-worker W] [-max N] [-lease-ttl D] [-wait D]
+//	jobctl [flags] ack ID -lease T [-result TEXT | -result-file F]
+//	jobctl [flags] nak ID -lease T [-delay D] [-error TEXT] | term ID -lease T [-reason TEXT] | extend ID -lease T
 //	jobctl [flags] pause QUEUE | resume QUEUE
 //	jobctl [flags] stats | members | walcompare [-from N] [-to N]
 //	jobctl [flags] backup -o FILE
@@ -18,9 +22,12 @@
 //
 // Exit status: 0 ok; 1 other error; 2 usage; 3 not found; 4 refused
 // (invalid request, conflict with the job's state, unauthorized: nothing
-// changed); 5 outcome unknown (it may have happened: see the message for
-// how to find out); 6 unavailable (no member could take it: nothing
-// changed); 8 a check failed (walcompare found committed divergences, a
+// changed); 5 outcome unknown (a change that may have happened: see the
+// message for how to find out); 6 unavailable (no member could take it:
+// nothing changed); 7 no endpoint is a jobd API (nothing listening, http
+// against https or the reverse, an untrusted certificate, a member's raft
+// port instead of its API port: the message says which; nothing was sent
+// to jobd); 8 a check failed (walcompare found committed divergences, a
 // backup does not verify).
 package main
 
@@ -51,11 +58,15 @@ const (
 	exitRefused     = 4
 	exitUnknown     = 5
 	exitUnavailable = 6
+	exitEndpoint    = 7
 	exitCheckFailed = 8
 )
 
 // errCheck: a check the command runs failed (exit 8).
 var errCheck = errors.New("check failed")
+
+// errEndpoint: no endpoint is a jobd API (exit 7; preflight.go).
+var errEndpoint = errors.New("no endpoint is a jobd API")
 
 // usageError is a command-line error (exit 2).
 type usageError struct{ msg string }
@@ -74,8 +85,12 @@ type globals struct {
 	timeout   time.Duration
 }
 
+// defaultEndpoints: jobd's default -http-addr and start-cluster.sh's
+// three members.
+const defaultEndpoints = "http://127.0.0.1:8400,http://127.0.0.1:8401,http://127.0.0.1:8402,http://127.0.0.1:8403"
+
 func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.endpoints, "endpoints", os.Getenv("JOBD_ENDPOINTS"), "jobd API base URLs, comma-separated (default $JOBD_ENDPOINTS, else http://127.0.0.1:8401)")
+	fs.StringVar(&g.endpoints, "endpoints", "", "jobd API base URLs, comma-separated (default: $JOBD_ENDPOINTS, else "+defaultEndpoints+")")
 	fs.StringVar(&g.token, "token", "", "bearer token (default $JOBD_TOKEN)")
 	fs.StringVar(&g.tokenFile, "token-file", "", "file holding the bearer token")
 	fs.StringVar(&g.ca, "ca", "", "CA certificate (PEM) for https endpoints")
@@ -83,10 +98,15 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "bound on the whole command, 0 for none (watch and backup: none unless given)")
 }
 
+// client returns the client: its first request is preceded by the
+// preflight of every endpoint (preflight.go).
 func (g *globals) client() (*client.Client, error) {
 	eps := g.endpoints
 	if eps == "" {
-		eps = "http://127.0.0.1:8401"
+		eps = os.Getenv("JOBD_ENDPOINTS")
+	}
+	if eps == "" {
+		eps = defaultEndpoints
 	}
 	tok := g.token
 	if tok == "" {
@@ -111,7 +131,8 @@ func (g *globals) client() (*client.Client, error) {
 		}
 		tc = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	c, err := client.New(client.Config{Endpoints: strings.Split(eps, ","), Token: tok, TLS: tc})
+	list := strings.Split(eps, ",")
+	c, err := client.New(client.Config{Endpoints: list, Token: tok, HTTPClient: preflighted(list, tc)})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -156,29 +177,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if top.NArg() == 0 {
+		fmt.Fprintln(stderr, "jobctl: no command given (jobctl help lists them)")
 		usage(top)
 		return exitUsage
 	}
 	name, rest := top.Arg(0), top.Args()[1:]
+	if name == "help" {
+		return help(top, rest, stdout, stderr)
+	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "jobctl: unknown command %q\n", name)
-		usage(top)
+		fmt.Fprintf(stderr, "jobctl: unknown command %q (jobctl help lists them)\n", name)
 		return exitUsage
 	}
-	fs := flag.NewFlagSet("jobctl "+name, flag.ContinueOnError)
+	g, fs := commandFlags(top, name, cmd)
 	fs.SetOutput(stderr)
-	g = &globals{} // top's values stay in top's struct
-	g.register(fs)
-	// Flags given before the command stay unless repeated after it.
-	top.Visit(func(f *flag.Flag) { _ = fs.Set(f.Name, f.Value.String()) })
-	if cmd.flags != nil {
-		cmd.flags(fs)
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: jobctl %s [flags] %s\n%s\n", name, cmd.args, cmd.help)
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(interleave(fs, rest)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -205,12 +218,71 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitCode(err)
 	if err != nil {
-		fmt.Fprintf(stderr, "jobctl %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "jobctl %s: %s\n", name, errorText(err))
 		if code == exitUsage {
-			fs.Usage()
+			fmt.Fprintf(stderr, "usage: jobctl %s [flags] %s (jobctl help %s: every flag)\n", name, cmd.args, name)
 		}
 	}
 	return code
+}
+
+// commandFlags is the flag set of command name: the global flags (their
+// values as given before the command, unless repeated after it) and the
+// command's own.
+func commandFlags(top *flag.FlagSet, name string, cmd *command) (*globals, *flag.FlagSet) {
+	fs := flag.NewFlagSet("jobctl "+name, flag.ContinueOnError)
+	g := &globals{} // top's values stay in top's struct
+	g.register(fs)
+	top.Visit(func(f *flag.Flag) { _ = fs.Set(f.Name, f.Value.String()) })
+	if cmd.flags != nil {
+		cmd.flags(fs)
+	}
+	fs.Usage = func() { commandUsage(fs, name, cmd) }
+	return g, fs
+}
+
+// commandUsage prints one command's synopsis, its help and its flags.
+func commandUsage(fs *flag.FlagSet, name string, cmd *command) {
+	fmt.Fprintf(fs.Output(), "usage: jobctl %s [flags] %s\n%s\n\nflags:\n", name, cmd.args, cmd.help)
+	fs.PrintDefaults()
+	fmt.Fprintln(fs.Output(), "\n"+exitStatuses)
+}
+
+// help: jobctl help lists the commands, jobctl help COMMAND shows one,
+// on stdout.
+func help(top *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		top.SetOutput(stdout)
+		usage(top)
+		return exitOK
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "jobctl help: one command at a time (got %q)\n", args)
+		return exitUsage
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "jobctl help: unknown command %q (jobctl help lists them)\n", args[0])
+		return exitUsage
+	}
+	_, fs := commandFlags(top, args[0], cmd)
+	fs.SetOutput(stdout)
+	commandUsage(fs, args[0], cmd)
+	return exitOK
+}
+
+// errorText is how jobctl prints err: a reply jobd refused or failed
+// reads "<reason> (HTTP <status> <kind> from <member>)", the reason first.
+func errorText(err error) string {
+	var ce *client.Error
+	var pe *preflightError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Error()
+	case errors.As(err, &ce) && ce.Status != 0 && err.Error() == ce.Error():
+		return fmt.Sprintf("%s (HTTP %d %s from %s)", ce.Reason, ce.Status, ce.Code, ce.Endpoint)
+	}
+	return err.Error()
 }
 
 // interleave moves flags given after positional arguments ("get ID -json")
@@ -261,20 +333,36 @@ func exitCode(err error) int {
 		return exitRefused
 	case errors.Is(err, client.ErrOutcomeUnknown):
 		return exitUnknown
+	case errors.Is(err, errEndpoint): // before ErrUnavailable: the client saw it as a refused dial
+		return exitEndpoint
 	case errors.Is(err, client.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return exitUnavailable
 	}
 	return exitError
 }
 
+// exitStatuses documents the exit statuses (jobctl help).
+const exitStatuses = `exit status:
+  0  ok
+  1  another error
+  2  usage: a command, argument or flag is missing or wrong
+  3  not found
+  4  refused: invalid, conflicting with the job's state, or unauthorized (nothing changed)
+  5  outcome unknown: a change that may have happened (the message says how to find out)
+  6  unavailable: no member could take it (nothing changed)
+  7  no endpoint is a jobd API: nothing listening, http against https or the reverse,
+     an untrusted certificate (-ca), a member's raft port instead of its API port
+     (the message says which; nothing was sent to jobd)
+  8  a check failed (walcompare divergences, a corrupt backup)`
+
 func usage(fs *flag.FlagSet) {
 	w := fs.Output()
-	fmt.Fprintln(w, "usage: jobctl [flags] COMMAND [flags] [ARGS]\n\ncommands:")
+	fmt.Fprintln(w, "usage: jobctl [flags] COMMAND [flags] [ARGS]   (jobctl help COMMAND: its flags)\n\ncommands:")
 	for _, name := range commandOrder {
 		c := commands[name]
-		fmt.Fprintf(w, "  %-19s %s\n", name+" "+c.args, c.help)
+		fmt.Fprintf(w, "  %-22s %s\n", name+" "+c.args, c.help)
 	}
-	fmt.Fprintln(w, "\nflags:")
+	fmt.Fprintln(w, "\nflags (before or after the command):")
 	fs.PrintDefaults()
-	fmt.Fprintln(w, "\nexit status: 0 ok, 1 error, 2 usage, 3 not found, 4 refused (nothing changed),\n5 outcome unknown, 6 unavailable (nothing changed), 8 check failed")
+	fmt.Fprintln(w, "\n"+exitStatuses)
 }
