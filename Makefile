@@ -22,7 +22,7 @@ jobctl:
 ## cluster: a local 3-member jobd cluster (mTLS) in .cluster/; stop it with
 ## examples/scripts/stop-cluster.sh .cluster
 cluster: jobd jobctl
-	JOBD=$(CURDIR)/bin/jobd examples/scripts/start-cluster.sh .cluster
+	JOBD=$(CURDIR)/bin/jobd JOBCTL=$(CURDIR)/bin/jobctl examples/scripts/start-cluster.sh .cluster
 
 ## test: everything CI runs — all packages with the race detector (the
 ## crash tests included), then a short pass of every fuzz target.

@@ -87,6 +87,32 @@ func TestStartClusterScript(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling the API
 	}
+	// The commands it prints name the real binary, and run as printed.
+	ran := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasSuffix(f[0], "jobctl") {
+			continue
+		}
+		if !filepath.IsAbs(f[0]) {
+			t.Fatalf("start-cluster.sh prints %q: not the binary's path", line)
+		}
+		if f[1] != "members" && f[1] != "help" {
+			continue
+		}
+		cmd := exec.Command(f[0], f[1:]...)
+		cmd.Env = append(os.Environ(), "JOBD_ENDPOINTS="+strings.TrimSpace(string(eps)), "JOBD_TOKEN="+strings.TrimSpace(string(tok)))
+		if cout, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s as start-cluster.sh prints it: %v\n%s", line, err, cout)
+		}
+		ran++
+	}
+	if ran != 2 {
+		t.Fatalf("start-cluster.sh printed %d runnable jobctl lines (members, help), want 2:\n%s", ran, out)
+	}
+	if !strings.Contains(string(out), "/console/") {
+		t.Fatalf("start-cluster.sh does not say where the console is:\n%s", out)
+	}
 	stop := exec.Command("sh", "stop-cluster.sh", dir)
 	if out, err := stop.CombinedOutput(); err != nil {
 		t.Fatalf("stop-cluster.sh: %v\n%s", err, out)

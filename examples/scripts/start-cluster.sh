@@ -1,13 +1,13 @@
 #!/bin/sh
 # start-cluster.sh [DIR]: build jobd and start a local 3-member cluster on
 # loopback, with mutual TLS between members (throwaway certificates), in
-# DIR (default ./jobd-cluster): DIR/bin/jobd, DIR/token, DIR/certs/,
+# DIR (default ./jobd-cluster): DIR/bin/jobd, DIR/bin/jobctl, DIR/token, DIR/certs/,
 # DIR/n1..n3 (data dirs), DIR/n1.log.., DIR/n1.pid.. Run it again after
 # stop-cluster.sh to restart the same cluster from its data dirs.
 #
 # Ports: raft JOBD_RAFT_BASE+1..3 (default 7401-7403), API
-# JOBD_HTTP_BASE+1..3 (default 8401-8403). JOBD=path uses that binary
-# instead of building one. Stop with stop-cluster.sh DIR.
+# JOBD_HTTP_BASE+1..3 (default 8401-8403). JOBD=path and JOBCTL=path use
+# those binaries instead of building them. Stop with stop-cluster.sh DIR.
 set -eu
 DIR=${1:-./jobd-cluster}
 RAFT_BASE=${JOBD_RAFT_BASE:-7400}
@@ -16,9 +16,14 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 JOBD=${JOBD:-$DIR/bin/jobd}
+JOBCTL=${JOBCTL:-$DIR/bin/jobctl}
 if [ ! -x "$JOBD" ]; then
 	echo "building $JOBD"
 	(cd "$ROOT/examples" && go build -o "$JOBD" ./jobd)
+fi
+if [ ! -x "$JOBCTL" ]; then
+	echo "building $JOBCTL"
+	(cd "$ROOT/examples" && go build -o "$JOBCTL" ./cmd/jobctl)
 fi
 if [ ! -f "$DIR/token" ]; then
 	umask 077
@@ -43,8 +48,11 @@ done
 echo "$ENDPOINTS" >"$DIR/endpoints"
 cat <<EOT
 
+console: http://127.0.0.1:$((HTTP_BASE + 1))/console/ (sign in with the token in $DIR/token)
+
 export JOBD_ENDPOINTS=$ENDPOINTS JOBD_TOKEN=\$(cat $DIR/token)
-jobctl members                     # cd examples && go build -o ../bin/jobctl ./cmd/jobctl
-jobctl submit -queue default -kind sha256 -payload hello
-$(dirname "$0")/stop-cluster.sh $DIR
+$JOBCTL members
+$JOBCTL submit -queue default -kind sha256 -payload hello
+$JOBCTL help
+$ROOT/examples/scripts/stop-cluster.sh $DIR
 EOT
