@@ -193,7 +193,7 @@ func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error
 	// Close would close the log under raft's still-running goroutines and
 	// leave the raft transport open (its accept loop outliving Close).
 	rc.ShutdownOnRemove = false
-	rc.Logger = quiet.Named("raft")
+	rc.Logger = raftLogger(quiet.Named("raft"), logger) // quiet below Warn unless the host debugs (quietlog.go)
 	if err := hraft.ValidateConfig(rc); err != nil {
 		return nil, invalidConfig("%v", err)
 	}

@@ -36,8 +36,19 @@ func (n *Node) observed(o hraft.Observation) {
 	case hraft.LeaderObservation:
 		n.leaders.observe(string(d.LeaderID))
 		n.events.publish(Event{Kind: EventLeaderChange, Leader: string(d.LeaderID), Term: n.r.CurrentTerm()})
+		if d.LeaderID != "" && string(d.LeaderID) != n.cfg.ID {
+			// One line per state change (hashicorp/raft's own are quiet
+			// below Warn: quietlog.go); the leader's is "leading".
+			n.cfg.Logger.Info("following leader", "leader", string(d.LeaderID), "term", n.r.CurrentTerm())
+		}
 	case hraft.RaftState:
 		n.events.publish(Event{Kind: EventRoleChange, Role: d.String(), Term: n.r.CurrentTerm()})
+		switch d {
+		case hraft.Leader:
+			n.cfg.Logger.Info("leading", "term", n.r.CurrentTerm())
+		case hraft.Candidate:
+			n.cfg.Logger.Debug("campaigning", "term", n.r.CurrentTerm())
+		}
 		if d == hraft.Leader {
 			term := n.r.CurrentTerm()
 			n.wg.Add(1)

@@ -132,3 +132,82 @@ func (l limitedLogger) Named(name string) hclog.Logger {
 func (l limitedLogger) ResetNamed(name string) hclog.Logger {
 	return limitedLogger{Logger: l.Logger.ResetNamed(name), lim: l.lim}
 }
+
+// routineWarnings are hashicorp/raft warnings of the ordinary course of a
+// cluster (a member that starts without a leader campaigns), logged at
+// Info so that a host's Info logger does not show them as problems.
+var routineWarnings = map[string]bool{
+	"heartbeat timeout reached, starting election": true,
+}
+
+// raftLogger is the logger hashicorp/raft gets: l, but below Warn only
+// when the host's logger is at Debug or finer (a host debugging sees every
+// line); otherwise raft's Info lines (7 of them for a member's start and
+// election) are dropped, and jobraft logs one line per state change itself
+// (observe.go). Routine warnings count as Info.
+func raftLogger(l hclog.Logger, host hclog.Logger) hclog.Logger {
+	if host.GetLevel() <= hclog.Debug && host.GetLevel() != hclog.NoLevel {
+		return l
+	}
+	return floorLogger{Logger: l, floor: hclog.Warn}
+}
+
+// floorLogger drops lines below floor.
+type floorLogger struct {
+	hclog.Logger
+	floor hclog.Level
+}
+
+func (l floorLogger) log(level hclog.Level, msg string, args []any) {
+	if level == hclog.Warn && routineWarnings[msg] {
+		level = hclog.Info
+	}
+	if level < l.floor {
+		return
+	}
+	l.Logger.Log(level, msg, args...)
+}
+
+// Log implements hclog.Logger.
+func (l floorLogger) Log(level hclog.Level, msg string, args ...any) { l.log(level, msg, args) }
+
+// Trace implements hclog.Logger.
+func (l floorLogger) Trace(msg string, args ...any) { l.log(hclog.Trace, msg, args) }
+
+// Debug implements hclog.Logger.
+func (l floorLogger) Debug(msg string, args ...any) { l.log(hclog.Debug, msg, args) }
+
+// Info implements hclog.Logger.
+func (l floorLogger) Info(msg string, args ...any) { l.log(hclog.Info, msg, args) }
+
+// Warn implements hclog.Logger.
+func (l floorLogger) Warn(msg string, args ...any) { l.log(hclog.Warn, msg, args) }
+
+// Error implements hclog.Logger.
+func (l floorLogger) Error(msg string, args ...any) { l.log(hclog.Error, msg, args) }
+
+// IsTrace implements hclog.Logger.
+func (l floorLogger) IsTrace() bool { return l.floor <= hclog.Trace && l.Logger.IsTrace() }
+
+// IsDebug implements hclog.Logger.
+func (l floorLogger) IsDebug() bool { return l.floor <= hclog.Debug && l.Logger.IsDebug() }
+
+// IsInfo implements hclog.Logger.
+func (l floorLogger) IsInfo() bool { return l.floor <= hclog.Info && l.Logger.IsInfo() }
+
+// With implements hclog.Logger.
+func (l floorLogger) With(args ...any) hclog.Logger {
+	return floorLogger{Logger: l.Logger.With(args...), floor: l.floor}
+}
+
+// Named implements hclog.Logger.
+func (l floorLogger) Named(name string) hclog.Logger {
+	return floorLogger{Logger: l.Logger.Named(name), floor: l.floor}
+}
+
+// ResetNamed implements hclog.Logger.
+func (l floorLogger) ResetNamed(name string) hclog.Logger {
+	return floorLogger{Logger: l.Logger.ResetNamed(name), floor: l.floor}
+}
+
+var _ hclog.Logger = floorLogger{}
