@@ -4,7 +4,7 @@ GO        ?= go
 PKGS      := ./...
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster chaos-bugs grow-demo
+.PHONY: all smoke test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster chaos-bugs grow-demo
 
 all: lint test
 
@@ -23,6 +23,12 @@ jobctl:
 ## examples/scripts/stop-cluster.sh .cluster
 cluster: jobd jobctl
 	JOBD=$(CURDIR)/bin/jobd JOBCTL=$(CURDIR)/bin/jobctl examples/scripts/start-cluster.sh .cluster
+
+## smoke: a quick check, under a minute: the README's embedding example
+## (and that its copy in the README is the file), a few of jobd's API
+## tests against a real jobd, jobctl's help and usage.
+smoke:
+	cd examples && $(GO) test -count=1 -run 'TestEmbeddingExample|TestReadmeEmbedsTheExample|TestSubmitClaimAckAndStaleToken|TestRepliesGiveTextBesideBase64|TestListDeadAcrossQueues|TestJobctlHelpAndUsage' ./embed/ ./jobd/ ./cmd/jobctl/
 
 ## test: everything CI runs — all packages with the race detector (the
 ## crash tests included), then a short pass of every fuzz target.

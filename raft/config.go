@@ -97,7 +97,10 @@ type Config struct {
 	// (fsm.Entry.Time). Default time.Now; tests skew it per member.
 	Clock func() time.Time
 
-	// Logger receives line-based logs (default: hclog to stderr at Info).
+	// Logger receives line-based logs (default: hclog to stderr at Info):
+	// one line per state change of the member ("leading", "following
+	// leader"); hashicorp/raft's own lines below Warn only when Logger is
+	// at Debug or finer.
 	Logger hclog.Logger
 
 	// CatchUp bounds the leader's catch-up policy for members it adds

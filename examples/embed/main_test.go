@@ -51,3 +51,20 @@ func TestEmbeddingProgramIsQuiet(t *testing.T) {
 		t.Fatalf("embed's stderr has no line for becoming leader:\n%s", stderr.String())
 	}
 }
+
+// TestReadmeEmbedsTheExample: the README's embedding snippet is this
+// program, whole, so it compiles with its imports as shown.
+func TestReadmeEmbedsTheExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := "```go\n" + strings.TrimRight(string(src), "\n") + "\n```"
+	if !strings.Contains(string(readme), block) {
+		t.Fatal("README.md does not show examples/embed/main.go whole in a ```go block: copy it there")
+	}
+}
