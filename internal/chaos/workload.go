@@ -139,31 +139,59 @@ func (w *workload) modelClient(c int, rng *rand.Rand) {
 	tokens := map[string][]uint64{}
 	for !w.stopped() {
 		in, k := jobmodel.NextInput(rng.IntN, modelJobs, "mj", tokens)
-		id, queue, kind := in.Job, fmt.Sprintf("mq-%d", k), in.Kind.String()
-		req := ctltest.Request{ID: id, Queue: queue, Worker: fmt.Sprintf("c%d", c), TTL: leaseTTL, MaxAttempts: 10000, Token: in.Token}
+		kind := in.Kind.String()
 		call := w.rec.Now()
-		rep, op := w.call(c, rng, kind, "/"+kind, req, Op{Job: id, Token: in.Token})
-		out := jobmodel.Output{Outcome: modelOutcome(op.Outcome)}
+		rep, op := w.call(c, rng, kind, "/"+kind, modelRequest(c, in, k), Op{Job: in.Job, Token: in.Token})
+		out := modelOutput(in, op.Outcome, rep)
 		switch in.Kind {
 		case jobmodel.Claim:
-			if out.Outcome == jobmodel.OK && len(rep.Jobs) == 1 {
-				out.Token = rep.Jobs[0].Token
+			if out.Token != 0 {
 				op.Token = out.Token
-				tokens[id] = append(tokens[id], out.Token)
+				tokens[in.Job] = append(tokens[in.Job], out.Token)
 			}
 		case jobmodel.Get:
 			if out.Outcome != jobmodel.OK {
 				w.record(op)
 				continue // a failed read has no effect: leave it out of the model
 			}
-			out.State = jobmodel.Absent
-			if rep.Job != nil {
-				out.State, out.Token = jobmodel.GetState(rep.Job.State), rep.Job.Token
-			}
 		}
 		w.rec.Add(c, in, out, call)
 		w.record(op)
 	}
+}
+
+// modelRequest is the member API request of client c's model operation in
+// on job k: the very request the model judges, an ack's result and a nak's
+// error included (the model tells a repeat of the request that ended a
+// lease from another request under its token by them).
+func modelRequest(c int, in jobmodel.Input, k int) ctltest.Request {
+	return ctltest.Request{ID: in.Job, Queue: fmt.Sprintf("mq-%d", k), Worker: fmt.Sprintf("c%d", c), TTL: leaseTTL, MaxAttempts: 10000,
+		Token: in.Token, Result: in.Result}
+}
+
+// modelOutput is what the model learns from the reply rep, of outcome o,
+// to the model operation in: a claim's token, a get's state, token, and a
+// succeeded job's result.
+func modelOutput(in jobmodel.Input, o string, rep ctltest.Reply) jobmodel.Output {
+	out := jobmodel.Output{Outcome: modelOutcome(o)}
+	if out.Outcome != jobmodel.OK {
+		return out
+	}
+	switch in.Kind {
+	case jobmodel.Claim:
+		if len(rep.Jobs) == 1 {
+			out.Token = rep.Jobs[0].Token
+		}
+	case jobmodel.Get:
+		out.State = jobmodel.Absent
+		if rep.Job != nil {
+			out.State, out.Token = jobmodel.GetState(rep.Job.State), rep.Job.Token
+			if out.State == jobmodel.Succeeded {
+				out.Result = rep.Job.Result
+			}
+		}
+	}
+	return out
 }
 
 // lease is a bulk client's claimed job.
