@@ -174,3 +174,60 @@ func TestUnknownAckLosingToAnotherAckIsStale(t *testing.T) {
 		t.Fatalf("job %+v %v: want succeeded with the second worker's result", got, err)
 	}
 }
+
+// A nak repeated after the job's next lease ended is stale (the contract:
+// a repeat succeeds only while its lease is the last of the job that
+// ended), also when the call's first attempt is unknown: a follower
+// forwards it, the leader applies it (refused stale, nothing changes) and
+// its answer is lost; the retry is refused stale, and the resolution by a
+// linearizable read must not count the earlier, identical nak that ended
+// the lease, before this call, as this call's attempt. The answer is
+// ErrStaleLease or ErrOutcomeUnknown, never success. (The resolver took
+// the event history's "the lease ended by a nak with this request sum" as
+// proof that the unknown attempt applied: chaos seeds 13 and 26 answered a
+// client's nak OK long after a later lease of its job was acked, which
+// porcupine refused.)
+func TestUnknownNakRepeatAfterALaterLeaseEndedIsNotSuccess(t *testing.T) {
+	fn := faultnet.New(seed(t))
+	c := ctltest.StartWithFaults(t, 3, fn, nil)
+	l := c.WaitLeader(wait)
+	f := c.Follower()
+	ctx := ctltest.Ctx(t, 2*wait)
+	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "again", Kind: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := claimOne(t, c.Ctls[l], "again", 0)
+	if err := first.Nak(ctx, time.Nanosecond, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	second := claimOne(t, c.Ctls[l], "again", 5*time.Second)
+	if err := second.Ack(ctx, []byte("done")); err != nil {
+		t.Fatal(err)
+	}
+	// The follower applied the ack: its own read of the job, and the
+	// history its resolver reads, show both ends.
+	ctltest.WaitFor(t, wait, "the ack applied on the follower", func() bool {
+		g, err := c.Ctls[f].Get(ctx, j.ID, jobraft.Local)
+		return err == nil && g.State == jobraft.StateSucceeded
+	})
+
+	from, to := hraft.ServerAddress(c.Cfgs[f].BindAddr), hraft.ServerAddress(c.Cfgs[l].BindAddr)
+	lost := fn.StatsFrom(from)[faultnet.KindCall].Lost
+	fn.LoseCallResponses(from, to, "jr.propose", 1)
+	err = c.Ctls[f].LeaseOf(jobraft.Job{ID: j.ID}, first.Token).Nak(ctx, time.Nanosecond, "boom")
+	if got := fn.StatsFrom(from)[faultnet.KindCall].Lost - lost; got != 1 {
+		t.Fatalf("%d forwarded answers lost, want 1: the first attempt was not unknown (nak: %v)", got, err)
+	}
+	if err == nil {
+		t.Fatalf("the nak of lease %d, repeated after lease %d was acked, was reported successful", first.Token, second.Token)
+	}
+	if cl := classesOf(err); len(cl) != 1 || (cl[0] != jobraft.ErrStaleLease && cl[0] != jobraft.ErrOutcomeUnknown) {
+		t.Fatalf("nak: %v matches %v, want only ErrStaleLease or only ErrOutcomeUnknown", err, cl)
+	}
+	t.Logf("nak: %v", err)
+	got, err := c.Ctls[l].Get(ctx, j.ID, jobraft.Linearizable)
+	if err != nil || got.State != jobraft.StateSucceeded || got.LastLease == nil || got.LastLease.Token != second.Token {
+		t.Fatalf("job %+v %v: want succeeded, its last lease %d", got, err, second.Token)
+	}
+}
