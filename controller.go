@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/coalesce"
 	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/raft"
 )
@@ -22,9 +23,9 @@ type Controller struct {
 	node *raft.Node
 	rec  *recorder
 	log  hclog.Logger
-	sub  *batcher
-	ops  *opBatcher
-	hold *holdGate // the hold sub and ops share
+	sub  *coalesce.Submits
+	ops  *coalesce.Ops
+	hold *coalesce.Gate // the hold sub and ops share
 
 	closed    chan struct{}
 	life      context.Context // canceled by Close
@@ -64,11 +65,12 @@ func Open(ctx context.Context, cfg Config, opts ...nodeopt.Option) (*Controller,
 		c.log = hclog.New(&hclog.LoggerOptions{Name: "jobraft", Level: hclog.Info})
 	}
 	c.log = c.log.Named("controller").With("member", cfg.ID)
-	c.hold = newHoldGate(c.cfg.BatchHold)
-	c.sub = newBatcher(c)
-	c.ops = newOpBatcher(c)
-	c.sub.join(c.hold)
-	c.ops.join(c.hold)
+	c.hold = coalesce.NewGate(c.cfg.BatchHold)
+	lim := coalesce.Limits{Inflight: c.cfg.BatchInflight, MaxJobs: c.cfg.BatchMaxJobs, MaxBytes: c.cfg.BatchMaxBytes}
+	c.sub = coalesce.NewSubmits(c.hold, lim, func(cmd fsm.Command) (fsm.Result, error) { return c.propose(c.life, cmd) }, ErrClosed)
+	c.ops = coalesce.NewOps(c.hold, lim, func(b []byte, decode func([]byte) (fsm.Result, error)) (fsm.Result, error) {
+		return c.proposeBytes(c.life, b, decode)
+	}, ErrClosed)
 	c.wg.Add(1)
 	go c.duties()
 	return c, nil
@@ -87,8 +89,8 @@ func (c *Controller) Close(ctx context.Context) error {
 		close(c.closed) // no spawn after this: wg.Wait below sees every Add
 		c.goMu.Unlock()
 		c.kill()
-		c.sub.close()
-		c.ops.close()
+		c.sub.Close()
+		c.ops.Close()
 		done := make(chan struct{})
 		go func() {
 			c.wg.Wait()
@@ -183,6 +185,32 @@ func (c *Controller) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, er
 	}
 	r, err := c.propose(ctx, cmd)
 	return r, classify(err)
+}
+
+// applyOp is apply for a lease command: it rides a shared entry
+// (coalesce.Ops). Its error is of exactly one outcome class: the context
+// ending before the command was sent is ErrNotApplied, after it
+// ErrOutcomeUnknown.
+func (c *Controller) applyOp(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	enc, err := encodeOwned(cmd)
+	if err != nil {
+		return fsm.Result{}, classify(mapErr(err))
+	}
+	p, err := c.ops.Enqueue(enc)
+	if err != nil {
+		return fsm.Result{}, classify(err)
+	}
+	select {
+	case o := <-p.Done():
+		c.ops.Recycle(p)
+		return o.R, classify(o.Err)
+	case <-ctx.Done():
+		if c.ops.Withdraw(p) {
+			c.ops.Recycle(p)
+			return fsm.Result{}, classify(ctx.Err()) // ErrNotApplied
+		}
+		return fsm.Result{}, &classed{class: ErrOutcomeUnknown, cause: fmt.Errorf("%w while its entry was in flight", ctx.Err())}
+	}
 }
 
 // refusal reports whether err is a state machine refusal that a retry

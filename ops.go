@@ -170,8 +170,8 @@ func (c *Controller) LocalStats() Stats {
 	return Stats{
 		Member: c.cfg.ID, Role: r.State().String(), Term: r.CurrentTerm(), Leader: string(leader),
 		AppliedIndex: c.rec.jobs.AppliedIndex(), Jobs: c.rec.jobs.Len(), Queues: c.rec.jobs.Queues(),
-		SubmitEntries: c.sub.entries.Load(), SubmittedJobs: c.sub.jobs.Load(), WatchOldest: oldest,
-		BatchHolds: c.hold.holds.Load(), BatchHoldsExpired: c.hold.expired.Load(),
+		SubmitEntries: c.sub.Entries(), SubmittedJobs: c.sub.Jobs(), WatchOldest: oldest,
+		BatchHolds: c.hold.Holds(), BatchHoldsExpired: c.hold.Expired(),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/coalesce"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -256,27 +257,27 @@ func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int
 		return ErrNotSubmitted
 	}
 	for {
-		p, err := c.sub.enqueue(submitReq{jobs: jobs, size: size})
+		p, err := c.sub.Enqueue(coalesce.SubmitReq{Jobs: jobs, Size: size})
 		if err != nil {
 			fail(classOf(), err)
 			return
 		}
-		var o outcome
+		var o coalesce.SubmitOutcome
 		select {
-		case o = <-p.done:
-			c.sub.recycle(p)
+		case o = <-p.Done():
+			c.sub.Recycle(p)
 		case <-ctx.Done():
-			if c.sub.withdraw(p) {
-				c.sub.recycle(p)
+			if c.sub.Withdraw(p) {
+				c.sub.Recycle(p)
 			} else {
 				unknown = true // sent: its entry may commit
 			}
 			fail(classOf(), ctx.Err())
 			return
 		}
-		if o.err == nil {
+		if o.Err == nil {
 			for k, i := range idx {
-				s := &o.subs[k]
+				s := &o.Subs[k]
 				switch s.Outcome {
 				case fsm.OutcomeCreated, fsm.OutcomeDuplicate:
 					// After an unknown attempt a duplicate of this call's own
@@ -292,20 +293,20 @@ func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int
 			}
 			return
 		}
-		if errors.Is(o.err, raft.ErrIndeterminate) {
+		if errors.Is(o.Err, raft.ErrIndeterminate) {
 			unknown = true
 		}
 		// No leader reached within LeaderWait: the bound of the whole
 		// submit, not of one attempt.
-		if errors.Is(o.err, raft.ErrTooLarge) || errors.Is(o.err, ErrClosed) || errors.Is(o.err, raft.ErrClosed) ||
-			errors.Is(o.err, ErrNoLeader) || c.isClosed() {
-			fail(classOf(), o.err)
+		if errors.Is(o.Err, raft.ErrTooLarge) || errors.Is(o.Err, ErrClosed) || errors.Is(o.Err, raft.ErrClosed) ||
+			errors.Is(o.Err, ErrNoLeader) || c.isClosed() {
+			fail(classOf(), o.Err)
 			return
 		}
 		// Retry with the same IDs after a short pause.
 		select {
 		case <-ctx.Done():
-			fail(classOf(), fmt.Errorf("%w (last attempt: %v)", ctx.Err(), o.err))
+			fail(classOf(), fmt.Errorf("%w (last attempt: %v)", ctx.Err(), o.Err))
 			return
 		case <-c.closed:
 			fail(classOf(), ErrClosed)
