@@ -52,7 +52,7 @@ func (c *Controller) Backup(ctx context.Context, w io.Writer, o BackupOptions) (
 	if _, err := c.node.LinearizableRead(ctx); err != nil {
 		return nil, fmt.Errorf("jobraft: backup: read barrier: %w", err)
 	}
-	snap, err := c.rec.jobs.Snapshot()
+	snap, err := c.jobs.Snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("jobraft: backup: %w", err)
 	}

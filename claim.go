@@ -134,7 +134,7 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 		return nil, mapErr(err)
 	}
 	if req.Wait <= 0 {
-		ok := c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock().Add(claimSkew))
+		ok := c.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock().Add(claimSkew))
 		if !ok {
 			// Nothing here: make sure this member is not behind before
 			// answering empty (a read, no entry).
@@ -144,7 +144,7 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 				}
 				return nil, &classed{class: ErrNotApplied, cause: err} // nothing was proposed
 			}
-			ok = c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock().Add(claimSkew))
+			ok = c.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock().Add(claimSkew))
 		}
 		if !ok {
 			return nil, c.pausedErr(req.Queues)
@@ -164,8 +164,8 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 	}()
 	fresh := false // catch up with the leader before the next local check
 	for {
-		ready := c.rec.readyCh()
-		ok := c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock().Add(claimSkew))
+		ready := c.rec.Ready()
+		ok := c.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock().Add(claimSkew))
 		if !ok && fresh {
 			// A follower's view may be behind (it applies what the leader
 			// committed a little later, or much later when slow): once per
@@ -176,7 +176,7 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 			rctx, cancel := context.WithTimeout(ctx, c.cfg.ClaimPollInterval)
 			_, err := c.node.LinearizableRead(rctx)
 			cancel()
-			ok = err == nil && c.rec.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock().Add(claimSkew))
+			ok = err == nil && c.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock().Add(claimSkew))
 		}
 		if ok {
 			// Empty: this member was behind (another worker took the
@@ -225,7 +225,7 @@ func (c *Controller) leading() bool { return c.node.Raft().State() == hraft.Lead
 func (c *Controller) allPaused(queues []string) bool {
 	paused := false
 	for _, name := range queues {
-		q, ok := c.rec.jobs.Queue(name)
+		q, ok := c.jobs.Queue(name)
 		switch {
 		case !ok:
 		case !q.Paused:
@@ -364,7 +364,7 @@ func (l *Lease) resolver(cmd fsm.Command, kind EventKind, by fsm.EndKind, sum ui
 			}
 			return false, true // ended otherwise, or by another request: not this one
 		}
-		end, endSum, ok := l.c.rec.leaseEnd(l.Job.ID, l.Token)
+		end, endSum, ok := l.c.rec.LeaseEnd(l.Job.ID, l.Token)
 		switch {
 		case !ok:
 			return false, false

@@ -11,6 +11,7 @@ import (
 	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/coalesce"
 	"github.com/jobraft/jobraft/internal/nodeopt"
+	"github.com/jobraft/jobraft/internal/watchlog"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -21,7 +22,8 @@ import (
 type Controller struct {
 	cfg  Config
 	node *raft.Node
-	rec  *recorder
+	rec  *watchlog.Recorder // the replicated state machine, with its watch log
+	jobs *fsm.Jobs          // rec's state
 	log  hclog.Logger
 	sub  *coalesce.Submits
 	ops  *coalesce.Ops
@@ -49,7 +51,8 @@ func Open(ctx context.Context, cfg Config, opts ...nodeopt.Option) (*Controller,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, rec: newRecorder(cfg.WatchRetainEntries, cfg.WatchRetainBytes), closed: make(chan struct{})}
+	c := &Controller{cfg: cfg, rec: watchlog.New(cfg.WatchRetainEntries, cfg.WatchRetainBytes), closed: make(chan struct{})}
+	c.jobs = c.rec.Jobs()
 	c.life, c.kill = context.WithCancel(context.Background())
 	if c.node, err = raft.Open(cfg.Config, c.rec, opts...); err != nil {
 		c.kill()

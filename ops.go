@@ -40,7 +40,7 @@ func (c *Controller) Get(ctx context.Context, id string, cons Consistency) (Job,
 	if err := c.read(ctx, cons); err != nil {
 		return Job{}, err
 	}
-	j, ok := c.rec.jobs.Get(id)
+	j, ok := c.jobs.Get(id)
 	if !ok {
 		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
@@ -86,7 +86,7 @@ func (c *Controller) List(ctx context.Context, f ListFilter, p Page) (JobPage, e
 	}
 	limit = min(limit, fsm.MaxListLimit)
 	if f.State != 0 {
-		pg, err := c.rec.jobs.List(fsm.ListQuery{Queue: f.Queue, State: f.State, Cursor: p.Cursor, Limit: limit})
+		pg, err := c.jobs.List(fsm.ListQuery{Queue: f.Queue, State: f.State, Cursor: p.Cursor, Limit: limit})
 		return JobPage(pg), mapList(err)
 	}
 	// Every state: the cursor is "<state>:<inner cursor>".
@@ -101,7 +101,7 @@ func (c *Controller) List(ctx context.Context, f ListFilter, p Page) (JobPage, e
 	}
 	var out JobPage
 	for ; st.Valid(); st, inner = st+1, "" {
-		pg, err := c.rec.jobs.List(fsm.ListQuery{Queue: f.Queue, State: st, Cursor: inner, Limit: limit - len(out.Jobs)})
+		pg, err := c.jobs.List(fsm.ListQuery{Queue: f.Queue, State: st, Cursor: inner, Limit: limit - len(out.Jobs)})
 		if err != nil {
 			return JobPage{}, mapList(err)
 		}
@@ -166,10 +166,10 @@ func (c *Controller) Stats(ctx context.Context) (Stats, error) {
 func (c *Controller) LocalStats() Stats {
 	r := c.node.Raft()
 	_, leader := r.LeaderWithID()
-	oldest, _ := c.rec.bounds()
+	oldest, _ := c.rec.Bounds()
 	return Stats{
 		Member: c.cfg.ID, Role: r.State().String(), Term: r.CurrentTerm(), Leader: string(leader),
-		AppliedIndex: c.rec.jobs.AppliedIndex(), Jobs: c.rec.jobs.Len(), Queues: c.rec.jobs.Queues(),
+		AppliedIndex: c.jobs.AppliedIndex(), Jobs: c.jobs.Len(), Queues: c.jobs.Queues(),
 		SubmitEntries: c.sub.Entries(), SubmittedJobs: c.sub.Jobs(), WatchOldest: oldest,
 		BatchHolds: c.hold.Holds(), BatchHoldsExpired: c.hold.Expired(),
 	}

@@ -200,7 +200,7 @@ func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
 		// Job times are the log's time (fsm's log clock), which may run
 		// ahead of a slow leader's clock: the delay counts from the log
 		// time a command stamped now would apply at.
-		nj.RunAt = c.rec.jobs.LogTime(c.cfg.Clock()).Add(req.Delay)
+		nj.RunAt = c.jobs.LogTime(c.cfg.Clock()).Add(req.Delay)
 	}
 	if nj.MaxAttempts == 0 {
 		nj.MaxAttempts = c.cfg.MaxAttempts

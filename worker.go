@@ -212,13 +212,13 @@ func (c *Controller) report(wc *WorkerConfig, j Job, err error) {
 func (c *Controller) runOne(ctx context.Context, wc *WorkerConfig, l *Lease) {
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	unfence := c.rec.fence(l.Job.ID, &fence{token: l.Token, end: func(ev Event) {
+	unfence := c.rec.Fence(l.Job.ID, l.Token, func(ev Event) {
 		cancel(fmt.Errorf("%w: job %s %s at index %d", ErrLeaseLost, ev.JobID, ev.Kind, ev.Index))
-	}})
+	})
 	defer unfence()
 	// A cancel (or expiry) applied between the claim and the fence above
 	// is in the recorded history, not in the fence's future.
-	if kind, _, ok := c.rec.leaseEnd(l.Job.ID, l.Token); ok {
+	if kind, _, ok := c.rec.LeaseEnd(l.Job.ID, l.Token); ok {
 		cancel(fmt.Errorf("%w: job %s %s before its handler started", ErrLeaseLost, l.Job.ID, kind))
 	}
 	// Extend every TTL/3 until the handler returns.
