@@ -38,6 +38,16 @@ type ClaimRequest struct {
 	Wait time.Duration
 }
 
+// command is the claim command of req (its defaults filled): up to
+// req.Max jobs (at most fsm.MaxClaim) under claim ID id.
+func (req *ClaimRequest) command(id string) *fsm.ClaimCmd {
+	return &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: uint32(min(req.Max, fsm.MaxClaim)), TTL: req.LeaseTTL, Kinds: req.Kinds, ID: id}
+}
+
+// validate checks req (its defaults filled) as the state machine checks
+// its claim command (fsm.Validate).
+func (req *ClaimRequest) validate() error { return fsm.Validate(req.command("")) }
+
 // LeaseEnd is how a job's last ended lease ended (Job.LastLease; see
 // fsm.LeaseEnd).
 type LeaseEnd = fsm.LeaseEnd
@@ -124,13 +134,11 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 	if req.Max <= 0 {
 		req.Max = 1
 	}
-	if req.LeaseTTL <= 0 {
-		req.LeaseTTL = c.cfg.LeaseTTL
-	}
+	req.LeaseTTL = c.cfg.leaseTTL(req.LeaseTTL)
 	// The ID makes retrying the claim safe: a retry answers the leases
 	// an earlier attempt of it granted (fsm.ClaimCmd.ID).
-	cmd := &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: uint32(min(req.Max, fsm.MaxClaim)), TTL: req.LeaseTTL, Kinds: req.Kinds, ID: NewID()}
-	if _, err := fsm.EncodeCommand(cmd); err != nil {
+	cmd := req.command(NewID())
+	if err := fsm.Validate(cmd); err != nil {
 		return nil, mapErr(err)
 	}
 	if req.Wait <= 0 {
