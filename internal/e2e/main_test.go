@@ -1,0 +1,33 @@
+package e2e_test
+
+import (
+	"flag"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jobraft/jobraft/internal/ctltest"
+)
+
+var (
+	seedFlag = flag.Int64("jobraft.seed", 0, "seed of randomized tests (0: time)")
+	longFlag = flag.Bool("jobraft.long", false, "run the long failover/linearizability rounds")
+)
+
+// wait bounds what a test waits for a cluster (a leader, an apply).
+const wait = 20 * time.Second
+
+func TestMain(m *testing.M) {
+	ctltest.MemberMain() // a child member process never returns from it
+	flag.Parse()
+	os.Exit(m.Run())
+}
+
+func seed(t *testing.T) int64 {
+	s := *seedFlag
+	if s == 0 {
+		s = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -jobraft.seed=%d)", s, s)
+	return s
+}
