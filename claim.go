@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	hraft "github.com/hashicorp/raft"
@@ -47,54 +46,6 @@ func (req *ClaimRequest) command(id string) *fsm.ClaimCmd {
 // validate checks req (its defaults filled) as the state machine checks
 // its claim command (fsm.Validate).
 func (req *ClaimRequest) validate() error { return fsm.Validate(req.command("")) }
-
-// LeaseEnd is how a job's last ended lease ended (Job.LastLease; see
-// fsm.LeaseEnd).
-type LeaseEnd = fsm.LeaseEnd
-
-// EndKind says what ended a lease.
-type EndKind = fsm.EndKind
-
-// How a lease ends.
-const (
-	EndAcked    = fsm.EndAcked
-	EndNaked    = fsm.EndNaked
-	EndTermed   = fsm.EndTermed
-	EndExpired  = fsm.EndExpired
-	EndCanceled = fsm.EndCanceled
-)
-
-// Lease is a claimed job. Its fencing token is the raft index of the claim:
-// Ack, Nak, Extend and Term carry it, and the state machine refuses them
-// with ErrStaleLease once the lease is no longer the job's current one.
-// A Lease may be used from any goroutine.
-type Lease struct {
-	// Job is the job as claimed, payload included.
-	Job   Job
-	Token uint64
-	c     *Controller
-	// deadline is unix nanoseconds in the log's time.
-	deadline atomic.Int64
-}
-
-// Deadline returns the lease's deadline in the log's time (the leader's
-// clock, never going backwards: see docs/jobs.md "The log's time"), as of
-// the claim or the last successful Extend. It can be ahead of this
-// process's clock by the clocks' offset: count a lease's time left from when
-// it was granted or extended (as Run does, extending every TTL/3), not from
-// Deadline.
-func (l *Lease) Deadline() time.Time { return time.Unix(0, l.deadline.Load()) }
-
-// LeaseOf returns a lease handle for job under token, e.g. for a worker that
-// kept only the job ID and token (across a process boundary). It carries no
-// authority beyond the token: the state machine checks it on every use.
-func (c *Controller) LeaseOf(job Job, token uint64) *Lease {
-	l := &Lease{Job: job, Token: token, c: c}
-	if job.Lease != nil {
-		l.deadline.Store(job.Lease.Deadline.UnixNano())
-	}
-	return l
-}
 
 // Claim leases up to req.Max ready jobs to req.Worker. An empty result with
 // a nil error means nothing was ready (within req.Wait).
@@ -282,115 +233,6 @@ func (c *Controller) claimOnce(ctx context.Context, cmd *fsm.ClaimCmd) ([]*Lease
 		leases = append(leases, l)
 	}
 	return leases, nil
-}
-
-// Ack completes the job successfully with result (at most fsm.MaxResult
-// bytes). nil: the job succeeded under this lease with this result, by
-// this call or by an earlier Ack of this lease with the same result (a
-// repeat of the very request, e.g. a client's retry after a lost answer,
-// succeeds and changes nothing). ErrStaleLease: the lease was lost
-// (expired and reclaimed, job canceled, finished otherwise, or acked with
-// another result: of two different acks of one lease exactly one
-// succeeds); the error says how the lease ended, nothing changed, and the
-// job's fate belongs to whoever ended it. An attempt whose outcome was
-// unknown is retried with the same request; a retry refused as stale is
-// resolved by a linearizable read: the job's LastLease, if it is this
-// lease's, says whether this request ended it (Job.EndedBy); otherwise
-// the retained event history must show this lease ended by an ack with
-// the job still holding this result. ErrOutcomeUnknown (and nothing else)
-// if it cannot tell. Every error is of exactly one outcome class.
-func (l *Lease) Ack(ctx context.Context, result []byte) error {
-	cmd := &fsm.AckCmd{ID: l.Job.ID, Token: l.Token, Result: result}
-	_, err := l.c.applyResolving(ctx, cmd, l.Job.ID, l.resolver(cmd, EventAcked, fsm.EndAcked, 0, func(j Job) bool {
-		return j.State == StateSucceeded && j.Attempts == l.Job.Attempts && string(j.Result) == string(result)
-	}))
-	return err
-}
-
-// Nak fails this attempt: the job is scheduled again after delay (0: its
-// backoff policy), or goes dead when out of attempts. errMsg is recorded as
-// the job's LastError (truncated to fsm.MaxMessage bytes). Idempotent per
-// request as Ack (the same delay, as given, and errMsg) while this lease is
-// the last of the job that ended (a repeat after the job's next lease
-// ended is stale). Errors as Ack.
-func (l *Lease) Nak(ctx context.Context, delay time.Duration, errMsg string) error {
-	errMsg = truncate(errMsg, fsm.MaxMessage)
-	cmd := &fsm.NakCmd{ID: l.Job.ID, Token: l.Token, Delay: delay, Error: errMsg}
-	_, err := l.c.applyResolving(ctx, cmd, l.Job.ID, l.resolver(cmd, EventNaked, fsm.EndNaked, cmd.Sum(), func(j Job) bool {
-		return (j.State == StateScheduled || j.State == StateDead || j.State == StatePending) && j.Attempts == l.Job.Attempts && j.LastError == errMsg
-	}))
-	return err
-}
-
-// Term fails the job permanently (dead), whatever attempts remain.
-// Idempotent per request as Nak (the same reason). Errors as Ack.
-func (l *Lease) Term(ctx context.Context, reason string) error {
-	reason = truncate(reason, fsm.MaxMessage)
-	cmd := &fsm.TermCmd{ID: l.Job.ID, Token: l.Token, Reason: reason}
-	_, err := l.c.applyResolving(ctx, cmd, l.Job.ID, l.resolver(cmd, EventTermed, fsm.EndTermed, cmd.Sum(), func(j Job) bool {
-		return j.State == StateDead && j.Attempts == l.Job.Attempts && j.LastError == reason
-	}))
-	return err
-}
-
-// Extend pushes the lease's deadline to the log's time + the lease TTL
-// and updates Deadline. ErrStaleLease: the lease is lost; stop working on
-// the job (also when an earlier attempt's outcome was unknown: whether it
-// applied no longer matters). Retrying an extend is harmless, so unknown
-// outcomes are retried while ctx allows.
-func (l *Lease) Extend(ctx context.Context) error {
-	r, err := l.c.applyResolving(ctx, &fsm.ExtendCmd{ID: l.Job.ID, Token: l.Token}, l.Job.ID, nil)
-	if err == nil && len(r.Jobs) == 1 && r.Jobs[0].Lease != nil {
-		l.deadline.Store(r.Jobs[0].Lease.Deadline.UnixNano())
-	}
-	return err
-}
-
-// resolver settles an unknown Ack/Nak/Term attempt (cmd, ending the
-// lease by kind by; sum its request sum, 0 for an ack) whose retry was
-// refused. The retry is the same request, so had the attempt applied, the
-// retry would have been answered as its repeat, unless the job forgot the
-// end since. The job's state alone cannot tell: Retry resets Attempts, so
-// another lease of the same job may have reached the very same state
-// since. If the job's LastLease is this lease's, it says how the lease
-// ended: by this very request (Job.EndedBy) or not (another kind of end,
-// or another request of this kind: another result, delay, error or
-// reason); a nak's or term's end without a recorded sum cannot tell.
-// Otherwise a later lease ended since, and the attempt applied only if the
-// event that ended this lease (the first after the claim at Token) is the
-// one it makes: for a nak or term, with its request sum; for an ack, with
-// the job still showing its result. When the history that would say is no
-// longer retained, or the job moved on since, the outcome stays unknown.
-func (l *Lease) resolver(cmd fsm.Command, kind EventKind, by fsm.EndKind, sum uint64, match func(Job) bool) func(Job) (applied, known bool) {
-	return func(j Job) (bool, bool) {
-		if e := j.LastLease; e != nil && e.Token == l.Token {
-			switch {
-			case j.EndedBy(cmd):
-				return true, true
-			case e.By == by && by != fsm.EndAcked && e.Sum == 0:
-				return false, false // a nak or term not recorded: it may be this one
-			}
-			return false, true // ended otherwise, or by another request: not this one
-		}
-		end, endSum, ok := l.c.rec.LeaseEnd(l.Job.ID, l.Token)
-		switch {
-		case !ok:
-			return false, false
-		case end != kind:
-			return false, true // the lease ended otherwise: this attempt never applied
-		case sum != 0 && endSum != 0:
-			return endSum == sum, true // the ending nak or term, told by its request
-		default:
-			return match(j), match(j)
-		}
-	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // claimSkew widens the local check that keeps a claim off the log when

@@ -2,7 +2,6 @@ package jobraft
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -216,64 +215,12 @@ func (c *Controller) applyOp(ctx context.Context, cmd fsm.Command) (fsm.Result, 
 	}
 }
 
-// refusal reports whether err is a state machine refusal that a retry
-// after an unknown attempt may owe to that attempt having applied.
-func refusal(err error) bool {
-	return errors.Is(err, ErrStaleLease) || errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound)
-}
-
-// applyResolving proposes cmd; if an attempt's outcome is unknown it
-// retries while ctx allows, and until no leader was reached for
-// LeaderWait. A retry refused (refusal) after an unknown
-// attempt is resolved by resolve, given a linearizable read of job id:
-// applied means the earlier attempt applied; !known means the read cannot
-// tell, and the error is ErrOutcomeUnknown. A nil resolve means the
-// command is idempotent in effect (extend, pause, resume): the refusal is
-// the answer. Every error is of exactly one outcome class.
-func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id string, resolve func(fsm.Job) (applied, known bool)) (fsm.Result, error) {
-	var unknown error // the first attempt whose outcome was unknown
-	for {
-		r, err := c.apply(ctx, cmd)
-		switch {
-		case err == nil:
-			return r, nil
-		case errors.Is(err, ErrOutcomeUnknown):
-			if unknown == nil {
-				unknown = err
-			}
-		case errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrNoLeader) && ctx.Err() == nil && !c.isClosed():
-			// nothing happened; Propose gave up only on its own timeout
-			// (no leader reached within LeaderWait ends the retries)
-		case unknown != nil && refusal(err) && resolve != nil:
-			return c.resolve(ctx, id, r, err, unknown, resolve)
-		case unknown != nil && !refusal(err):
-			return r, unknownOutcome(unknown, err)
-		default:
-			return r, err
-		}
-		if ctx.Err() != nil || c.isClosed() {
-			if unknown != nil {
-				return r, unknownOutcome(unknown, err)
-			}
-			return r, err
-		}
+// retryPause is the pause before an operation's next attempt after one
+// that failed without an answer: a tenth of the heartbeat timeout.
+func (c *Controller) retryPause() time.Duration {
+	d := c.cfg.HeartbeatTimeout / 10
+	if d <= 0 {
+		d = 100 * time.Millisecond
 	}
-}
-
-// resolve settles a retry refused with refused after the unknown attempt
-// unknown (see applyResolving).
-func (c *Controller) resolve(ctx context.Context, id string, r fsm.Result, refused, unknown error, resolve func(fsm.Job) (applied, known bool)) (fsm.Result, error) {
-	j, err := c.Get(ctx, id, Linearizable)
-	if err != nil {
-		// Not found after an unknown attempt: the attempt may have
-		// applied and retention swept the job since. Or the read failed.
-		return r, unknownOutcome(unknown, fmt.Errorf("%v (resolving: %v)", refused, err))
-	}
-	switch applied, known := resolve(j); {
-	case applied:
-		return fsm.Result{Jobs: []fsm.Job{j}}, nil
-	case !known:
-		return r, unknownOutcome(unknown, refused)
-	}
-	return r, refused // the unknown attempt never applied: the refusal stands
+	return d
 }

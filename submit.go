@@ -2,8 +2,6 @@ package jobraft
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,23 +12,6 @@ import (
 	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/coalesce"
 	"github.com/jobraft/jobraft/raft"
-)
-
-// Job is a job as queries and results return it (see fsm.Job). Its slices
-// are shared: treat them as read-only.
-type Job = fsm.Job
-
-// State is a job's lifecycle state (see fsm.State).
-type State = fsm.State
-
-// Job states.
-const (
-	StatePending   = fsm.StatePending
-	StateScheduled = fsm.StateScheduled
-	StateRunning   = fsm.StateRunning
-	StateSucceeded = fsm.StateSucceeded
-	StateDead      = fsm.StateDead
-	StateCanceled  = fsm.StateCanceled
 )
 
 // SubmitRequest is one job to submit.
@@ -314,30 +295,4 @@ func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int
 		case <-time.After(c.retryPause()):
 		}
 	}
-}
-
-func (c *Controller) retryPause() time.Duration {
-	d := c.cfg.HeartbeatTimeout / 10
-	if d <= 0 {
-		d = 100 * time.Millisecond
-	}
-	return d
-}
-
-// NewID returns a new job ID: 26 characters of Crockford base32 encoding a
-// millisecond timestamp (so IDs sort by creation time on one host) and 80
-// random bits.
-func NewID() string {
-	const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
-	_, _ = rand.Read(b[6:])
-	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
-	var s [26]byte
-	for i := 25; i >= 0; i-- {
-		s[i] = alphabet[lo&31]
-		lo = lo>>5 | hi<<59
-		hi >>= 5
-	}
-	return string(s[:])
 }
