@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"flag"
-	"os"
 	"testing"
 	"time"
 
@@ -17,17 +16,6 @@ var (
 // wait bounds what a test waits for a cluster (a leader, an apply).
 const wait = 20 * time.Second
 
-func TestMain(m *testing.M) {
-	ctltest.MemberMain() // a child member process never returns from it
-	flag.Parse()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { ctltest.Main(m) }
 
-func seed(t *testing.T) int64 {
-	s := *seedFlag
-	if s == 0 {
-		s = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -jobraft.seed=%d)", s, s)
-	return s
-}
+func seed(t *testing.T) int64 { return ctltest.Seed(t, *seedFlag, "jobraft.seed") }
