@@ -98,7 +98,8 @@ bench:
 soak:
 	$(GO) test -count=1 -timeout 120m -run 'TestCrash|TestGuardModel' ./wal/ -crash.rounds=2000 -rapid.checks=20000
 	$(GO) test -race -count=1 -timeout 60m -run 'TestScenario' ./raft/ -raft.long
-	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' . -jobraft.long
+	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' ./internal/e2e/ -jobraft.long
+	$(GO) test -race -count=1 -timeout 60m -run 'TestFailoverWithDefaults' .
 	$(GO) test -count=1 -timeout 240m -run 'TestChaos$$' ./internal/chaos/ -chaos.seeds=$(CHAOS_SEEDS) -chaos.pictures=$(CURDIR)/.soak/chaos
 	$(GO) test -count=1 -timeout 60m -v -run 'TestCatchUp' . -jobraft.long
 

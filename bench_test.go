@@ -93,11 +93,11 @@ func BenchmarkCycle(b *testing.B) {
 		b.Run(fmt.Sprintf("c=%d", n), func(b *testing.B) {
 			l := ctl.WaitLeader(wait)
 			c := ctl.Ctls[l]
-			before, tally := lastIndex(c), logTally(ctl, l)
+			before, tally := ctltest.LastIndex(c), logTally(ctl, l)
 			runClients(b, n, func(client, _ int) error {
-				return cycle(context.Background(), c, fmt.Sprint("cy", client), payload)
+				return ctltest.Cycle(context.Background(), c, fmt.Sprint("cy", client), payload)
 			})
-			b.ReportMetric(float64(lastIndex(c)-before)/float64(b.N), "entries/cycle")
+			b.ReportMetric(float64(ctltest.LastIndex(c)-before)/float64(b.N), "entries/cycle")
 			logTally(ctl, l).report(b, tally)
 		})
 	}
@@ -106,11 +106,11 @@ func BenchmarkCycle(b *testing.B) {
 	b.Run("shared/c=64", func(b *testing.B) {
 		l := ctl.WaitLeader(wait)
 		c := ctl.Ctls[l]
-		before, tally := lastIndex(c), logTally(ctl, l)
+		before, tally := ctltest.LastIndex(c), logTally(ctl, l)
 		runClients(b, 64, func(client, _ int) error {
 			return sharedCycle(context.Background(), c, fmt.Sprint("w", client), payload)
 		})
-		b.ReportMetric(float64(lastIndex(c)-before)/float64(b.N), "entries/cycle")
+		b.ReportMetric(float64(ctltest.LastIndex(c)-before)/float64(b.N), "entries/cycle")
 		logTally(ctl, l).report(b, tally)
 	})
 }

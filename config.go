@@ -74,13 +74,25 @@ type Config struct {
 	WatchRetainBytes   int
 }
 
+// defaultLeaseTTL is Config.LeaseTTL's default.
+const defaultLeaseTTL = 30 * time.Second
+
+// leaseTTL is the lease TTL of a claim or worker that asked for ttl: its
+// own, or Config.LeaseTTL when it names none (ttl <= 0).
+func (c *Config) leaseTTL(ttl time.Duration) time.Duration {
+	if ttl > 0 {
+		return ttl
+	}
+	return c.LeaseTTL
+}
+
 func (c Config) withDefaults() (Config, error) {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
 		}
 	}
-	def(&c.LeaseTTL, 30*time.Second)
+	def(&c.LeaseTTL, defaultLeaseTTL)
 	def(&c.RetainFor, 24*time.Hour)
 	def(&c.SweepInterval, time.Minute)
 	def(&c.ExpireInterval, time.Second)

@@ -2,14 +2,15 @@ package jobraft
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/coalesce"
 	"github.com/jobraft/jobraft/internal/nodeopt"
+	"github.com/jobraft/jobraft/internal/watchlog"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -20,11 +21,12 @@ import (
 type Controller struct {
 	cfg  Config
 	node *raft.Node
-	rec  *recorder
+	rec  *watchlog.Recorder // the replicated state machine, with its watch log
+	jobs *fsm.Jobs          // rec's state
 	log  hclog.Logger
-	sub  *batcher
-	ops  *opBatcher
-	hold *holdGate // the hold sub and ops share
+	sub  *coalesce.Submits
+	ops  *coalesce.Ops
+	hold *coalesce.Gate // the hold sub and ops share
 
 	closed    chan struct{}
 	life      context.Context // canceled by Close
@@ -48,7 +50,8 @@ func Open(ctx context.Context, cfg Config, opts ...nodeopt.Option) (*Controller,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, rec: newRecorder(cfg.WatchRetainEntries, cfg.WatchRetainBytes), closed: make(chan struct{})}
+	c := &Controller{cfg: cfg, rec: watchlog.New(cfg.WatchRetainEntries, cfg.WatchRetainBytes), closed: make(chan struct{})}
+	c.jobs = c.rec.Jobs()
 	c.life, c.kill = context.WithCancel(context.Background())
 	if c.node, err = raft.Open(cfg.Config, c.rec, opts...); err != nil {
 		c.kill()
@@ -64,11 +67,12 @@ func Open(ctx context.Context, cfg Config, opts ...nodeopt.Option) (*Controller,
 		c.log = hclog.New(&hclog.LoggerOptions{Name: "jobraft", Level: hclog.Info})
 	}
 	c.log = c.log.Named("controller").With("member", cfg.ID)
-	c.hold = newHoldGate(c.cfg.BatchHold)
-	c.sub = newBatcher(c)
-	c.ops = newOpBatcher(c)
-	c.sub.join(c.hold)
-	c.ops.join(c.hold)
+	c.hold = coalesce.NewGate(c.cfg.BatchHold)
+	lim := coalesce.Limits{Inflight: c.cfg.BatchInflight, MaxJobs: c.cfg.BatchMaxJobs, MaxBytes: c.cfg.BatchMaxBytes}
+	c.sub = coalesce.NewSubmits(c.hold, lim, func(cmd fsm.Command) (fsm.Result, error) { return c.propose(c.life, cmd) }, ErrClosed)
+	c.ops = coalesce.NewOps(c.hold, lim, func(b []byte, decode func([]byte) (fsm.Result, error)) (fsm.Result, error) {
+		return c.proposeBytes(c.life, b, decode)
+	}, ErrClosed)
 	c.wg.Add(1)
 	go c.duties()
 	return c, nil
@@ -87,8 +91,8 @@ func (c *Controller) Close(ctx context.Context) error {
 		close(c.closed) // no spawn after this: wg.Wait below sees every Add
 		c.goMu.Unlock()
 		c.kill()
-		c.sub.close()
-		c.ops.close()
+		c.sub.Close()
+		c.ops.Close()
 		done := make(chan struct{})
 		go func() {
 			c.wg.Wait()
@@ -185,64 +189,38 @@ func (c *Controller) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, er
 	return r, classify(err)
 }
 
-// refusal reports whether err is a state machine refusal that a retry
-// after an unknown attempt may owe to that attempt having applied.
-func refusal(err error) bool {
-	return errors.Is(err, ErrStaleLease) || errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound)
-}
-
-// applyResolving proposes cmd; if an attempt's outcome is unknown it
-// retries while ctx allows, and until no leader was reached for
-// LeaderWait. A retry refused (refusal) after an unknown
-// attempt is resolved by resolve, given a linearizable read of job id:
-// applied means the earlier attempt applied; !known means the read cannot
-// tell, and the error is ErrOutcomeUnknown. A nil resolve means the
-// command is idempotent in effect (extend, pause, resume): the refusal is
-// the answer. Every error is of exactly one outcome class.
-func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id string, resolve func(fsm.Job) (applied, known bool)) (fsm.Result, error) {
-	var unknown error // the first attempt whose outcome was unknown
-	for {
-		r, err := c.apply(ctx, cmd)
-		switch {
-		case err == nil:
-			return r, nil
-		case errors.Is(err, ErrOutcomeUnknown):
-			if unknown == nil {
-				unknown = err
-			}
-		case errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrNoLeader) && ctx.Err() == nil && !c.isClosed():
-			// nothing happened; Propose gave up only on its own timeout
-			// (no leader reached within LeaderWait ends the retries)
-		case unknown != nil && refusal(err) && resolve != nil:
-			return c.resolve(ctx, id, r, err, unknown, resolve)
-		case unknown != nil && !refusal(err):
-			return r, unknownOutcome(unknown, err)
-		default:
-			return r, err
-		}
-		if ctx.Err() != nil || c.isClosed() {
-			if unknown != nil {
-				return r, unknownOutcome(unknown, err)
-			}
-			return r, err
-		}
-	}
-}
-
-// resolve settles a retry refused with refused after the unknown attempt
-// unknown (see applyResolving).
-func (c *Controller) resolve(ctx context.Context, id string, r fsm.Result, refused, unknown error, resolve func(fsm.Job) (applied, known bool)) (fsm.Result, error) {
-	j, err := c.Get(ctx, id, Linearizable)
+// applyOp is apply for a lease command: it rides a shared entry
+// (coalesce.Ops). Its error is of exactly one outcome class: the context
+// ending before the command was sent is ErrNotApplied, after it
+// ErrOutcomeUnknown.
+func (c *Controller) applyOp(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	enc, err := encodeOwned(cmd)
 	if err != nil {
-		// Not found after an unknown attempt: the attempt may have
-		// applied and retention swept the job since. Or the read failed.
-		return r, unknownOutcome(unknown, fmt.Errorf("%v (resolving: %v)", refused, err))
+		return fsm.Result{}, classify(mapErr(err))
 	}
-	switch applied, known := resolve(j); {
-	case applied:
-		return fsm.Result{Jobs: []fsm.Job{j}}, nil
-	case !known:
-		return r, unknownOutcome(unknown, refused)
+	p, err := c.ops.Enqueue(enc)
+	if err != nil {
+		return fsm.Result{}, classify(err)
 	}
-	return r, refused // the unknown attempt never applied: the refusal stands
+	select {
+	case o := <-p.Done():
+		c.ops.Recycle(p)
+		return o.R, classify(o.Err)
+	case <-ctx.Done():
+		if c.ops.Withdraw(p) {
+			c.ops.Recycle(p)
+			return fsm.Result{}, classify(ctx.Err()) // ErrNotApplied
+		}
+		return fsm.Result{}, &classed{class: ErrOutcomeUnknown, cause: fmt.Errorf("%w while its entry was in flight", ctx.Err())}
+	}
+}
+
+// retryPause is the pause before an operation's next attempt after one
+// that failed without an answer: a tenth of the heartbeat timeout.
+func (c *Controller) retryPause() time.Duration {
+	d := c.cfg.HeartbeatTimeout / 10
+	if d <= 0 {
+		d = 100 * time.Millisecond
+	}
+	return d
 }

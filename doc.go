@@ -97,5 +97,19 @@
 //   - Watch history is in memory: a restarted member retains only what it
 //     applied since its last snapshot.
 //
+// # Where things are
+//
+// This package is the public face: the Controller and its Config
+// (controller.go, config.go), the job nouns (job.go), submit, claim, lease
+// operations, the operations on a job ID, reads, watch and wait, the
+// worker runner, the leader's duties, backup's face (backups.go) and the
+// errors. The machinery is below it: internal/coalesce coalesces
+// concurrent requests into shared entries (its hold decided by a pure
+// function), internal/watchlog is the replicated state machine with the
+// member's watch log, lease fences and claim wake-ups, and package backup
+// writes, checks and restores backups. The system tests (failover,
+// linearizability, frozen leader, clock skew, entries per cycle) are in
+// internal/e2e.
+//
 // docs/controller.md has the design notes, test map and figures.
 package jobraft

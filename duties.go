@@ -56,7 +56,7 @@ func (c *Controller) duties() {
 		}
 		sweep := fsm.SweepCmd{MaxAge: max(c.cfg.RetainFor, 0), MaxPerQueue: c.cfg.RetainPerQueue}
 		if (c.cfg.RetainFor > 0 || c.cfg.RetainPerQueue > 0) && c.cfg.Clock().Sub(lastSweep) >= c.cfg.SweepInterval &&
-			c.rec.jobs.Sweepable(sweep.MaxAge, sweep.MaxPerQueue, c.cfg.Clock()) {
+			c.jobs.Sweepable(sweep.MaxAge, sweep.MaxPerQueue, c.cfg.Clock()) {
 			lastSweep = c.cfg.Clock()
 			c.leaderCmd(term, &sweep)
 		}
@@ -79,4 +79,4 @@ func (c *Controller) leaderCmd(term uint64, cmd fsm.Command) {
 // leaseDue reports whether some running job's lease deadline has passed on
 // this member's clock (the leader's state is current enough: a lease it
 // has not applied yet is not due).
-func (c *Controller) leaseDue() bool { return c.rec.jobs.LeaseDue(c.cfg.Clock()) }
+func (c *Controller) leaseDue() bool { return c.jobs.LeaseDue(c.cfg.Clock()) }

@@ -2,9 +2,7 @@ package jobraft_test
 
 import (
 	"flag"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/jobraft/jobraft/internal/ctltest"
 )
@@ -14,17 +12,6 @@ var (
 	longFlag = flag.Bool("jobraft.long", false, "run the long failover/linearizability rounds")
 )
 
-func TestMain(m *testing.M) {
-	ctltest.MemberMain() // a child member process never returns from it
-	flag.Parse()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { ctltest.Main(m) }
 
-func seed(t *testing.T) int64 {
-	s := *seedFlag
-	if s == 0 {
-		s = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -jobraft.seed=%d)", s, s)
-	return s
-}
+func seed(t *testing.T) int64 { return ctltest.Seed(t, *seedFlag, "jobraft.seed") }

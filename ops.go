@@ -4,175 +4,70 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/jobraft/jobraft/fsm"
 )
 
-// Consistency chooses how fresh a read is.
-type Consistency int
-
-const (
-	// Linearizable (the default): the read reflects every write
-	// acknowledged anywhere before it began. It costs a round trip to the
-	// leader (a quorum heartbeat) and waits for this member to apply up to
-	// the leader's commit index.
-	Linearizable Consistency = iota
-	// Local reads this member's applied state as it is: possibly stale
-	// (a follower behind, or a partitioned former leader), never torn.
-	Local
-)
-
-func (c *Controller) read(ctx context.Context, cons Consistency) error {
-	if c.isClosed() {
-		return ErrClosed
-	}
-	if cons == Local {
-		return nil
-	}
-	_, err := c.node.LinearizableRead(ctx)
-	return err
+// refusal reports whether err is a state machine refusal that a retry
+// after an unknown attempt may owe to that attempt having applied.
+func refusal(err error) bool {
+	return errors.Is(err, ErrStaleLease) || errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound)
 }
 
-// Get returns the job with its payload, or ErrNotFound.
-func (c *Controller) Get(ctx context.Context, id string, cons Consistency) (Job, error) {
-	if err := c.read(ctx, cons); err != nil {
-		return Job{}, err
-	}
-	j, ok := c.rec.jobs.Get(id)
-	if !ok {
-		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
-	}
-	return j, nil
-}
-
-// ListFilter selects the jobs of one queue, in one state or all.
-type ListFilter struct {
-	Queue string
-	// State selects one state; 0 lists every state, in state order
-	// (pending, scheduled, running, succeeded, dead, canceled).
-	State       State
-	Consistency Consistency
-}
-
-// Page asks for one page of a listing.
-type Page struct {
-	// Cursor is the previous page's Next; empty for the first page.
-	Cursor string
-	// Limit is the page size (0: fsm.DefaultListLimit; at most
-	// fsm.MaxListLimit).
-	Limit int
-}
-
-// JobPage is one page; Next is empty on the last page.
-type JobPage struct {
-	Jobs []Job
-	Next string
-}
-
-// List returns a page of a queue's jobs (payload included), in the order of
-// each state's index (see fsm.Jobs.List). Paging is stable while jobs
-// change: a cursor resumes strictly after the last job returned in that
-// order (a job that changes state meanwhile may be seen twice or not at
-// all, as with any cursor over live data).
-func (c *Controller) List(ctx context.Context, f ListFilter, p Page) (JobPage, error) {
-	if err := c.read(ctx, f.Consistency); err != nil {
-		return JobPage{}, err
-	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = fsm.DefaultListLimit
-	}
-	limit = min(limit, fsm.MaxListLimit)
-	if f.State != 0 {
-		pg, err := c.rec.jobs.List(fsm.ListQuery{Queue: f.Queue, State: f.State, Cursor: p.Cursor, Limit: limit})
-		return JobPage(pg), mapList(err)
-	}
-	// Every state: the cursor is "<state>:<inner cursor>".
-	st, inner := StatePending, ""
-	if p.Cursor != "" {
-		a, b, ok := strings.Cut(p.Cursor, ":")
-		n, err := strconv.Atoi(a)
-		if !ok || err != nil || !State(n).Valid() {
-			return JobPage{}, fmt.Errorf("%w: cursor %q", ErrInvalidRequest, p.Cursor)
-		}
-		st, inner = State(n), b
-	}
-	var out JobPage
-	for ; st.Valid(); st, inner = st+1, "" {
-		pg, err := c.rec.jobs.List(fsm.ListQuery{Queue: f.Queue, State: st, Cursor: inner, Limit: limit - len(out.Jobs)})
-		if err != nil {
-			return JobPage{}, mapList(err)
-		}
-		out.Jobs = append(out.Jobs, pg.Jobs...)
-		if pg.Next != "" {
-			out.Next = strconv.Itoa(int(st)) + ":" + pg.Next
-			return out, nil
-		}
-		if len(out.Jobs) == limit {
-			if st+1 < StateCanceled+1 {
-				out.Next = strconv.Itoa(int(st+1)) + ":"
+// applyResolving proposes cmd; if an attempt's outcome is unknown it
+// retries while ctx allows, and until no leader was reached for
+// LeaderWait. A retry refused (refusal) after an unknown
+// attempt is resolved by resolve, given a linearizable read of job id:
+// applied means the earlier attempt applied; !known means the read cannot
+// tell, and the error is ErrOutcomeUnknown. A nil resolve means the
+// command is idempotent in effect (extend, pause, resume): the refusal is
+// the answer. Every error is of exactly one outcome class.
+func (c *Controller) applyResolving(ctx context.Context, cmd fsm.Command, id string, resolve func(fsm.Job) (applied, known bool)) (fsm.Result, error) {
+	var unknown error // the first attempt whose outcome was unknown
+	for {
+		r, err := c.apply(ctx, cmd)
+		switch {
+		case err == nil:
+			return r, nil
+		case errors.Is(err, ErrOutcomeUnknown):
+			if unknown == nil {
+				unknown = err
 			}
-			return out, nil
+		case errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrNoLeader) && ctx.Err() == nil && !c.isClosed():
+			// nothing happened; Propose gave up only on its own timeout
+			// (no leader reached within LeaderWait ends the retries)
+		case unknown != nil && refusal(err) && resolve != nil:
+			return c.resolve(ctx, id, r, err, unknown, resolve)
+		case unknown != nil && !refusal(err):
+			return r, unknownOutcome(unknown, err)
+		default:
+			return r, err
+		}
+		if ctx.Err() != nil || c.isClosed() {
+			if unknown != nil {
+				return r, unknownOutcome(unknown, err)
+			}
+			return r, err
 		}
 	}
-	return out, nil
 }
 
-func mapList(err error) error {
-	if err == nil {
-		return nil
+// resolve settles a retry refused with refused after the unknown attempt
+// unknown (see applyResolving).
+func (c *Controller) resolve(ctx context.Context, id string, r fsm.Result, refused, unknown error, resolve func(fsm.Job) (applied, known bool)) (fsm.Result, error) {
+	j, err := c.Get(ctx, id, Linearizable)
+	if err != nil {
+		// Not found after an unknown attempt: the attempt may have
+		// applied and retention swept the job since. Or the read failed.
+		return r, unknownOutcome(unknown, fmt.Errorf("%v (resolving: %v)", refused, err))
 	}
-	return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
-}
-
-// Stats is a member's view of the cluster and the jobs.
-type Stats struct {
-	Member       string
-	Role         string
-	Term         uint64
-	Leader       string
-	AppliedIndex uint64
-	Jobs         int
-	Queues       []fsm.QueueInfo
-	// SubmitEntries and SubmittedJobs count this member's submit entries
-	// and the jobs they carried since Open (their ratio is the batching).
-	SubmitEntries uint64
-	SubmittedJobs uint64
-	// BatchHolds counts the times this member's next entries waited for
-	// the callers of an answered one (Config.BatchHold), BatchHoldsExpired
-	// those that ended at BatchHold rather than when the callers were
-	// back: when most expire, the callers do not come straight back, and
-	// the hold only adds latency (set BatchHold negative).
-	BatchHolds        uint64
-	BatchHoldsExpired uint64
-	// WatchOldest is the oldest index Watch can start from on this member.
-	WatchOldest uint64
-}
-
-// Stats returns counts per queue and state, linearizable: they reflect
-// every write acknowledged before the call.
-func (c *Controller) Stats(ctx context.Context) (Stats, error) {
-	if err := c.read(ctx, Linearizable); err != nil {
-		return Stats{}, err
+	switch applied, known := resolve(j); {
+	case applied:
+		return fsm.Result{Jobs: []fsm.Job{j}}, nil
+	case !known:
+		return r, unknownOutcome(unknown, refused)
 	}
-	return c.LocalStats(), nil
-}
-
-// LocalStats is Stats from this member's state as it is now, without a
-// leader round trip: it may lag the cluster (and, on a partitioned member,
-// stay behind), which is what a metrics scrape wants.
-func (c *Controller) LocalStats() Stats {
-	r := c.node.Raft()
-	_, leader := r.LeaderWithID()
-	oldest, _ := c.rec.bounds()
-	return Stats{
-		Member: c.cfg.ID, Role: r.State().String(), Term: r.CurrentTerm(), Leader: string(leader),
-		AppliedIndex: c.rec.jobs.AppliedIndex(), Jobs: c.rec.jobs.Len(), Queues: c.rec.jobs.Queues(),
-		SubmitEntries: c.sub.entries.Load(), SubmittedJobs: c.sub.jobs.Load(), WatchOldest: oldest,
-		BatchHolds: c.hold.holds.Load(), BatchHoldsExpired: c.hold.expired.Load(),
-	}
+	return r, refused // the unknown attempt never applied: the refusal stands
 }
 
 // Cancel cancels a pending, scheduled or running job (a running job's lease
@@ -183,7 +78,7 @@ func (c *Controller) LocalStats() Stats {
 func (c *Controller) Cancel(ctx context.Context, id, reason string) (Job, error) {
 	reason = truncate(reason, fsm.MaxMessage)
 	r, err := c.applyResolving(ctx, &fsm.CancelCmd{ID: id, Reason: reason}, id, func(j Job) (bool, bool) { return j.State == StateCanceled, true })
-	return first(r, err)
+	return oneJob(r, err)
 }
 
 // Retry makes a dead or canceled job pending again with a fresh attempt
@@ -193,7 +88,7 @@ func (c *Controller) Retry(ctx context.Context, id string) (Job, error) {
 	r, err := c.applyResolving(ctx, &fsm.RetryCmd{ID: id}, id, func(j Job) (bool, bool) {
 		return j.State == StatePending || j.State == StateRunning || j.State == StateScheduled || j.State == StateSucceeded, true
 	})
-	return first(r, err)
+	return oneJob(r, err)
 }
 
 // Pause stops claims from queue (it keeps accepting submits); Resume undoes
@@ -209,7 +104,7 @@ func (c *Controller) Resume(ctx context.Context, queue string) error {
 	return err
 }
 
-func first(r fsm.Result, err error) (Job, error) {
+func oneJob(r fsm.Result, err error) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
@@ -217,4 +112,11 @@ func first(r fsm.Result, err error) (Job, error) {
 		return Job{}, classify(errors.New("jobraft: empty result")) // ErrOutcomeUnknown
 	}
 	return r.Jobs[0], nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }

@@ -2,8 +2,6 @@ package jobraft
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,24 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/coalesce"
 	"github.com/jobraft/jobraft/raft"
-)
-
-// Job is a job as queries and results return it (see fsm.Job). Its slices
-// are shared: treat them as read-only.
-type Job = fsm.Job
-
-// State is a job's lifecycle state (see fsm.State).
-type State = fsm.State
-
-// Job states.
-const (
-	StatePending   = fsm.StatePending
-	StateScheduled = fsm.StateScheduled
-	StateRunning   = fsm.StateRunning
-	StateSucceeded = fsm.StateSucceeded
-	StateDead      = fsm.StateDead
-	StateCanceled  = fsm.StateCanceled
 )
 
 // SubmitRequest is one job to submit.
@@ -199,7 +181,7 @@ func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
 		// Job times are the log's time (fsm's log clock), which may run
 		// ahead of a slow leader's clock: the delay counts from the log
 		// time a command stamped now would apply at.
-		nj.RunAt = c.rec.jobs.LogTime(c.cfg.Clock()).Add(req.Delay)
+		nj.RunAt = c.jobs.LogTime(c.cfg.Clock()).Add(req.Delay)
 	}
 	if nj.MaxAttempts == 0 {
 		nj.MaxAttempts = c.cfg.MaxAttempts
@@ -256,27 +238,27 @@ func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int
 		return ErrNotSubmitted
 	}
 	for {
-		p, err := c.sub.enqueue(submitReq{jobs: jobs, size: size})
+		p, err := c.sub.Enqueue(coalesce.SubmitReq{Jobs: jobs, Size: size})
 		if err != nil {
 			fail(classOf(), err)
 			return
 		}
-		var o outcome
+		var o coalesce.SubmitOutcome
 		select {
-		case o = <-p.done:
-			c.sub.recycle(p)
+		case o = <-p.Done():
+			c.sub.Recycle(p)
 		case <-ctx.Done():
-			if c.sub.withdraw(p) {
-				c.sub.recycle(p)
+			if c.sub.Withdraw(p) {
+				c.sub.Recycle(p)
 			} else {
 				unknown = true // sent: its entry may commit
 			}
 			fail(classOf(), ctx.Err())
 			return
 		}
-		if o.err == nil {
+		if o.Err == nil {
 			for k, i := range idx {
-				s := &o.subs[k]
+				s := &o.Subs[k]
 				switch s.Outcome {
 				case fsm.OutcomeCreated, fsm.OutcomeDuplicate:
 					// After an unknown attempt a duplicate of this call's own
@@ -292,20 +274,20 @@ func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int
 			}
 			return
 		}
-		if errors.Is(o.err, raft.ErrIndeterminate) {
+		if errors.Is(o.Err, raft.ErrIndeterminate) {
 			unknown = true
 		}
 		// No leader reached within LeaderWait: the bound of the whole
 		// submit, not of one attempt.
-		if errors.Is(o.err, raft.ErrTooLarge) || errors.Is(o.err, ErrClosed) || errors.Is(o.err, raft.ErrClosed) ||
-			errors.Is(o.err, ErrNoLeader) || c.isClosed() {
-			fail(classOf(), o.err)
+		if errors.Is(o.Err, raft.ErrTooLarge) || errors.Is(o.Err, ErrClosed) || errors.Is(o.Err, raft.ErrClosed) ||
+			errors.Is(o.Err, ErrNoLeader) || c.isClosed() {
+			fail(classOf(), o.Err)
 			return
 		}
 		// Retry with the same IDs after a short pause.
 		select {
 		case <-ctx.Done():
-			fail(classOf(), fmt.Errorf("%w (last attempt: %v)", ctx.Err(), o.err))
+			fail(classOf(), fmt.Errorf("%w (last attempt: %v)", ctx.Err(), o.Err))
 			return
 		case <-c.closed:
 			fail(classOf(), ErrClosed)
@@ -313,30 +295,4 @@ func (c *Controller) submitPart(ctx context.Context, jobs []fsm.NewJob, size int
 		case <-time.After(c.retryPause()):
 		}
 	}
-}
-
-func (c *Controller) retryPause() time.Duration {
-	d := c.cfg.HeartbeatTimeout / 10
-	if d <= 0 {
-		d = 100 * time.Millisecond
-	}
-	return d
-}
-
-// NewID returns a new job ID: 26 characters of Crockford base32 encoding a
-// millisecond timestamp (so IDs sort by creation time on one host) and 80
-// random bits.
-func NewID() string {
-	const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
-	_, _ = rand.Read(b[6:])
-	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
-	var s [26]byte
-	for i := 25; i >= 0; i-- {
-		s[i] = alphabet[lo&31]
-		lo = lo>>5 | hi<<59
-		hi >>= 5
-	}
-	return string(s[:])
 }

@@ -5,54 +5,39 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/watchlog"
 )
 
 // EventKind says what happened to a job.
-type EventKind string
+type EventKind = watchlog.EventKind
 
 // Event kinds. A command that changes nothing (a duplicate submit, a
 // refused ack, a repeated ack, an expiry that found nothing) produces no
 // event.
 const (
-	EventSubmitted EventKind = "submitted" // a job was created (pending or scheduled)
-	EventClaimed   EventKind = "claimed"   // leased: Token, Worker, Attempt
-	EventExtended  EventKind = "extended"  // a lease was extended
-	EventAcked     EventKind = "acked"     // succeeded
-	EventNaked     EventKind = "naked"     // attempt failed: scheduled again or dead (State)
-	EventTermed    EventKind = "termed"    // failed permanently: dead
-	EventCanceled  EventKind = "canceled"  // canceled (a running job's lease is fenced)
-	EventRetried   EventKind = "retried"   // a dead or canceled job is pending again
-	EventExpired   EventKind = "expired"   // a lease expired: scheduled again or dead (State)
-	EventPaused    EventKind = "paused"    // Queue was paused
-	EventResumed   EventKind = "resumed"   // Queue was resumed
-	EventSwept     EventKind = "swept"     // retention removed Removed terminal jobs
-	EventError     EventKind = "error"     // the last event of a watch: Err says why it ended
+	EventSubmitted = watchlog.EventSubmitted // a job was created (pending or scheduled)
+	EventClaimed   = watchlog.EventClaimed   // leased: Token, Worker, Attempt
+	EventExtended  = watchlog.EventExtended  // a lease was extended
+	EventAcked     = watchlog.EventAcked     // succeeded
+	EventNaked     = watchlog.EventNaked     // attempt failed: scheduled again or dead (State)
+	EventTermed    = watchlog.EventTermed    // failed permanently: dead
+	EventCanceled  = watchlog.EventCanceled  // canceled (a running job's lease is fenced)
+	EventRetried   = watchlog.EventRetried   // a dead or canceled job is pending again
+	EventExpired   = watchlog.EventExpired   // a lease expired: scheduled again or dead (State)
+	EventPaused    = watchlog.EventPaused    // Queue was paused
+	EventResumed   = watchlog.EventResumed   // Queue was resumed
+	EventSwept     = watchlog.EventSwept     // retention removed Removed terminal jobs
+	EventError     = watchlog.EventError     // the last event of a watch: Err says why it ended
 )
 
-// Event is one committed change, as every member applies it. Index is the
-// raft index of the entry that made it (one entry may make several events,
-// which share the index); Time is that entry's log time (the
-// state machine's time, fsm.Jobs.LogTime: the leader's clock, never going
-// backwards), the time job records show for the change.
-type Event struct {
-	Index   uint64
-	Time    time.Time
-	Kind    EventKind
-	JobID   string
-	Queue   string
-	JobKind string
-	State   fsm.State // the job's state after the event
-	Attempt uint32    // the job's attempts after the event
-	Token   uint64    // claimed, extended: the lease token
-	Worker  string    // claimed, extended: the lease holder
-	Removed uint64    // swept
-	Err     error     // error: why the watch ended
-
-	// sum: naked, termed: the request sum of the nak or term
-	// (fsm.LeaseEnd.Sum), which tells it from another of its kind.
-	sum uint64
-}
+// Event is one committed change, as every member applies it (its fields:
+// watchlog.Event). Index is the raft index of the entry that made it (one
+// entry may make several events, which share the index); Time is that
+// entry's log time, the time job records show for the change; State and
+// Attempt are the job's after the event; Token and Worker the lease's
+// (claimed, extended); Removed counts a sweep's jobs; Err says why a
+// watch ended (EventError).
+type Event = watchlog.Event
 
 // WatchFilter selects events; empty fields select everything.
 type WatchFilter struct {
@@ -93,10 +78,10 @@ func (c *Controller) Watch(ctx context.Context, fromIndex uint64, filter WatchFi
 		return nil, ErrClosed
 	}
 	if fromIndex == 0 {
-		_, last := c.rec.bounds()
-		fromIndex = max(last, c.rec.jobs.AppliedIndex()) + 1
+		_, last := c.rec.Bounds()
+		fromIndex = max(last, c.jobs.AppliedIndex()) + 1
 	}
-	if _, _, _, oldest, compacted := c.rec.since(fromIndex, 0); compacted {
+	if _, _, _, oldest, compacted := c.rec.Since(fromIndex, 0); compacted {
 		return nil, &CompactedError{From: fromIndex, Oldest: oldest}
 	}
 	out := make(chan Event, 64)
@@ -110,7 +95,7 @@ func (c *Controller) Watch(ctx context.Context, fromIndex uint64, filter WatchFi
 		}
 		cursor := fromIndex
 		for {
-			evs, next, changed, oldest, compacted := c.rec.since(cursor, 256)
+			evs, next, changed, oldest, compacted := c.rec.Since(cursor, 256)
 			if compacted {
 				final(&CompactedError{From: cursor, Oldest: oldest})
 				return

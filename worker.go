@@ -103,14 +103,12 @@ func (c *Controller) Run(ctx context.Context, wc WorkerConfig) error {
 }
 
 // workerClaims fills wc's defaults, checks it, and returns the claim of
-// each queue (in queue order), Max unset.
+// each queue (in queue order), Max 1 (runQueue sets it per claim).
 func (c *Controller) workerClaims(wc *WorkerConfig) ([]ClaimRequest, error) {
 	if wc.Worker == "" {
 		wc.Worker = c.cfg.ID
 	}
-	if wc.LeaseTTL <= 0 {
-		wc.LeaseTTL = c.cfg.LeaseTTL
-	}
+	wc.LeaseTTL = c.cfg.leaseTTL(wc.LeaseTTL)
 	if wc.PollWait <= 0 {
 		wc.PollWait = 30 * time.Second
 	}
@@ -146,9 +144,8 @@ func (c *Controller) workerClaims(wc *WorkerConfig) ([]ClaimRequest, error) {
 		if n := wc.Queues[q]; n < 1 {
 			return nil, bad("queue %q: concurrency %d (at least 1)", q, n)
 		}
-		req := ClaimRequest{Queues: []string{q}, Kinds: kinds, Worker: wc.Worker, LeaseTTL: wc.LeaseTTL, Wait: wc.PollWait}
-		cmd := &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: 1, TTL: req.LeaseTTL, Kinds: req.Kinds}
-		if _, err := fsm.EncodeCommand(cmd); err != nil {
+		req := ClaimRequest{Queues: []string{q}, Kinds: kinds, Worker: wc.Worker, Max: 1, LeaseTTL: wc.LeaseTTL, Wait: wc.PollWait}
+		if err := req.validate(); err != nil {
 			return nil, bad("queue %q: %w", q, err)
 		}
 		out = append(out, req)
@@ -212,13 +209,13 @@ func (c *Controller) report(wc *WorkerConfig, j Job, err error) {
 func (c *Controller) runOne(ctx context.Context, wc *WorkerConfig, l *Lease) {
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	unfence := c.rec.fence(l.Job.ID, &fence{token: l.Token, end: func(ev Event) {
+	unfence := c.rec.Fence(l.Job.ID, l.Token, func(ev Event) {
 		cancel(fmt.Errorf("%w: job %s %s at index %d", ErrLeaseLost, ev.JobID, ev.Kind, ev.Index))
-	}})
+	})
 	defer unfence()
 	// A cancel (or expiry) applied between the claim and the fence above
 	// is in the recorded history, not in the fence's future.
-	if kind, _, ok := c.rec.leaseEnd(l.Job.ID, l.Token); ok {
+	if kind, _, ok := c.rec.LeaseEnd(l.Job.ID, l.Token); ok {
 		cancel(fmt.Errorf("%w: job %s %s before its handler started", ErrLeaseLost, l.Job.ID, kind))
 	}
 	// Extend every TTL/3 until the handler returns.

@@ -1,7 +1,9 @@
-// Package backup is the file format of a jobraft cluster backup: one job
+// Package backup is a jobraft cluster backup: its file format (one job
 // state at one applied index, sealed with a manifest, in a single file
-// that can be streamed (over HTTP, to object storage) and checked end to
-// end before anything is restored from it.
+// that can be streamed over HTTP or to object storage and checked end to
+// end before anything is restored from it), how one is written from a
+// state snapshot (Write, behind jobraft.Controller.Backup), checked whole
+// (VerifyFile) and restored into a new cluster's data dir (Restore).
 //
 // # Layout
 //
@@ -30,7 +32,11 @@
 //     artifact's reader returns the error instead of io.EOF, so a consumer
 //     that reads to the end never takes a corrupt artifact for a good one.
 //   - Decoding never panics on any input.
-//
-// The state digest is checked by the restorer (jobraft.Restore), which
-// rebuilds the state machine from the artifact and compares.
+//   - Write verifies a backup before a byte reaches its writer: the
+//     state is rebuilt from the spooled stream, sealed by the snapshot
+//     package (fsynced, re-read, checked) and streamed from the seal.
+//   - VerifyFile, and Restore before it writes anything, rebuild the
+//     state machine from the artifact and compare its index, state
+//     digest and job count with the manifest's; Restore seeds only an
+//     empty data dir (raft.Seed).
 package backup

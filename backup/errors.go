@@ -12,7 +12,8 @@ var (
 	// bytes are not what was sealed (a header that does not decode or fails
 	// its CRC, an artifact of another size or digest than its manifest, a
 	// state that does not rebuild to the manifest's state digest, trailing
-	// bytes). Returned by Decode, Verify and the Reader.
+	// bytes). Returned by Decode, Verify, VerifyFile,
+	// Restore and the Reader.
 	ErrCorrupt = errors.New("backup: corrupt")
 
 	// ErrInvalidManifest is returned by Encode for a manifest that fails

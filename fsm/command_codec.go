@@ -66,6 +66,22 @@ func EncodeCommand(c Command) ([]byte, error) { return EncodeCommandWithRoom(c, 
 // encoding, in the same allocation: with room for a header (raft's
 // Headroom), the command is never copied again.
 func EncodeCommandWithRoom(c Command, room int) ([]byte, error) {
+	c, err := checked(c)
+	if err != nil {
+		return nil, err
+	}
+	return appendCommand(make([]byte, room, room+commandSizeHint(c)), c), nil
+}
+
+// Validate checks c as EncodeCommand does, without encoding it: it
+// returns the error EncodeCommand would, or nil.
+func Validate(c Command) error {
+	_, err := checked(c)
+	return err
+}
+
+// checked is c normalized (a pointer), once validated.
+func checked(c Command) (Command, error) {
 	c = normalize(c)
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil command", ErrInvalidCommand)
@@ -73,7 +89,7 @@ func EncodeCommandWithRoom(c Command, room int) ([]byte, error) {
 	if r := validate(c, true); r != nil {
 		return nil, r
 	}
-	return appendCommand(make([]byte, room, room+commandSizeHint(c)), c), nil
+	return c, nil
 }
 
 // commandSizeHint is the encoded size of a submit (exact) and a small

@@ -325,6 +325,16 @@ func decodeResult(b []byte, arena *[]byte, mode decodeMode) (Result, error) {
 	return r, nil
 }
 
+// ResultHead reads the head of the bytes Apply returned without decoding
+// the rest: the command's type and the result's code (CodeOK: applied).
+// ok is false when b is too short to be a result.
+func ResultHead(b []byte) (cmd CommandType, code Code, ok bool) {
+	if len(b) < 3 {
+		return 0, 0, false
+	}
+	return CommandType(b[1]), Code(b[2]), true
+}
+
 // ScanBatch reads the result Apply returned for a batch entry without
 // decoding it: it reports whether one of the batch's commands put a job
 // back in its queue (a nak that changed it: the only batchable command that

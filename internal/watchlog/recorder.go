@@ -1,4 +1,4 @@
-package jobraft
+package watchlog
 
 import (
 	"io"
@@ -9,12 +9,12 @@ import (
 	"github.com/jobraft/jobraft/fsm"
 )
 
-// recorder is the fsm.StateMachine the node replicates: fsm.Jobs, plus a
+// Recorder is the fsm.StateMachine the node replicates: fsm.Jobs, plus a
 // bounded in-memory history of the job events each applied entry produced
 // (what Watch serves), and the notifications Claim and the worker runner
 // wait on. It adds no state to the replicated one: digests and snapshots
 // are fsm.Jobs' own.
-type recorder struct {
+type Recorder struct {
 	jobs       *fsm.Jobs
 	maxEntries int
 	maxBytes   int
@@ -30,9 +30,7 @@ type recorder struct {
 	fences  map[string]map[*fence]struct{}
 }
 
-// fence is a worker runner's registration for one running job: end is
-// called (on the apply goroutine; it must not block) when an event at an
-// index above token ends the job's current lease or the job itself.
+// fence is a worker runner's registration for one running job (Fence).
 type fence struct {
 	token uint64
 	end   func(Event)
@@ -44,25 +42,31 @@ type ringEntry struct {
 	size   int
 	// A successful submit, and a successful batch of lease commands while
 	// no fence waits, is recorded undecoded (raw result, entry time) and
-	// turned into events when a watcher (or leaseEnd) first reads it: they
+	// turned into events when a watcher (or LeaseEnd) first reads it: they
 	// are the hot path, watchers are few.
 	raw []byte
 	at  time.Time
 }
 
-var _ fsm.StateMachine = (*recorder)(nil)
+var _ fsm.StateMachine = (*Recorder)(nil)
 
-func newRecorder(maxEntries, maxBytes int) *recorder {
-	return &recorder{
+// New returns a recorder of a new, empty fsm.Jobs whose history keeps at
+// most maxEntries entries and about maxBytes bytes of events.
+func New(maxEntries, maxBytes int) *Recorder {
+	return &Recorder{
 		jobs: fsm.New(), maxEntries: maxEntries, maxBytes: maxBytes, oldest: 1,
 		changed: make(chan struct{}), ready: make(chan struct{}), fences: map[string]map[*fence]struct{}{},
 	}
 }
 
-func (r *recorder) Apply(e fsm.Entry) []byte {
+// Jobs returns the replicated state.
+func (r *Recorder) Jobs() *fsm.Jobs { return r.jobs }
+
+// Apply applies e to the state and records its events.
+func (r *Recorder) Apply(e fsm.Entry) []byte {
 	out := r.jobs.Apply(e)
 	e.Time = r.jobs.AppliedTime() // events carry the log time, as job records do
-	if len(out) >= 3 && fsm.CommandType(out[1]) == fsm.CmdSubmit && fsm.Code(out[2]) == fsm.CodeOK {
+	if t, code, _ := fsm.ResultHead(out); t == fsm.CmdSubmit && code == fsm.CodeOK {
 		// Jobs may have become claimable; no fence ends on a submit.
 		r.append(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, true)
 		return out
@@ -89,9 +93,9 @@ func (r *recorder) Apply(e fsm.Entry) []byte {
 // (fsm.ScanBatch). It reports false when the entry is not such a batch or
 // touches a fenced job: the caller decodes it. The check and the append are
 // under one lock: a fence set after it finds the entry in the history
-// (leaseEnd decodes it).
-func (r *recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
-	if len(out) < 3 || fsm.CommandType(out[1]) != fsm.CmdBatch || fsm.Code(out[2]) != fsm.CodeOK {
+// (LeaseEnd decodes it).
+func (r *Recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
+	if t, code, _ := fsm.ResultHead(out); t != fsm.CmdBatch || code != fsm.CodeOK {
 		return false
 	}
 	r.mu.Lock()
@@ -112,127 +116,7 @@ func (r *recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
 	return true
 }
 
-// events turns an applied command's result into job events, in one
-// slice of the size eventCount bounds.
-func (r *recorder) events(e fsm.Entry, res *fsm.Result) (evs []Event, ready bool) {
-	if n := eventCount(res); n > 0 {
-		evs = make([]Event, 0, n)
-	}
-	return r.appendEvents(evs, e, res)
-}
-
-// eventCount is the most events appendEvents makes of res (what it makes
-// unless a job was a duplicate or a command a repeat).
-func eventCount(res *fsm.Result) int {
-	switch res.Command {
-	case fsm.CmdPause, fsm.CmdResume, fsm.CmdSweep:
-		return 1
-	}
-	n := len(res.Submitted) + len(res.Jobs) + len(res.Expired)
-	for i := range res.Batch {
-		n += eventCount(&res.Batch[i])
-	}
-	return n
-}
-
-// appendEvents appends the events of res to evs.
-func (r *recorder) appendEvents(evs []Event, e fsm.Entry, res *fsm.Result) (_ []Event, ready bool) {
-	ev := func(kind EventKind, j *fsm.Job) Event {
-		x := Event{Index: e.Index, Time: e.Time, Kind: kind, JobID: j.ID, Queue: j.Queue, JobKind: j.Kind, State: j.State, Attempt: j.Attempts}
-		if j.Lease != nil {
-			x.Token, x.Worker = j.Lease.Token, j.Lease.Worker
-		}
-		if (kind == EventNaked || kind == EventTermed) && j.LastLease != nil {
-			x.sum = j.LastLease.Sum
-		}
-		return x
-	}
-	switch res.Command {
-	case fsm.CmdBatch:
-		for i := range res.Batch {
-			if res.Batch[i].Err() != nil {
-				continue
-			}
-			var subReady bool
-			evs, subReady = r.appendEvents(evs, e, &res.Batch[i])
-			ready = ready || subReady
-		}
-	case fsm.CmdSubmit:
-		for i := range res.Submitted {
-			s := &res.Submitted[i]
-			if s.Outcome == fsm.OutcomeCreated {
-				evs = append(evs, ev(EventSubmitted, &s.Job))
-				ready = ready || s.Job.State == fsm.StatePending
-			}
-		}
-	case fsm.CmdClaim:
-		if !res.Changed {
-			return evs, false // a repeat of a claim with the same ID
-		}
-		for i := range res.Jobs {
-			evs = append(evs, ev(EventClaimed, &res.Jobs[i]))
-		}
-	case fsm.CmdExtend, fsm.CmdAck, fsm.CmdNak, fsm.CmdTerm, fsm.CmdCancel, fsm.CmdRetry:
-		if !res.Changed && (res.Command == fsm.CmdAck || res.Command == fsm.CmdNak || res.Command == fsm.CmdTerm) {
-			return evs, false // a repeat of the finish that ended the lease
-		}
-		kind := jobEvent(res.Command)
-		for i := range res.Jobs {
-			evs = append(evs, ev(kind, &res.Jobs[i]))
-		}
-		ready = res.Command == fsm.CmdNak || res.Command == fsm.CmdRetry
-	case fsm.CmdExpire:
-		for _, id := range res.Expired {
-			j, _ := r.jobs.Get(id)
-			j.ID = id
-			evs = append(evs, ev(EventExpired, &j))
-		}
-		ready = true // expiry also promotes due scheduled jobs
-	case fsm.CmdPause, fsm.CmdResume:
-		if !res.Changed {
-			return evs, false
-		}
-		c, err := fsm.DecodeCommand(e.Cmd)
-		if err != nil {
-			return evs, false
-		}
-		x := Event{Index: e.Index, Time: e.Time, Kind: EventPaused}
-		switch c := c.(type) {
-		case *fsm.PauseCmd:
-			x.Queue = c.Queue
-		case *fsm.ResumeCmd:
-			x.Kind, x.Queue = EventResumed, c.Queue
-			ready = true
-		}
-		evs = append(evs, x)
-	case fsm.CmdSweep:
-		if res.Removed > 0 {
-			evs = append(evs, Event{Index: e.Index, Time: e.Time, Kind: EventSwept, Removed: res.Removed})
-		}
-	}
-	return evs, ready
-}
-
-// jobEvent is the event kind of a command that changes one job.
-func jobEvent(t fsm.CommandType) EventKind {
-	switch t {
-	case fsm.CmdExtend:
-		return EventExtended
-	case fsm.CmdAck:
-		return EventAcked
-	case fsm.CmdNak:
-		return EventNaked
-	case fsm.CmdTerm:
-		return EventTermed
-	case fsm.CmdCancel:
-		return EventCanceled
-	}
-	return EventRetried
-}
-
-func eventSize(ev *Event) int { return 96 + len(ev.JobID) + len(ev.Queue) + len(ev.Worker) }
-
-func (r *recorder) record(index uint64, evs []Event, ready bool) {
+func (r *Recorder) record(index uint64, evs []Event, ready bool) {
 	size := 0
 	for i := range evs {
 		size += eventSize(&evs[i])
@@ -242,7 +126,7 @@ func (r *recorder) record(index uint64, evs []Event, ready bool) {
 
 // append adds one entry to the history, wakes watchers (and claimers when
 // ready), and ends the fences its events end.
-func (r *recorder) append(ent ringEntry, ready bool) {
+func (r *Recorder) append(ent ringEntry, ready bool) {
 	evs := ent.events
 	r.mu.Lock()
 	r.appendLocked(ent, ready)
@@ -270,7 +154,7 @@ func (r *recorder) append(ent ringEntry, ready bool) {
 
 // appendLocked adds one entry to the history and wakes watchers (and
 // claimers when ready). mu held.
-func (r *recorder) appendLocked(ent ringEntry, ready bool) {
+func (r *Recorder) appendLocked(ent ringEntry, ready bool) {
 	r.ring = append(r.ring, ent)
 	r.bytes += ent.size
 	r.last = ent.index
@@ -295,7 +179,7 @@ func (r *recorder) appendLocked(ent ringEntry, ready bool) {
 
 // decodeLocked turns an entry recorded undecoded (a submit's or a batch's
 // raw result) into its events, once. mu held.
-func (r *recorder) decodeLocked(ent *ringEntry) {
+func (r *Recorder) decodeLocked(ent *ringEntry) {
 	if ent.raw == nil {
 		return
 	}
@@ -305,8 +189,12 @@ func (r *recorder) decodeLocked(ent *ringEntry) {
 	ent.raw = nil
 }
 
-// fence registers f for job id; the returned func removes it.
-func (r *recorder) fence(id string, f *fence) func() {
+// Fence registers a worker runner's fence on job id's lease token: end is
+// called (on the apply goroutine; it must not block) when an event at an
+// index above token ends the job's current lease or the job itself. The
+// returned func removes it.
+func (r *Recorder) Fence(id string, token uint64, end func(Event)) func() {
+	f := &fence{token: token, end: end}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.fences[id]
@@ -325,17 +213,17 @@ func (r *recorder) fence(id string, f *fence) func() {
 	}
 }
 
-// readyCh returns a channel closed when jobs may next become claimable.
-func (r *recorder) readyCh() <-chan struct{} {
+// Ready returns a channel closed when jobs may next become claimable.
+func (r *Recorder) Ready() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.ready
 }
 
-// since returns the retained events at indexes >= from (at most max
+// Since returns the retained events at indexes >= from (at most max
 // entries), the channel closed at the next append, and whether from is
 // below the retained history (compacted) with the oldest retained index.
-func (r *recorder) since(from uint64, max int) (evs []Event, next uint64, changed <-chan struct{}, oldest uint64, compacted bool) {
+func (r *Recorder) Since(from uint64, max int) (evs []Event, next uint64, changed <-chan struct{}, oldest uint64, compacted bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if from < r.oldest {
@@ -355,14 +243,14 @@ func (r *recorder) since(from uint64, max int) (evs []Event, next uint64, change
 	return evs, next, r.changed, r.oldest, false
 }
 
-// leaseEnd returns the kind of the first recorded event after index token
+// LeaseEnd returns the kind of the first recorded event after index token
 // that ended job id's lease of that token: acked, naked, termed, canceled or
 // expired (a lease ends before the job can be claimed again, so the first
 // such event is the one that ended it), and for a nak or term its request
 // sum (fsm.LeaseEnd.Sum; 0 if not recorded). ok is false when the retained
 // history does not reach back to token+1 (compacted, or restarted by a
 // snapshot restore) or shows no end up to the last recorded index.
-func (r *recorder) leaseEnd(id string, token uint64) (kind EventKind, sum uint64, ok bool) {
+func (r *Recorder) LeaseEnd(id string, token uint64) (kind EventKind, sum uint64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.oldest > token+1 {
@@ -371,7 +259,7 @@ func (r *recorder) leaseEnd(id string, token uint64) (kind EventKind, sum uint64
 	live := r.ring[r.start:]
 	// An undecoded (raw) submit ends no lease; an undecoded batch may.
 	for i := sort.Search(len(live), func(i int) bool { return live[i].index > token }); i < len(live); i++ {
-		if raw := live[i].raw; raw != nil && fsm.CommandType(raw[1]) == fsm.CmdBatch {
+		if t, _, _ := fsm.ResultHead(live[i].raw); t == fsm.CmdBatch {
 			r.decodeLocked(&live[i])
 		}
 		for _, ev := range live[i].events {
@@ -387,19 +275,20 @@ func (r *recorder) leaseEnd(id string, token uint64) (kind EventKind, sum uint64
 	return "", 0, false
 }
 
-// bounds returns the oldest index Watch can start from and the last
+// Bounds returns the oldest index Watch can start from and the last
 // recorded index.
-func (r *recorder) bounds() (oldest, last uint64) {
+func (r *Recorder) Bounds() (oldest, last uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.oldest, r.last
 }
 
-func (r *recorder) Snapshot() (fsm.Snapshot, error) { return r.jobs.Snapshot() }
+// Snapshot is the state's snapshot (fsm.Jobs.Snapshot).
+func (r *Recorder) Snapshot() (fsm.Snapshot, error) { return r.jobs.Snapshot() }
 
 // Restore replaces the state; the event history restarts after the
 // restored index (events before it are not retained).
-func (r *recorder) Restore(rd io.Reader) error {
+func (r *Recorder) Restore(rd io.Reader) error {
 	if err := r.jobs.Restore(rd); err != nil {
 		return err
 	}
@@ -415,4 +304,5 @@ func (r *recorder) Restore(rd io.Reader) error {
 	return nil
 }
 
-func (r *recorder) Digest() fsm.Digest { return r.jobs.Digest() }
+// Digest is the state's digest (fsm.Jobs.Digest).
+func (r *Recorder) Digest() fsm.Digest { return r.jobs.Digest() }

@@ -1,6 +1,7 @@
-package jobraft
+package coalesce
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -8,46 +9,49 @@ import (
 	"time"
 )
 
+// errClosed is the rig's Policy.ErrClosed.
+var errClosed = errors.New("coalesce test: closed")
+
 // holdRig is a coalescer of ints whose entries the test answers: an entry
 // sent waits until the test releases it (answer), then answers each of
 // its requests with its own value. Time is synctest's.
 type holdRig struct {
 	t    *testing.T
-	c    *coalescer[int, int]
+	c    *Coalescer[int, int]
 	sent chan []int // each entry's requests, as it is sent
 	mu   sync.Mutex
 	free map[int]chan struct{} // an entry's release, by its first request
-	wait map[int]*pending[int, int]
+	wait map[int]*Pending[int, int]
 }
 
 func newHoldRig(t *testing.T, inflight int, hold time.Duration) *holdRig {
-	return newHoldRigOn(t, inflight, newHoldGate(hold))
+	return newHoldRigOn(t, inflight, NewGate(hold))
 }
 
 // newHoldRigOn is a rig whose coalescer joins g (which other rigs may share).
-func newHoldRigOn(t *testing.T, inflight int, g *holdGate) *holdRig {
-	r := &holdRig{t: t, sent: make(chan []int, 64), free: map[int]chan struct{}{}, wait: map[int]*pending[int, int]{}}
-	r.c = &coalescer[int, int]{
-		inflightMax:   func() int { return inflight },
-		take:          func(q []*pending[int, int]) int { return len(q) },
-		closedOutcome: -1,
-		send: func(batch []*pending[int, int]) {
+func newHoldRigOn(t *testing.T, inflight int, g *Gate) *holdRig {
+	r := &holdRig{t: t, sent: make(chan []int, 64), free: map[int]chan struct{}{}, wait: map[int]*Pending[int, int]{}}
+	r.c = New(g, Policy[int, int]{
+		Inflight:  inflight,
+		Take:      func(q []*Pending[int, int]) int { return len(q) },
+		Closed:    -1,
+		ErrClosed: errClosed,
+		Send: func(batch []*Pending[int, int]) {
 			free := make(chan struct{})
 			r.mu.Lock()
-			r.free[batch[0].req] = free
+			r.free[batch[0].Req] = free
 			r.mu.Unlock()
 			var reqs []int
 			for _, p := range batch {
-				reqs = append(reqs, p.req)
+				reqs = append(reqs, p.Req)
 			}
 			r.sent <- reqs
 			<-free
 			for _, p := range batch {
-				p.done <- p.req
+				p.Answer(p.Req)
 			}
 		},
-	}
-	r.c.join(g)
+	})
 	return r
 }
 
@@ -65,7 +69,7 @@ func (r *holdRig) holdAfterPair() {
 
 // submit queues request v.
 func (r *holdRig) submit(v int) {
-	p, err := r.c.enqueue(v)
+	p, err := r.c.Enqueue(v)
 	if err != nil {
 		r.t.Fatalf("enqueue %d: %v", v, err)
 	}
@@ -95,7 +99,7 @@ func (r *holdRig) answer(first int, reqs ...int) {
 	r.mu.Unlock()
 	close(ch)
 	for _, v := range reqs {
-		if got := <-r.wait[v].done; got != v {
+		if got := <-r.wait[v].Done(); got != v {
 			r.t.Fatalf("request %d answered %d", v, got)
 		}
 	}
@@ -132,7 +136,7 @@ func TestHoldGathersTheAnsweredCallers(t *testing.T) {
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("a hold that filled took %v, want no time at all", d)
 		}
-		if h, e := r.c.gate.holds.Load(), r.c.gate.expired.Load(); h != 1 || e != 0 {
+		if h, e := r.c.gate.Holds(), r.c.gate.Expired(); h != 1 || e != 0 {
 			t.Fatalf("holds %d expired %d, want 1 and 0", h, e)
 		}
 
@@ -147,11 +151,11 @@ func TestHoldGathersTheAnsweredCallers(t *testing.T) {
 		if d := time.Since(start); d != hold {
 			t.Fatalf("an expired hold sent after %v, want %v", d, hold)
 		}
-		if h, e := r.c.gate.holds.Load(), r.c.gate.expired.Load(); h != 2 || e != 1 {
+		if h, e := r.c.gate.Holds(), r.c.gate.Expired(); h != 2 || e != 1 {
 			t.Fatalf("holds %d expired %d, want 2 and 1", h, e)
 		}
 		r.answer(6, 6)
-		r.c.close()
+		r.c.Close()
 	})
 }
 
@@ -170,10 +174,10 @@ func TestHoldNeverDelaysALoneCaller(t *testing.T) {
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("a lone caller waited %v", d)
 		}
-		if h := r.c.gate.holds.Load(); h != 0 {
+		if h := r.c.gate.Holds(); h != 0 {
 			t.Fatalf("%d holds for a lone caller", h)
 		}
-		r.c.close()
+		r.c.Close()
 	})
 	synctest.Test(t, func(t *testing.T) {
 		r := newHoldRig(t, 1, 0)
@@ -186,11 +190,11 @@ func TestHoldNeverDelaysALoneCaller(t *testing.T) {
 		r.answer(2, 2, 3)
 		r.submit(4)
 		wantSent(t, "hold off: the first caller back goes at once", r.sentNow(), []int{4})
-		if h := r.c.gate.holds.Load(); h != 0 {
+		if h := r.c.gate.Holds(); h != 0 {
 			t.Fatalf("%d holds with the hold off", h)
 		}
 		r.answer(4, 4)
-		r.c.close()
+		r.c.Close()
 	})
 }
 
@@ -202,14 +206,14 @@ func TestCloseDuringAHold(t *testing.T) {
 		r.holdAfterPair()
 		r.submit(4) // held: one of two
 		wantSent(t, "held", r.sentNow())
-		r.c.close()
-		if got := <-r.wait[4].done; got != -1 {
+		r.c.Close()
+		if got := <-r.wait[4].Done(); got != -1 {
 			t.Fatalf("request queued at close answered %d, want the closed outcome", got)
 		}
 		time.Sleep(time.Second)
 		wantSent(t, "after close and the hold's time", r.sentNow())
-		if _, err := r.c.enqueue(5); err != ErrClosed {
-			t.Fatalf("enqueue after close: %v, want ErrClosed", err)
+		if _, err := r.c.Enqueue(5); err != errClosed {
+			t.Fatalf("enqueue after close: %v, want errClosed", err)
 		}
 	})
 }
@@ -221,7 +225,7 @@ func TestHoldWithdraw(t *testing.T) {
 		r := newHoldRig(t, 1, time.Second)
 		r.holdAfterPair()
 		r.submit(4)
-		if !r.c.withdraw(r.wait[4]) {
+		if !r.c.Withdraw(r.wait[4]) {
 			t.Fatal("a held request could not be withdrawn")
 		}
 		r.submit(5)
@@ -229,7 +233,7 @@ func TestHoldWithdraw(t *testing.T) {
 		r.submit(6)
 		wantSent(t, "two back", r.sentNow(), []int{5, 6})
 		r.answer(5, 5, 6)
-		r.c.close()
+		r.c.Close()
 	})
 }
 
@@ -262,17 +266,17 @@ func TestHoldStopsForCallersWhoDoNotComeBack(t *testing.T) {
 			time.Sleep(hold)
 			synctest.Wait()
 		}
-		if h, e := r.c.gate.holds.Load(), r.c.gate.expired.Load(); h != holdMisses || e != holdMisses {
+		if h, e := r.c.gate.Holds(), r.c.gate.Expired(); h != holdMisses || e != holdMisses {
 			t.Fatalf("holds %d expired %d, want %d and %d", h, e, holdMisses, holdMisses)
 		}
 		for i := 0; i < holdProbe-1; i++ {
 			pair()
 		}
-		if h := r.c.gate.holds.Load(); h != holdMisses {
+		if h := r.c.gate.Holds(); h != holdMisses {
 			t.Fatalf("%d holds after %d misses in a row and %d entries, want none more", h, holdMisses, holdProbe-1)
 		}
 		pair() // the probe: it holds
-		if h := r.c.gate.holds.Load(); h != holdMisses+1 {
+		if h := r.c.gate.Holds(); h != holdMisses+1 {
 			t.Fatalf("holds %d, want the probe's (%d)", h, holdMisses+1)
 		}
 		r.submit(next)
@@ -281,11 +285,11 @@ func TestHoldStopsForCallersWhoDoNotComeBack(t *testing.T) {
 		r.answer(next, next, next+1) // an entry of two: it holds again
 		next += 2
 		synctest.Wait()
-		if h := r.c.gate.holds.Load(); h != holdMisses+2 {
+		if h := r.c.gate.Holds(); h != holdMisses+2 {
 			t.Fatalf("holds %d after a filled probe, want every entry to hold again (%d)", h, holdMisses+2)
 		}
 		time.Sleep(hold)
-		r.c.close()
+		r.c.Close()
 	})
 }
 
@@ -295,7 +299,7 @@ func TestHoldStopsForCallersWhoDoNotComeBack(t *testing.T) {
 // requests of both go out together.
 func TestHoldIsSharedByTheBatchers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newHoldGate(time.Second)
+		g := NewGate(time.Second)
 		sub, ops := newHoldRigOn(t, 1, g), newHoldRigOn(t, 1, g)
 		ops.submit(100) // a lease command waiting for its slot behind 101
 		ops.submit(101)
@@ -314,13 +318,13 @@ func TestHoldIsSharedByTheBatchers(t *testing.T) {
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("a shared hold that filled took %v", d)
 		}
-		if h, e := g.holds.Load(), g.expired.Load(); h != 1 || e != 0 {
+		if h, e := g.Holds(), g.Expired(); h != 1 || e != 0 {
 			t.Fatalf("holds %d expired %d, want 1 and 0", h, e)
 		}
 		sub.answer(4, 4)
 		ops.answer(101, 101, 102, 103)
 		time.Sleep(time.Second)
-		sub.c.close()
-		ops.c.close()
+		sub.c.Close()
+		ops.c.Close()
 	})
 }

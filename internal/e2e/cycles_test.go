@@ -1,4 +1,4 @@
-package jobraft_test
+package e2e_test
 
 import (
 	"context"
@@ -11,10 +11,6 @@ import (
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/internal/ctltest"
 )
-
-// lastIndex is the leader's last log index: what the log grew by is the
-// difference of two of them.
-func lastIndex(c *jobraft.Controller) uint64 { return c.Node().Raft().LastIndex() }
 
 // A claim that finds nothing claimable writes nothing to the log: without
 // Wait on the leader and on a follower, with Wait on an idle queue, and on
@@ -34,7 +30,7 @@ func TestIdleClaimWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := lastIndex(lead)
+	before := ctltest.LastIndex(lead)
 	for round := 0; round < 10; round++ {
 		for _, i := range []int{l, f} {
 			for _, q := range []string{"idle", "later"} {
@@ -121,7 +117,7 @@ func TestWaitingClaimSeesDueJob(t *testing.T) {
 // closed-loop clients on member ctl, each on its own queue, and returns the
 // log entries the leader's log grew by per cycle.
 func cycles(t testing.TB, ctx context.Context, ctl, leader *jobraft.Controller, clients, n int) float64 {
-	before := lastIndex(leader)
+	before := ctltest.LastIndex(leader)
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
 	per := n / clients
@@ -131,7 +127,7 @@ func cycles(t testing.TB, ctx context.Context, ctl, leader *jobraft.Controller, 
 			defer wg.Done()
 			q := fmt.Sprint("cy", cl)
 			for i := 0; i < per; i++ {
-				if err := cycle(ctx, ctl, q, nil); err != nil {
+				if err := ctltest.Cycle(ctx, ctl, q, nil); err != nil {
 					errs <- err
 					return
 				}
@@ -143,18 +139,7 @@ func cycles(t testing.TB, ctx context.Context, ctl, leader *jobraft.Controller, 
 	for err := range errs {
 		t.Fatal(err)
 	}
-	return float64(lastIndex(leader)-before) / float64(per*clients)
-}
-
-func cycle(ctx context.Context, c *jobraft.Controller, q string, payload []byte) error {
-	if _, err := c.Submit(ctx, jobraft.SubmitRequest{Queue: q, Kind: "k", Payload: payload}); err != nil {
-		return err
-	}
-	ls, err := c.Claim(ctx, jobraft.ClaimRequest{Queues: []string{q}, Worker: "w", Wait: time.Second})
-	if err != nil || len(ls) != 1 {
-		return fmt.Errorf("claim: %d, %v", len(ls), err)
-	}
-	return ls[0].Ack(ctx, nil)
+	return float64(ctltest.LastIndex(leader)-before) / float64(per*clients)
 }
 
 // Full cycles share entries: submits with submits, claims and acks with

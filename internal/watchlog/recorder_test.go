@@ -1,4 +1,4 @@
-package jobraft
+package watchlog
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // claim and acks records claimed and acked events, in command order, in a
 // slice not grown while the batch's results were turned into events.
 func TestRecorderBatchEventsInOneSlice(t *testing.T) {
-	r := newRecorder(100, 1<<20)
+	r := New(100, 1<<20)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	apply := func(index uint64, c fsm.Command) fsm.Result {
 		t.Helper()
@@ -37,7 +37,7 @@ func TestRecorderBatchEventsInOneSlice(t *testing.T) {
 		batch.Cmds = append(batch.Cmds, &fsm.AckCmd{ID: j.ID, Token: j.Lease.Token})
 	}
 	apply(3, batch)
-	r.since(3, 1) // recorded undecoded (no fence): turned into events when read
+	r.Since(3, 1) // recorded undecoded (no fence): turned into events when read
 	ent := r.ring[len(r.ring)-1]
 	var got []string
 	for _, ev := range ent.events {
@@ -55,17 +55,17 @@ func TestRecorderBatchEventsInOneSlice(t *testing.T) {
 // A batch of lease commands is recorded undecoded unless it touches a job a
 // fence waits on, and then decoded at once: either way a watcher reads the
 // same events, claimers are woken exactly by a nak that put a job back, a
-// fence on a job the batch ends is ended as it applies, and leaseEnd finds
+// fence on a job the batch ends is ended as it applies, and LeaseEnd finds
 // the end of a lease in an undecoded batch (a fence set after it applied).
 func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	// plain has no fence; elsewhere one on a job no batch touches; fenced
 	// one on j0, which every batch here but the naks touches.
-	plain, elsewhere, fenced := newRecorder(100, 1<<20), newRecorder(100, 1<<20), newRecorder(100, 1<<20)
-	defer elsewhere.fence("other", &fence{token: 1, end: func(Event) {}})()
+	plain, elsewhere, fenced := New(100, 1<<20), New(100, 1<<20), New(100, 1<<20)
+	defer elsewhere.Fence("other", 1, func(Event) {})()
 	var j0Ends []Event
-	defer fenced.fence("j0", &fence{token: 1, end: func(ev Event) { j0Ends = append(j0Ends, ev) }})()
-	recs := []*recorder{plain, elsewhere, fenced}
+	defer fenced.Fence("j0", 1, func(ev Event) { j0Ends = append(j0Ends, ev) })()
+	recs := []*Recorder{plain, elsewhere, fenced}
 	var index uint64
 	apply := func(c fsm.Command) (woke [3]bool, undecoded [3]bool) {
 		t.Helper()
@@ -75,7 +75,7 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 		}
 		index++
 		for i, r := range recs {
-			ready := r.readyCh()
+			ready := r.Ready()
 			res, err := fsm.DecodeResult(r.Apply(fsm.Entry{Index: index, Term: 1, Time: at, Cmd: b}))
 			if err != nil || res.Err() != nil {
 				t.Fatalf("entry %d: %v %v", index, err, res.Err())
@@ -107,7 +107,7 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 		t.Fatalf("the fence on j0 (another token) ended by %v, want once by its claim", j0Ends)
 	}
 	claimIndex := index
-	evs, _, _, _, _ := plain.since(claimIndex, 1)
+	evs, _, _, _, _ := plain.Since(claimIndex, 1)
 	tok := map[string]uint64{}
 	for _, ev := range evs {
 		tok[ev.JobID] = ev.Token
@@ -116,7 +116,7 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 		t.Fatalf("claimed events %v, want 4 jobs", evs)
 	}
 	var j3Ends []Event
-	defer plain.fence("j3", &fence{token: tok["j3"], end: func(ev Event) { j3Ends = append(j3Ends, ev) }})()
+	defer plain.Fence("j3", tok["j3"], func(ev Event) { j3Ends = append(j3Ends, ev) })()
 	ack := &fsm.BatchCmd{Cmds: []fsm.Command{&fsm.AckCmd{ID: "j0", Token: tok["j0"]}, &fsm.ExtendCmd{ID: "j1", Token: tok["j1"], TTL: time.Minute}}}
 	if woke, undecoded := apply(ack); woke != [3]bool{} || undecoded != [3]bool{true, true, false} {
 		t.Fatalf("a batch of an ack and an extend: woke %v, undecoded %v", woke, undecoded)
@@ -137,19 +137,19 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 	if len(j3Ends) != 1 || j3Ends[0].Kind != EventTermed || j3Ends[0].Index != index {
 		t.Fatalf("the fence on j3 ended by %v, want once by the term at %d", j3Ends, index)
 	}
-	// leaseEnd reads the undecoded batches after the claim; a nak's or
+	// LeaseEnd reads the undecoded batches after the claim; a nak's or
 	// term's end carries its request sum (what tells it from another).
 	sums := map[string]uint64{"j1": fsm.NakCmd{}.Sum(), "j2": fsm.TermCmd{}.Sum(), "j3": fsm.TermCmd{}.Sum()}
 	for id, want := range map[string]EventKind{"j0": EventAcked, "j1": EventNaked, "j2": EventTermed, "j3": EventTermed} {
 		for i, r := range recs {
-			if kind, sum, ok := r.leaseEnd(id, tok[id]); !ok || kind != want || sum != sums[id] {
+			if kind, sum, ok := r.LeaseEnd(id, tok[id]); !ok || kind != want || sum != sums[id] {
 				t.Errorf("recorder %d: leaseEnd(%s) = %s, sum %x, %v; want %s, sum %x", i, id, kind, sum, ok, want, sums[id])
 			}
 		}
 	}
 	all := make([]string, len(recs))
 	for i, r := range recs {
-		evs, _, _, _, _ := r.since(1, 100)
+		evs, _, _, _, _ := r.Since(1, 100)
 		all[i] = fmt.Sprint(evs)
 		if len(evs) != 4+4+2+2+1 {
 			t.Fatalf("recorder %d: %d events, want 13", i, len(evs))
@@ -169,9 +169,9 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 func BenchmarkRecorderCycle(b *testing.B) {
 	for _, fences := range []string{"none", "elsewhere", "touched"} {
 		b.Run("fences="+fences, func(b *testing.B) {
-			r := newRecorder(4096, 64<<20)
+			r := New(4096, 64<<20)
 			if fences == "elsewhere" {
-				defer r.fence("other", &fence{token: 1, end: func(Event) {}})()
+				defer r.Fence("other", 1, func(Event) {})()
 			}
 			at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 			var index uint64
@@ -195,7 +195,7 @@ func BenchmarkRecorderCycle(b *testing.B) {
 				apply(&fsm.SubmitCmd{Jobs: jobs})
 				unfence := func() {}
 				if fences == "touched" {
-					unfence = r.fence(jobs[n-1].ID, &fence{token: 1, end: func(Event) {}})
+					unfence = r.Fence(jobs[n-1].ID, 1, func(Event) {})
 				}
 				claim := &fsm.BatchCmd{}
 				for range n {
