@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
 )
 
-// recorder is the fsm.StateMachine the node replicates: fsm.Jobs, plus a
+// recorder is the raft.StateMachine the node replicates: fsm.Jobs, plus a
 // bounded in-memory history of the job events each applied entry produced
 // (what Watch serves), and the notifications Claim and the worker runner
 // wait on. It adds no state to the replicated one: digests and snapshots
@@ -50,7 +51,7 @@ type ringEntry struct {
 	at  time.Time
 }
 
-var _ fsm.StateMachine = (*recorder)(nil)
+var _ raft.StateMachine = (*recorder)(nil)
 
 func newRecorder(maxEntries, maxBytes int) *recorder {
 	return &recorder{
@@ -59,7 +60,8 @@ func newRecorder(maxEntries, maxBytes int) *recorder {
 	}
 }
 
-func (r *recorder) Apply(e fsm.Entry) []byte {
+func (r *recorder) Apply(re raft.Entry) []byte {
+	e := fsm.Entry(re)
 	out := r.jobs.Apply(e)
 	e.Time = r.jobs.AppliedTime() // events carry the log time, as job records do
 	if len(out) >= 3 && fsm.CommandType(out[1]) == fsm.CmdSubmit && fsm.Code(out[2]) == fsm.CodeOK {
@@ -395,7 +397,7 @@ func (r *recorder) bounds() (oldest, last uint64) {
 	return r.oldest, r.last
 }
 
-func (r *recorder) Snapshot() (fsm.Snapshot, error) { return r.jobs.Snapshot() }
+func (r *recorder) Snapshot() (raft.Snapshot, error) { return r.jobs.Snapshot() }
 
 // Restore replaces the state; the event history restarts after the
 // restored index (events before it are not retained).
@@ -415,4 +417,4 @@ func (r *recorder) Restore(rd io.Reader) error {
 	return nil
 }
 
-func (r *recorder) Digest() fsm.Digest { return r.jobs.Digest() }
+func (r *recorder) Digest() raft.Digest { return raft.Digest(r.jobs.Digest()) }

@@ -9,18 +9,17 @@ import (
 	"sync/atomic"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/wal"
 )
 
-// adapter is the hashicorp/raft BatchingFSM over an fsm.StateMachine. It
+// adapter is the hashicorp/raft BatchingFSM over an StateMachine. It
 // records the index of the last entry the state machine has really applied
 // (hashicorp/raft's AppliedIndex moves when entries are handed to the FSM
 // goroutine, before they are applied). With a history sink it records
 // what it hands the state machine (internal/history).
 type adapter struct {
-	sm      fsm.StateMachine
+	sm      StateMachine
 	applied atomic.Uint64
 	rec     history.Sink     // nil: no recording
 	recBuf  []history.Record // reused by the FSM goroutine
@@ -40,7 +39,7 @@ var (
 	_ hraft.BatchingFSM = (*adapter)(nil)
 )
 
-func newAdapter(sm fsm.StateMachine, rec history.Sink) *adapter {
+func newAdapter(sm StateMachine, rec history.Sink) *adapter {
 	return &adapter{sm: sm, rec: rec, changed: make(chan struct{})}
 }
 
@@ -83,7 +82,7 @@ func (a *adapter) ApplyBatch(logs []*hraft.Log) []interface{} {
 			out[i] = applyResult{err: fmt.Errorf("index %d: %w", l.Index, err)}
 			continue
 		}
-		out[i] = applyResult{data: a.sm.Apply(fsm.Entry{Index: l.Index, Term: l.Term, Time: at, Cmd: cmd})}
+		out[i] = applyResult{data: a.sm.Apply(Entry{Index: l.Index, Term: l.Term, Time: at, Cmd: cmd})}
 	}
 	if a.rec != nil && len(logs) > 0 {
 		a.record(logs)
@@ -151,7 +150,7 @@ func (a *adapter) Restore(rc io.ReadCloser) error {
 }
 
 type fsmSnapshot struct {
-	s       fsm.Snapshot
+	s       Snapshot
 	applied uint64
 }
 

@@ -1,7 +1,7 @@
 // Package raft is a jobraft member: hashicorp/raft v1.7.3 over the guarded
 // log (wal.Log, both LogStore and StableStore), the sealed snapshot store
 // (snapshot.Store) and one multiplexed listener (transport.Mux), replicating
-// any fsm.StateMachine. docs/node.md is the long form of this contract.
+// any StateMachine. docs/node.md is the long form of this contract.
 //
 // # The caller's duties
 //

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/snapshot"
@@ -20,10 +19,10 @@ import (
 
 // Node is one member: hashicorp/raft over the guarded log (wal), the sealed
 // snapshot store, and one multiplexed listener, replicating an
-// fsm.StateMachine. It is safe for concurrent use.
+// StateMachine. It is safe for concurrent use.
 type Node struct {
 	cfg    Config
-	sm     fsm.StateMachine
+	sm     StateMachine
 	fsm    *adapter
 	log    *wal.Log
 	snaps  *snapshot.Store
@@ -80,7 +79,7 @@ const (
 
 // Open starts a member. See Config for bootstrap and join. opts are this
 // module's internal options (internal/nodeopt); other callers pass none.
-func Open(cfg Config, sm fsm.StateMachine, opts ...nodeopt.Option) (*Node, error) {
+func Open(cfg Config, sm StateMachine, opts ...nodeopt.Option) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

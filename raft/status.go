@@ -6,27 +6,26 @@ import (
 	"fmt"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/transport"
 )
 
 // Status is one member's view of itself and the cluster.
 type Status struct {
-	ID             string     `json:"id"`
-	Address        string     `json:"address"`
-	Role           string     `json:"role"` // Leader, Follower, Candidate, Shutdown
-	Term           uint64     `json:"term"`
-	LeaderID       string     `json:"leader_id"`
-	LeaderAddress  string     `json:"leader_address"`
-	FirstIndex     uint64     `json:"first_index"` // first entry in the log (0: empty)
-	LastIndex      uint64     `json:"last_index"`
-	LastTerm       uint64     `json:"last_term"`
-	CommitIndex    uint64     `json:"commit_index"`
-	AppliedIndex   uint64     `json:"applied_index"` // state held by the state machine (Node.AppliedIndex)
-	Floor          uint64     `json:"floor"`
-	PersistedFloor uint64     `json:"persisted_floor"`
-	Digest         fsm.Digest `json:"digest"`
-	Members        []Member   `json:"members"`
+	ID             string   `json:"id"`
+	Address        string   `json:"address"`
+	Role           string   `json:"role"` // Leader, Follower, Candidate, Shutdown
+	Term           uint64   `json:"term"`
+	LeaderID       string   `json:"leader_id"`
+	LeaderAddress  string   `json:"leader_address"`
+	FirstIndex     uint64   `json:"first_index"` // first entry in the log (0: empty)
+	LastIndex      uint64   `json:"last_index"`
+	LastTerm       uint64   `json:"last_term"`
+	CommitIndex    uint64   `json:"commit_index"`
+	AppliedIndex   uint64   `json:"applied_index"` // state held by the state machine (Node.AppliedIndex)
+	Floor          uint64   `json:"floor"`
+	PersistedFloor uint64   `json:"persisted_floor"`
+	Digest         Digest   `json:"digest"`
+	Members        []Member `json:"members"`
 	// ClusterID is Config.ClusterID ("" if none).
 	ClusterID string `json:"cluster_id,omitempty"`
 	// Removed is set once this member found it was removed from the
