@@ -10,8 +10,6 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/history"
-	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/snapshot"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
@@ -77,14 +75,14 @@ const (
 	methodRemove    = "jr.member.remove"
 )
 
-// Open starts a member. See Config for bootstrap and join. opts are this
-// module's internal options (internal/nodeopt); other callers pass none.
-func Open(cfg Config, sm StateMachine, opts ...nodeopt.Option) (*Node, error) {
+// Open starts a member. See Config for bootstrap and join. opts are test
+// instrumentation (Option); a host passes none.
+func Open(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	o := nodeopt.Collect(opts)
+	o := wiring(opts)
 	n := &Node{cfg: cfg, sm: sm, fsm: newAdapter(sm, o.Applied), events: newEventHub(), div: newDivergence(), closed: make(chan struct{}),
 		pastGranted: map[string]time.Time{}}
 	n.life, n.kill = context.WithCancel(context.Background())
@@ -214,7 +212,7 @@ func Open(cfg Config, sm StateMachine, opts ...nodeopt.Option) (*Node, error) {
 	}
 	if o.Applied != nil {
 		// Before NewRaft, which restores the latest snapshot.
-		o.Applied.Append([]history.Record{{Kind: history.KindStarted}})
+		o.Applied.Started()
 	}
 	snaps := snapshotGate{Store: n.snaps, diverged: n.div.is, refused: func(index, term uint64, err error) {
 		n.events.publish(Event{Kind: EventSnapshotRejected, Index: index, Term: term, Err: err})
