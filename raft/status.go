@@ -174,12 +174,12 @@ func (n *Node) handleStatus(_ context.Context, _ []byte) ([]byte, error) {
 
 func (n *Node) seamCounters() SeamCounters {
 	return SeamCounters{
-		CommitClamps: n.clamps.Load(), HeartbeatsRerouted: n.rerouted.Load(), TimeoutNowRefused: n.strayTimeouts.Load(),
-		AppendsRefused:   n.appendsRefused.Load(),
-		InstallsAnswered: n.inst.answered.Load(), InstallsDeferred: n.inst.deferred.Load(),
-		InstallsBehind: n.inst.behind.Load(), InstallsDiverged: n.inst.diverged.Load(),
-		InstallsVerified: n.inst.verified.Load(), InstallsUnverified: n.inst.unverified.Load(), InstallsUnasked: n.inst.unasked.Load(),
-		StaleAppendsRefused: n.inst.staleAppends.Load(), StaleVotesRefused: n.inst.staleVotes.Load(),
-		StaleCampaignsRefused: n.inst.campaigns.Load(), StickinessLifted: n.unstuck.Load(),
+		CommitClamps: n.seam.clamps.Load(), HeartbeatsRerouted: n.seam.rerouted.Load(), TimeoutNowRefused: n.seam.strayTimeouts.Load(),
+		AppendsRefused:   n.seam.appendsRefused.Load(),
+		InstallsAnswered: n.seam.answered.Load(), InstallsDeferred: n.seam.deferred.Load(),
+		InstallsBehind: n.seam.behind.Load(), InstallsDiverged: n.seam.diverged.Load(),
+		InstallsVerified: n.seam.verified.Load(), InstallsUnverified: n.seam.unverified.Load(), InstallsUnasked: n.seam.unasked.Load(),
+		StaleAppendsRefused: n.seam.staleAppends.Load(), StaleVotesRefused: n.seam.staleVotes.Load(),
+		StaleCampaignsRefused: n.seam.campaigns.Load(), StickinessLifted: n.seam.unstuck.Load(),
 	}
 }
