@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/coalesce"
-	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/internal/watchlog"
 	"github.com/jobraft/jobraft/raft"
 )
@@ -39,10 +38,9 @@ type Controller struct {
 
 // Open starts this member's node and controller. It does not wait for a
 // leader: calls made before one is elected wait for it (within their
-// context). ctx bounds opening only. opts are this module's internal
-// options (internal/nodeopt, passed on to raft.Open); other callers pass
-// none.
-func Open(ctx context.Context, cfg Config, opts ...nodeopt.Option) (*Controller, error) {
+// context). ctx bounds opening only. opts are test instrumentation,
+// passed on to raft.Open (raft.Option); a host passes none.
+func Open(ctx context.Context, cfg Config, opts ...raft.Option) (*Controller, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

@@ -1,6 +1,6 @@
-// Package fsm defines the contract a replicated state machine implements to
-// ride on a jobraft node (StateMachine), and provides the job state machine
-// (Jobs).
+// Package fsm is the job state machine (Jobs). It rides on a jobraft node
+// through the controller, which adapts it to raft.StateMachine (the contract
+// package raft owns); fsm itself depends on no part of raft.
 //
 // # The caller's contract (what raft.Node does)
 //

@@ -30,12 +30,11 @@ type Jobs struct {
 // maxScratch bounds the jobs a submit's reused scratch keeps room for.
 const maxScratch = 1024
 
-var _ StateMachine = (*Jobs)(nil)
-
 // New returns an empty job state machine.
 func New() *Jobs { return &Jobs{st: newState()} }
 
-// Apply implements StateMachine. It decodes e.Cmd, applies it and returns
+// Apply applies one committed command (raft.StateMachine's Apply, through
+// the controller). It decodes e.Cmd, applies it and returns
 // an encoded Result (DecodeResult). It never panics on input; a refused
 // command changes nothing but the applied index.
 func (m *Jobs) Apply(e Entry) []byte {
@@ -115,7 +114,7 @@ func (m *Jobs) AppliedIndex() uint64 {
 	return m.st.index
 }
 
-// Digest implements StateMachine: see doc.go for what it covers. It costs
+// Digest summarises the state as of the last applied entry: see doc.go for what it covers. It costs
 // one SHA-256 over a few hundred bytes, whatever the number of jobs.
 func (m *Jobs) Digest() Digest {
 	m.mu.RLock()

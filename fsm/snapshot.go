@@ -76,7 +76,7 @@ type snapshot struct {
 
 var _ Snapshot = (*snapshot)(nil)
 
-// Snapshot implements StateMachine: O(paused queues), no job is copied.
+// Snapshot captures the state as of the last applied entry: O(paused queues), no job is copied.
 func (m *Jobs) Snapshot() (Snapshot, error) {
 	m.mu.Lock() // Copy marks the live tree's nodes shared: a write.
 	defer m.mu.Unlock()
@@ -135,7 +135,7 @@ func (sn *snapshot) Persist(w io.Writer) error {
 	return err
 }
 
-// Restore implements StateMachine. It reads the whole stream into a new
+// Restore replaces the whole state. It reads the whole stream into a new
 // state, validating layout, checksum, record invariants and the digest,
 // and swaps it in only if everything holds. Errors wrap ErrCorruptSnapshot
 // or ErrSnapshotVersion (or are the reader's own error).

@@ -5,7 +5,9 @@ import (
 	"time"
 )
 
-// Entry is one committed command, handed to StateMachine.Apply in log order.
+// Entry is one committed command, handed to Jobs.Apply in log order. It has
+// the fields of raft.Entry, the contract's entry (the controller converts one
+// to the other); this package does not depend on raft.
 type Entry struct {
 	// Index is the raft index of the entry. It is unique and strictly
 	// increasing across Apply calls; state machines may use it as a fencing
@@ -19,41 +21,6 @@ type Entry struct {
 	// Cmd is the command as the proposer encoded it. The slice is owned by
 	// the caller and is only valid during Apply: copy what you keep.
 	Cmd []byte
-}
-
-// StateMachine is the contract every replicated state machine implements to
-// ride on a raft.Node.
-//
-// Determinism: Apply must be a pure function of the current state and the
-// entry. It must not read a clock, draw random numbers, depend on map
-// iteration order, or do IO. Two instances that applied the same entries in
-// the same order must report equal digests.
-//
-// Concurrency: the node calls Apply, Snapshot and Restore from one goroutine,
-// never concurrently with each other. Digest, and any query methods a state
-// machine adds, may be called from any goroutine at any time, concurrently
-// with Apply.
-type StateMachine interface {
-	// Apply applies one committed command and returns its result, encoded by
-	// the state machine (the proposer decodes it). Invalid commands must be
-	// answered with a rejection result and leave the state unchanged; Apply
-	// must never panic on its input.
-	Apply(e Entry) []byte
-
-	// Snapshot captures the state as of the last applied entry. It must be
-	// cheap (copy-on-write): the returned Snapshot is persisted on another
-	// goroutine while Apply continues, and must still describe exactly the
-	// state at the moment Snapshot was called.
-	Snapshot() (Snapshot, error)
-
-	// Restore replaces the whole state with the one read from r. It must
-	// validate the input completely before replacing anything: on error the
-	// previous state is kept unchanged.
-	Restore(r io.Reader) error
-
-	// Digest summarises the state as of the last applied entry. Members that
-	// applied the same entries have equal digests.
-	Digest() Digest
 }
 
 // Snapshot is a point-in-time copy of a state machine's state.

@@ -9,21 +9,17 @@ import (
 	"sync/atomic"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/fsm"
-	"github.com/jobraft/jobraft/internal/history"
-	"github.com/jobraft/jobraft/wal"
 )
 
-// adapter is the hashicorp/raft BatchingFSM over an fsm.StateMachine. It
+// adapter is the hashicorp/raft BatchingFSM over an StateMachine. It
 // records the index of the last entry the state machine has really applied
 // (hashicorp/raft's AppliedIndex moves when entries are handed to the FSM
-// goroutine, before they are applied). With a history sink it records
-// what it hands the state machine (internal/history).
+// goroutine, before they are applied). With an observer it reports what
+// it hands the state machine (Wiring.Applied).
 type adapter struct {
-	sm      fsm.StateMachine
+	sm      StateMachine
 	applied atomic.Uint64
-	rec     history.Sink     // nil: no recording
-	recBuf  []history.Record // reused by the FSM goroutine
+	obs     AppliedObserver // nil: none
 	// gate, when set, returns once the log is durable through an index
 	// (true), or false when it never will be: the log failed (durable.go).
 	gate func(index uint64) bool
@@ -40,8 +36,8 @@ var (
 	_ hraft.BatchingFSM = (*adapter)(nil)
 )
 
-func newAdapter(sm fsm.StateMachine, rec history.Sink) *adapter {
-	return &adapter{sm: sm, rec: rec, changed: make(chan struct{})}
+func newAdapter(sm StateMachine, obs AppliedObserver) *adapter {
+	return &adapter{sm: sm, obs: obs, changed: make(chan struct{})}
 }
 
 // errNotDurable answers entries the state machine did not apply because
@@ -83,26 +79,15 @@ func (a *adapter) ApplyBatch(logs []*hraft.Log) []interface{} {
 			out[i] = applyResult{err: fmt.Errorf("index %d: %w", l.Index, err)}
 			continue
 		}
-		out[i] = applyResult{data: a.sm.Apply(fsm.Entry{Index: l.Index, Term: l.Term, Time: at, Cmd: cmd})}
+		out[i] = applyResult{data: a.sm.Apply(Entry{Index: l.Index, Term: l.Term, Time: at, Cmd: cmd})}
 	}
-	if a.rec != nil && len(logs) > 0 {
-		a.record(logs)
+	if a.obs != nil && len(logs) > 0 {
+		a.obs.Applied(logs)
 	}
 	if last != 0 {
 		a.setApplied(last)
 	}
 	return out
-}
-
-// record hands the history sink one Applied record per entry of the batch
-// (commands and configurations: what raft gives the FSM), with the CRC32C
-// of the entry's Data — the entry's payload stamp.
-func (a *adapter) record(logs []*hraft.Log) {
-	a.recBuf = a.recBuf[:0]
-	for _, l := range logs {
-		a.recBuf = append(a.recBuf, history.Record{Kind: history.KindApplied, Index: l.Index, Term: l.Term, Type: l.Type, CRC: wal.Checksum(l.Data)})
-	}
-	a.rec.Append(a.recBuf)
 }
 
 func (a *adapter) setApplied(i uint64) {
@@ -143,15 +128,15 @@ func (a *adapter) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	idx := binary.LittleEndian.Uint64(hdr[:])
-	if a.rec != nil {
-		a.rec.Append([]history.Record{{Kind: history.KindRestored, Index: idx}})
+	if a.obs != nil {
+		a.obs.Restored(idx)
 	}
 	a.setApplied(idx)
 	return nil
 }
 
 type fsmSnapshot struct {
-	s       fsm.Snapshot
+	s       Snapshot
 	applied uint64
 }
 

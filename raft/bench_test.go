@@ -26,7 +26,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/raft"
@@ -192,7 +191,7 @@ func startBare(b *testing.B, n int, like raft.Config) *hraft.Raft {
 type bareFSM struct{ kv *nodetest.KV }
 
 func (f *bareFSM) Apply(l *hraft.Log) interface{} {
-	return f.kv.Apply(fsm.Entry{Index: l.Index, Term: l.Term, Cmd: l.Data})
+	return f.kv.Apply(raft.Entry{Index: l.Index, Term: l.Term, Cmd: l.Data})
 }
 
 func (f *bareFSM) Snapshot() (hraft.FSMSnapshot, error) {
@@ -205,7 +204,7 @@ func (f *bareFSM) Restore(rc io.ReadCloser) error {
 	return f.kv.Restore(rc)
 }
 
-type bareSnap struct{ s fsm.Snapshot }
+type bareSnap struct{ s raft.Snapshot }
 
 func (s bareSnap) Persist(sink hraft.SnapshotSink) error {
 	if err := s.s.Persist(sink); err != nil {

@@ -94,7 +94,7 @@ type Config struct {
 	LeaderWait time.Duration
 
 	// Clock is the leader's clock stamped into every command it proposes
-	// (fsm.Entry.Time). Default time.Now; tests skew it per member.
+	// (Entry.Time). Default time.Now; tests skew it per member.
 	Clock func() time.Time
 
 	// Logger receives line-based logs (default: hclog to stderr at Info):

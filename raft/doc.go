@@ -1,7 +1,7 @@
 // Package raft is a jobraft member: hashicorp/raft v1.7.3 over the guarded
 // log (wal.Log, both LogStore and StableStore), the sealed snapshot store
 // (snapshot.Store) and one multiplexed listener (transport.Mux), replicating
-// any fsm.StateMachine. docs/node.md is the long form of this contract.
+// any StateMachine. docs/node.md is the long form of this contract.
 //
 // # The caller's duties
 //
@@ -20,9 +20,16 @@
 //     read must see every write acknowledged before it began.
 //  5. Close the node on shutdown; a crash needs nothing: the log recovers
 //     on the next Open.
+//  6. Pass Open no Option: options are this module's test instrumentation
+//     (internal/nodeopt builds them).
 //
 // # Guarantees
 //
+//   - Every RPC the member receives passes the reconcile seam (package
+//     raft/seam) before hashicorp/raft sees it: the corrections of the
+//     rules hashicorp/raft bends (docs/upstream.md, U1-U13) are decided
+//     there by pure functions of what the member reads (seam*.go, stale.go,
+//     durable.go read and act; raft/seam decides).
 //   - A nil Propose error: committed exactly once, applied on the leader.
 //   - The log refuses, loudly and typed, anything that would break G1–G7
 //     (see package wal); refusals are events (EventGuardRefusal).

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/raft/seam"
 	"github.com/jobraft/jobraft/wal"
 )
 
@@ -41,7 +42,7 @@ import (
 //     only in memory; a configuration entry is stored synchronously, since
 //     raft acts on its commit without the state machine;
 //   - the commit index this member sends in its appends is bounded by its
-//     durable index (transport.SeamHooks.CommitBound), so followers never
+//     durable index (seam.Hooks.CommitBound), so followers never
 //     apply an entry the leader holds only in memory; and the commit floor
 //     the guard persists counts raft's commit index only as far as it is
 //     durable here.
@@ -98,9 +99,9 @@ func (l raftLog) StoreLog(e *hraft.Log) error { return l.StoreLogs([]*hraft.Log{
 // handling.
 func (n *Node) inRaftHook(begin bool) {
 	if begin {
-		n.inRaft.Add(1)
+		n.seam.inRaft.Add(1)
 	} else {
-		n.inRaft.Add(-1)
+		n.seam.inRaft.Add(-1)
 	}
 }
 
@@ -108,7 +109,17 @@ func (n *Node) inRaftHook(begin bool) {
 // durable: what it may tell followers is committed and persist as its
 // commit floor.
 func (n *Node) durableCommit(r *hraft.Raft) uint64 {
-	return min(r.CommitIndex(), n.log.Durable())
+	return seam.Bound(r.CommitIndex(), n.log.Durable())
+}
+
+// commitBound is the seam's CommitBound hook: the commit index this member
+// may send in its appends (durableCommit; before raft runs, the durable
+// index).
+func (n *Node) commitBound() uint64 {
+	if r := n.raftNow(); r != nil {
+		return n.durableCommit(r)
+	}
+	return n.log.Durable()
 }
 
 // awaitDurable is the FSM gate: it returns true once the log is durable

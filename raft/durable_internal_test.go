@@ -8,7 +8,6 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/faultfs"
 )
@@ -94,7 +93,7 @@ func TestGateRefusalIsSticky(t *testing.T) {
 // countingSM counts the commands applied to it.
 type countingSM struct{ applied int }
 
-func (s *countingSM) Apply(fsm.Entry) []byte          { s.applied++; return nil }
-func (s *countingSM) Snapshot() (fsm.Snapshot, error) { return nil, errors.New("not in this test") }
-func (s *countingSM) Restore(io.Reader) error         { return nil }
-func (s *countingSM) Digest() fsm.Digest              { return fsm.Digest{} }
+func (s *countingSM) Apply(Entry) []byte          { s.applied++; return nil }
+func (s *countingSM) Snapshot() (Snapshot, error) { return nil, errors.New("not in this test") }
+func (s *countingSM) Restore(io.Reader) error     { return nil }
+func (s *countingSM) Digest() Digest              { return Digest{} }

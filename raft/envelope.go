@@ -12,8 +12,8 @@ import (
 //	1  i64  the leader's clock, unix nanoseconds, little endian
 //	9  ...  the caller's command
 //
-// The state machine receives the time as fsm.Entry.Time and the command as
-// fsm.Entry.Cmd. The entry's payload stamp (wal.Stamp) covers the envelope.
+// The state machine receives the time as Entry.Time and the command as
+// Entry.Cmd. The entry's payload stamp (wal.Stamp) covers the envelope.
 const (
 	envelopeVersion = 1
 	envelopeSize    = 9

@@ -29,7 +29,7 @@ const (
 // Propose replicates cmd and returns the state machine's result once the
 // entry is committed and applied on the leader. On a follower the command
 // is forwarded to the leader. The leader stamps its clock into the command
-// (fsm.Entry.Time) and the payload CRC into the entry (wal.Stamp).
+// (Entry.Time) and the payload CRC into the entry (wal.Stamp).
 //
 // A nil error means committed exactly once. An error matches ErrRejected
 // (not committed, never will be; Propose already retried those while ctx

@@ -706,7 +706,7 @@ func partitionRounds(t *testing.T, size, rounds int) {
 // of the window. At the end all checkers run.
 //
 // The mixes with drops reproduce hashicorp/raft #612, the pipeline
-// deadlock, without transport.DrainPipelines: a dropped response to a
+// deadlock, without seam.DrainPipelines: a dropped response to a
 // pipelined append reaches raft as a failed response (Success false) on a
 // healthy connection; pipelineDecode returns, nothing reads the pipeline's
 // responses any more, and the next pipelined send blocks for good on the

@@ -2,25 +2,62 @@ package raft
 
 import (
 	"errors"
+	"sync"
+	"sync/atomic"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/raft/seam"
 )
 
-// The member's policy at the reconcile seam (transport.Seam): the rules of
+// The member's side of the reconcile seam (package raft/seam): the rules of
 // the Raft paper that hashicorp/raft v1.7.3 bends, corrected before raft
-// sees an RPC. Each is listed in docs/upstream.md with its test.
+// sees an RPC. The member reads a view (raft through its lock-free
+// accessors, its log), the seam package decides, the member acts on the
+// verdict. Each rule is listed in docs/upstream.md with its test.
 
-// seamHooks is the node's policy for transport.Seam. The hooks run on the
-// transport's goroutines: they read raft only through its lock-free
+// seamHooks is the member's policy for seam.Wrap, built once. The hooks run
+// on the transport's goroutines: they read raft only through its lock-free
 // accessors, never through its main loop.
-func (n *Node) seamHooks() transport.SeamHooks {
-	return transport.SeamHooks{
-		OnClamp:   n.commitClamped,
-		Intercept: n.intercept,
-		FastPath:  n.heartbeatFastPath,
+func (n *Node) seamHooks() seam.Hooks {
+	return seam.Hooks{
+		OnClamp:     n.commitClamped,     // U1
+		Intercept:   n.intercept,         // U2-U5, U13
+		FastPath:    n.heartbeatFastPath, // U6
+		InRaft:      n.inRaftHook,        // U11: a store inside an RPC is a follower's (durable.go)
+		Answered:    n.answeredHook,      // U2: adopt an installed snapshot's term index (seam_terms.go)
+		CommitBound: n.commitBound,       // U11
 	}
+}
+
+// seamState is the member's state at the seam: what it corrected, counted
+// (Status.Seam), and what its decisions carry from one RPC to the next.
+type seamState struct {
+	clamps        atomic.Uint64 // appends whose commit index the seam clamped (U1)
+	rerouted      atomic.Uint64 // heartbeats sent through raft's main loop (U6)
+	strayTimeouts atomic.Uint64 // TimeoutNow requests refused at the seam (U5)
+	unstuck       atomic.Uint64 // (pre-)votes let past a silent leader's stickiness (U13)
+	// stickyFor is how long after the last contact raft's leader
+	// stickiness holds (U13: the heartbeat timeout).
+	stickyFor      atomic.Int64
+	appendsRefused atomic.Uint64 // appends refused whole at the seam (U4; nil entries)
+	inRaft         atomic.Int64  // RPCs the seam handed raft's main loop, not yet answered (durable.go, U11)
+
+	// Installs (U2) and a stale last index (U3, stale.go).
+	answered, deferred, behind, diverged atomic.Uint64
+	// Installs past the floor (seam_terms.go): checked at the floor,
+	// passed unchecked, refused because the sender could not be asked.
+	verified, unverified, unasked       atomic.Uint64
+	pendMu                              sync.Mutex
+	pend                                pendingTerms // the sender's term index for raft's install
+	staleAppends, staleVotes, campaigns atomic.Uint64
+	// sealed is the index of the last snapshot the store sealed, taken or
+	// installed: the wal's reset bound (wal.Log.SetResetBound).
+	sealed atomic.Uint64
+	// askedPast is when the seam last asked a sender for a snapshot past
+	// the floor (unix nanoseconds), to ask at most once per election
+	// timeout.
+	askedPast atomic.Int64
 }
 
 // raftNow is the raft instance once NewRaft has returned (nil before: the
@@ -28,7 +65,12 @@ func (n *Node) seamHooks() transport.SeamHooks {
 func (n *Node) raftNow() *hraft.Raft { return n.raft.Load() }
 
 // intercept answers the RPCs the seam must not let raft handle as it would.
+// While raft's cached last index is stale, appends at it and unsafe votes
+// are refused first (stale.go, U3).
 func (n *Node) intercept(rpc hraft.RPC) bool {
+	if n.refuseStale(rpc) {
+		return true
+	}
 	switch req := rpc.Command.(type) {
 	case *hraft.TimeoutNowRequest:
 		return n.interceptTimeoutNow(rpc, req)
@@ -61,7 +103,7 @@ func (n *Node) intercept(rpc hraft.RPC) bool {
 // a member that sees many is being sent appends that hashicorp/raft alone
 // would have let it commit too far.
 func (n *Node) commitClamped(leaderCommit, clamped uint64) {
-	n.clamps.Add(1)
+	n.seam.clamps.Add(1)
 	metrics.IncrCounter([]string{"jobraft", "raft", "commit_clamped"}, 1)
 	n.cfg.Logger.Named("seam").Debug("append commit index clamped to the last verified entry",
 		"leader-commit", leaderCommit, "clamped-to", clamped)
@@ -75,15 +117,17 @@ func (n *Node) commitClamped(leaderCommit, clamped uint64) {
 // could give the old leader's own entries the new leader's term. Every
 // other heartbeat goes through the main loop like any RPC.
 func (n *Node) heartbeatFastPath(hb *hraft.AppendEntriesRequest) bool {
-	r := n.raftNow()
-	if !n.join.checked.Load() {
-		return false // a joining member checks its leader first (clusterid.go)
+	v := seam.HeartbeatView{Joined: n.join.checked.Load(), Term: hb.Term} // a joining member checks its leader first (clusterid.go)
+	if r := n.raftNow(); r != nil && v.Joined {
+		v.Started, v.CurTerm, v.Follower = true, r.CurrentTerm(), r.State() == hraft.Follower
 	}
-	if r == nil || hb.Term != r.CurrentTerm() || r.State() != hraft.Follower {
-		n.rerouted.Add(1)
-		return false
+	switch seam.Heartbeat(v) {
+	case seam.RouteFast:
+		return true
+	case seam.RouteMainLoop:
+		n.seam.rerouted.Add(1)
 	}
-	return true
+	return false
 }
 
 // interceptTimeoutNow refuses a TimeoutNow that does not come from this
@@ -94,26 +138,19 @@ func (n *Node) heartbeatFastPath(hb *hraft.AppendEntriesRequest) bool {
 // it has caught up). A stray one (duplicated, late, crafted, or sent to a
 // non-voter) deposes a healthy leader.
 func (n *Node) interceptTimeoutNow(rpc hraft.RPC, req *hraft.TimeoutNowRequest) bool {
-	r := n.raftNow()
-	why := ""
-	switch {
-	case r == nil:
-		why = "not started"
-	case r.State() != hraft.Follower:
-		why = "not a follower (" + r.State().String() + ")"
-	default:
+	v := seam.TimeoutNowView{From: string(req.ID), FromAddr: string(req.Addr)}
+	if r := n.raftNow(); r != nil {
 		addr, id := r.LeaderWithID()
-		switch {
-		case id == "" || string(req.ID) != string(id) || (len(req.Addr) > 0 && string(req.Addr) != string(addr)):
-			why = "not from the current leader"
-		case !n.isVoter(r):
-			why = "not a voter"
-		}
+		st := r.State()
+		v.Started, v.Role, v.Follower = true, st.String(), st == hraft.Follower
+		v.Leader, v.LeaderAddr = string(id), string(addr)
+		v.Voter = v.Follower && n.isVoter(r)
 	}
+	why := seam.TimeoutNow(v)
 	if why == "" {
 		return false
 	}
-	n.strayTimeouts.Add(1)
+	n.seam.strayTimeouts.Add(1)
 	metrics.IncrCounter([]string{"jobraft", "raft", "timeout_now_refused"}, 1)
 	n.cfg.Logger.Named("seam").Warn("TimeoutNow refused", "from", string(req.ID), "reason", why)
 	rpc.Respond(nil, errors.Join(ErrRefusedAtSeam, errors.New("timeout-now "+why)))

@@ -1,8 +1,11 @@
 package raft
 
 import (
+	"slices"
+
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/raft/seam"
 )
 
 // A conflict truncation and the append after it, as one step (U4).
@@ -54,39 +57,37 @@ func (n *Node) checkAppend(rpc hraft.RPC, a *hraft.AppendEntriesRequest) bool {
 	if r == nil {
 		return false
 	}
-	term := r.CurrentTerm()
-	for _, e := range a.Entries {
-		if e == nil {
-			// Not U4, but the same walk: hashicorp/raft dereferences every
-			// entry of an append it processes and a nil one (a msgpack nil
-			// in the list) panics its main loop. No sender has a reason
-			// to send one.
-			n.refuseAppend(rpc, a, term, "an entry is nil", nil)
-			return true
-		}
-	}
-	if a.Term < term {
-		return false // raft refuses it without looking at the log
-	}
-	i, ok := conflictAt(n.log, a)
-	if !ok {
-		// No truncation to refuse: an append whose previous entry this
-		// member compacted may still show a divergence (divergentEntry).
-		if !n.div.is() {
+	// A nil entry is not U4, but the same walk: hashicorp/raft dereferences
+	// every entry of an append it processes and a nil one (a msgpack nil in
+	// the list) panics its main loop. No sender has a reason to send one.
+	v := seam.AppendView{NilEntry: slices.Contains(a.Entries, nil), ReqTerm: a.Term, CurTerm: r.CurrentTerm()}
+	var at uint64
+	var entries []*hraft.Log
+	var err error
+	if !v.NilEntry && v.ReqTerm >= v.CurTerm {
+		var i int
+		if i, v.Conflict = conflictAt(n.log, a); v.Conflict {
+			at, entries = a.Entries[i].Index, a.Entries[i:]
+			err = n.log.CheckReplace(at, entries)
+			v.ReplaceRefused = err != nil
+		} else if !n.div.is() {
+			// No truncation to refuse: an append whose previous entry this
+			// member compacted may still show a divergence (divergentEntry).
 			if d, ok := divergentEntry(n.log, n.log.Floor(), a); ok {
 				n.diverge(d, nil)
 			}
 		}
-		return false
 	}
-	at, entries := a.Entries[i].Index, a.Entries[i:]
-	err := n.log.CheckReplace(at, entries)
-	if err == nil {
-		return false
+	switch seam.Append(v) {
+	case seam.AppendRefuseNil:
+		n.refuseAppend(rpc, a, v.CurTerm, "an entry is nil", nil)
+		return true
+	case seam.AppendRefuseReplace:
+		n.refuseAppend(rpc, a, v.CurTerm, "the batch after its conflict truncation would be refused, so neither happens", err,
+			"truncate-from", at, "entries", len(entries))
+		return true
 	}
-	n.refuseAppend(rpc, a, term, "the batch after its conflict truncation would be refused, so neither happens", err,
-		"truncate-from", at, "entries", len(entries))
-	return true
+	return false
 }
 
 // refuseAppend answers an append as raft answers one that fails: with our
@@ -96,7 +97,7 @@ func (n *Node) checkAppend(rpc hraft.RPC, a *hraft.AppendEntriesRequest) bool {
 // and CRCs, never payload bytes), already reported as a guard refusal.
 func (n *Node) refuseAppend(rpc hraft.RPC, a *hraft.AppendEntriesRequest, term uint64, why string, err error, attrs ...any) {
 	last, _ := n.log.LastIndex() // 0 while closing: raft's answer would not matter either
-	n.appendsRefused.Add(1)
+	n.seam.appendsRefused.Add(1)
 	metrics.IncrCounter([]string{"jobraft", "raft", "append_refused_at_seam"}, 1)
 	attrs = append([]any{"from", string(a.ID), "term", a.Term, "last-index", last}, attrs...)
 	if err != nil {

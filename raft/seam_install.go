@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/raft/seam"
 )
 
 // Figure 13 step 6 at the reconcile seam (docs/upstream.md U2).
@@ -30,7 +29,7 @@ import (
 // The Raft paper's Figure 13, step 6: if the member's log holds an entry
 // with the snapshot's last index and term, it keeps its log and replies;
 // only otherwise does it discard the log and reset the state machine. The
-// seam answers such a request itself, without raft (decideInstall):
+// seam answers such a request itself, without raft (seam.Install):
 //
 //   - The snapshot ends at or below the member's commit floor (max of
 //     raft's commit index, the applied index and the floor the wal
@@ -69,98 +68,7 @@ import (
 // (SetResetBound) is the defence in depth behind this: raft's log reset
 // after an install below the floor is refused.
 
-// installAction is what the seam does with an InstallSnapshot request.
-type installAction int
-
-const (
-	installPass     installAction = iota // hand it to raft
-	installAnswer                        // Success without restoring (Figure 13 step 6)
-	installDefer                         // refuse: raft has not adopted the sender's higher term yet
-	installBehind                        // refuse and ask the sender for a snapshot past the floor
-	installDiverged                      // refuse loudly: another term at a committed index
-	installUnasked                       // refuse: past the floor, and the sender's term index could not be read
-)
-
-func (a installAction) String() string {
-	switch a {
-	case installAnswer:
-		return "answered"
-	case installDefer:
-		return "deferred"
-	case installBehind:
-		return "behind"
-	case installDiverged:
-		return "diverged"
-	case installUnasked:
-		return "unasked"
-	}
-	return "pass"
-}
-
-// installView is what the seam knows when it decides, read without raft's
-// main loop.
-type installView struct {
-	ReqTerm uint64 // the sender's term
-	Index   uint64 // the snapshot's last index
-	Term    uint64 // the snapshot's last term
-	CurTerm uint64 // raft's current term
-	Floor   uint64 // the commit floor: max(commit, applied, persisted floor)
-	// HeldTerm is the term this member holds at Index, in its log or as its
-	// latest snapshot (0: unknown, e.g. compacted).
-	HeldTerm uint64
-	// InLog: the log holds (Index, Term).
-	InLog bool
-	// IsLast: (Index, Term) is raft's last entry, and raft's cached last
-	// index is not stale (stale.go).
-	IsLast bool
-	// AtFloor: the floor check (seam_terms.go) found the sender holding
-	// term SenderAtFloor at Floor, where this member holds HeldTerm.
-	AtFloor       bool
-	SenderAtFloor uint64
-}
-
-// decideInstall is the seam's rule for an InstallSnapshot request (see
-// the comment above). It is a function of its input only.
-func decideInstall(v installView) installAction {
-	if v.Index > v.Floor {
-		if !v.InLog {
-			return installPass // an ordinary install
-		}
-	} else if v.HeldTerm != 0 && v.HeldTerm != v.Term {
-		return installDiverged
-	}
-	switch {
-	case v.ReqTerm < v.CurTerm:
-		return installPass // raft refuses an older term without installing
-	case v.ReqTerm > v.CurTerm:
-		return installDefer
-	case v.InLog || v.IsLast:
-		return installAnswer
-	default:
-		return installBehind
-	}
-}
-
-// installSeam counts the seam's decisions on installs and on a stale last
-// index (stale.go), and holds the wal's reset bound.
-type installSeam struct {
-	answered, deferred, behind, diverged atomic.Uint64
-	// Installs past the floor (seam_terms.go): checked at the floor,
-	// passed unchecked, refused because the sender could not be asked.
-	verified, unverified, unasked       atomic.Uint64
-	pendMu                              sync.Mutex
-	pend                                pendingTerms // the sender's term index for raft's install
-	staleAppends, staleVotes, campaigns atomic.Uint64
-	// sealed is the index of the last snapshot the store sealed, taken or
-	// installed: the wal's reset bound (wal.Log.SetResetBound).
-	sealed atomic.Uint64
-	// askedPast is when the seam last asked a sender for a snapshot past
-	// the floor (unix nanoseconds), to ask at most once per election
-	// timeout.
-	askedPast atomic.Int64
-}
-
-// interceptInstall applies Figure 13 step 6 (decideInstall) to an
+// interceptInstall applies Figure 13 step 6 (seam.Install) to an
 // InstallSnapshot request. It returns false to let raft handle it.
 func (n *Node) interceptInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest) bool {
 	r := n.raftNow()
@@ -168,24 +76,24 @@ func (n *Node) interceptInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest
 		return false
 	}
 	v, stale := n.installView(r, req)
-	act := decideInstall(v)
-	if act == installPass {
-		if n.div.is() || v.ReqTerm < v.CurTerm {
+	act := seam.Install(v)
+	if act == seam.InstallPass {
+		if !seam.NeedsFloorCheck(v, n.div.is()) {
 			return false // the snapshot gate refuses it (gates.go); raft refuses a stale term
 		}
-		switch verdict, pv := n.checkPastFloor(req, v); verdict {
-		case pastVerified, pastUnverified:
+		verdict, pv := n.checkPastFloor(req, v)
+		if act = seam.AfterCheck(verdict); act == seam.InstallPass {
 			n.countPastFloor(verdict, req, pv)
 			return false
-		case pastRetry:
-			act = installUnasked
-		case pastDiverged:
-			act = installDiverged
+		}
+		if act == seam.InstallDiverged {
 			v.AtFloor, v.SenderAtFloor, v.HeldTerm = true, pv.Sender, pv.Own
 		}
 	}
-	if t := r.CurrentTerm(); t != v.CurTerm && act != installDiverged {
-		act, v.CurTerm = installDefer, t
+	if t := r.CurrentTerm(); t != v.CurTerm {
+		if act = seam.Recheck(act, v.CurTerm, t); act == seam.InstallDefer {
+			v.CurTerm = t
+		}
 	}
 	// The stream is drained off the seam's goroutine: other RPCs keep
 	// flowing to raft while the sender writes it.
@@ -193,10 +101,10 @@ func (n *Node) interceptInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest
 	return true
 }
 
-// installView reads what decideInstall needs: the term first, then the
+// installView reads what seam.Install needs: the term first, then the
 // floor, the log and raft's snapshot and last entry.
-func (n *Node) installView(r *hraft.Raft, req *hraft.InstallSnapshotRequest) (v installView, stale uint64) {
-	v = installView{ReqTerm: req.Term, Index: req.LastLogIndex, Term: req.LastLogTerm,
+func (n *Node) installView(r *hraft.Raft, req *hraft.InstallSnapshotRequest) (v seam.InstallView, stale uint64) {
+	v = seam.InstallView{ReqTerm: req.Term, Index: req.LastLogIndex, Term: req.LastLogTerm,
 		CurTerm: r.CurrentTerm(), Floor: n.log.Floor()}
 	first, ferr := n.log.FirstIndex()
 	last, lerr := n.log.LastIndex()
@@ -230,7 +138,7 @@ func (n *Node) installView(r *hraft.Raft, req *hraft.InstallSnapshotRequest) (v 
 
 // finishInstall drains the request's stream (exactly req.Size bytes) and
 // answers it as decided.
-func (n *Node) finishInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest, act installAction, v installView, stale uint64) {
+func (n *Node) finishInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest, act seam.InstallAction, v seam.InstallView, stale uint64) {
 	resp := &hraft.InstallSnapshotResponse{RPCHeader: hraft.RPCHeader{ProtocolVersion: req.ProtocolVersion}, Term: v.CurTerm}
 	if err := drainInstall(rpc.Reader, req.Size); err != nil {
 		rpc.Respond(resp, err)
@@ -239,35 +147,35 @@ func (n *Node) finishInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest, a
 	sender := string(req.RPCHeader.ID)
 	lg := n.cfg.Logger.Named("seam")
 	switch act {
-	case installAnswer:
-		n.inst.answered.Add(1)
+	case seam.InstallAnswer:
+		n.seam.answered.Add(1)
 		metrics.IncrCounter([]string{"jobraft", "raft", "install_answered"}, 1)
 		lg.Info("install snapshot answered without restoring: the member holds its last entry (Figure 13 step 6)",
 			"from", sender, "index", v.Index, "term", v.Term, "floor", v.Floor)
 		resp.Success = true
 		rpc.Respond(resp, nil)
-	case installDefer:
-		n.inst.deferred.Add(1)
+	case seam.InstallDefer:
+		n.seam.deferred.Add(1)
 		metrics.IncrCounter([]string{"jobraft", "raft", "install_deferred"}, 1)
 		lg.Info("install snapshot refused until raft adopts the sender's term",
 			"from", sender, "request_term", v.ReqTerm, "term", v.CurTerm, "index", v.Index, "floor", v.Floor)
 		rpc.Respond(resp, nil)
-	case installBehind:
-		n.inst.behind.Add(1)
+	case seam.InstallBehind:
+		n.seam.behind.Add(1)
 		metrics.IncrCounter([]string{"jobraft", "raft", "install_behind"}, 1)
 		want := max(v.Floor, stale) + 1
 		lg.Warn("install snapshot at or below the commit floor refused: the member cannot continue from its index; asking the sender for a newer snapshot",
 			"from", sender, "index", v.Index, "term", v.Term, "floor", v.Floor, "stale_last_index", stale, "want", want)
 		rpc.Respond(resp, nil)
 		n.askSnapshotPast(senderAddr(req), want)
-	case installUnasked:
-		n.inst.unasked.Add(1)
+	case seam.InstallUnasked:
+		n.seam.unasked.Add(1)
 		metrics.IncrCounter([]string{"jobraft", "raft", "install_unasked"}, 1)
 		lg.Warn("install snapshot past the commit floor refused: the sender's term at the floor could not be read",
 			"from", sender, "index", v.Index, "term", v.Term, "floor", v.Floor)
 		rpc.Respond(resp, nil)
-	case installDiverged:
-		n.inst.diverged.Add(1)
+	case seam.InstallDiverged:
+		n.seam.diverged.Add(1)
 		metrics.IncrCounter([]string{"jobraft", "raft", "install_diverged"}, 1)
 		err := fmt.Errorf("%w: %w: snapshot ends at index %d term %d from %q (term %d); this member holds term %d there, at or below its commit floor %d",
 			ErrRefusedAtSeam, ErrCommittedDivergence, v.Index, v.Term, sender, v.ReqTerm, v.HeldTerm, v.Floor)
@@ -285,7 +193,7 @@ func (n *Node) finishInstall(rpc hraft.RPC, req *hraft.InstallSnapshotRequest, a
 // them holds a committed entry the other does not. The first one is
 // published (EventDiverged with the Divergence, the gauge, an ERROR line);
 // every refusal is logged at ERROR, with indexes and terms only.
-func (n *Node) installDiverged(v installView, sender string, err error) {
+func (n *Node) installDiverged(v seam.InstallView, sender string, err error) {
 	at, why := v.Index, "install snapshot refused: its last entry contradicts an entry this member committed"
 	if v.AtFloor {
 		at, why = v.Floor, "install snapshot refused: the sender held another term at this member's commit floor"
@@ -337,8 +245,8 @@ func senderAddr(req *hraft.InstallSnapshotRequest) string {
 // timeout.
 func (n *Node) askSnapshotPast(addr string, want uint64) {
 	now := time.Now().UnixNano()
-	last := n.inst.askedPast.Load()
-	if addr == "" || now-last < int64(n.cfg.ElectionTimeout) || !n.inst.askedPast.CompareAndSwap(last, now) || n.isClosed() {
+	last := n.seam.askedPast.Load()
+	if addr == "" || now-last < int64(n.cfg.ElectionTimeout) || !n.seam.askedPast.CompareAndSwap(last, now) || n.isClosed() {
 		return
 	}
 	// Not in n.wg: this runs from the seam, which may call it while Close

@@ -7,6 +7,7 @@ import (
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/raft/seam"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
 )
@@ -58,44 +59,6 @@ func (n *Node) handleTermStarts(_ context.Context, req []byte) ([]byte, error) {
 	return n.log.TermStarts(binary.LittleEndian.Uint64(req)).Encode(), nil
 }
 
-// pastVerdict is what the floor check decided for an install past the
-// floor.
-type pastVerdict int
-
-const (
-	pastVerified   pastVerdict = iota // both hold the same term at the floor
-	pastUnverified                    // a side does not know its term there
-	pastDiverged                      // the terms at the floor differ
-	pastRetry                         // the sender could not be asked
-)
-
-// pastView is what the floor check knows.
-type pastView struct {
-	Floor                 uint64
-	Own, Sender           uint64 // terms at the floor
-	OwnKnown, SenderKnown bool
-	// Asked: the sender answered jr.terms; Old: it has no such method.
-	Asked, Old bool
-}
-
-// decidePastFloor is the floor check's rule (see above), a function of
-// its input only.
-func decidePastFloor(v pastView) pastVerdict {
-	switch {
-	case v.Floor == 0:
-		return pastVerified // nothing committed to contradict
-	case v.Old:
-		return pastUnverified
-	case !v.Asked:
-		return pastRetry
-	case !v.OwnKnown || !v.SenderKnown:
-		return pastUnverified
-	case v.Own != v.Sender:
-		return pastDiverged
-	}
-	return pastVerified
-}
-
 // pendingTerms is the sender's term index for the install raft is about to
 // do, adopted once raft reports it installed.
 type pendingTerms struct {
@@ -104,10 +67,10 @@ type pendingTerms struct {
 	set         bool
 }
 
-// checkPastFloor runs the floor check for an install decideInstall passed
+// checkPastFloor runs the floor check for an install seam.Install passed
 // to raft. It returns the verdict, with the view for a diverged one.
-func (n *Node) checkPastFloor(req *hraft.InstallSnapshotRequest, v installView) (pastVerdict, pastView) {
-	pv := pastView{Floor: v.Floor}
+func (n *Node) checkPastFloor(req *hraft.InstallSnapshotRequest, v seam.InstallView) (seam.PastVerdict, seam.PastView) {
+	pv := seam.PastView{Floor: v.Floor}
 	ctx, cancel := context.WithTimeout(transport.ExpectPeer(n.life, string(req.ID)), n.cfg.ElectionTimeout)
 	defer cancel()
 	rep, err := n.caller.Call(ctx, senderAddr(req), methodTermStarts, binary.LittleEndian.AppendUint64(nil, req.LastLogIndex))
@@ -137,11 +100,11 @@ func (n *Node) checkPastFloor(req *hraft.InstallSnapshotRequest, v installView) 
 	if v.Floor > 0 {
 		pv.Own, pv.OwnKnown = n.log.TermAt(v.Floor)
 	}
-	verdict := decidePastFloor(pv)
-	if verdict == pastVerified || verdict == pastUnverified {
-		n.inst.pendMu.Lock()
-		n.inst.pend = pendingTerms{index: req.LastLogIndex, term: req.LastLogTerm, t: sender, set: sender.Known != 0}
-		n.inst.pendMu.Unlock()
+	verdict := seam.PastFloor(pv)
+	if seam.AfterCheck(verdict) == seam.InstallPass {
+		n.seam.pendMu.Lock()
+		n.seam.pend = pendingTerms{index: req.LastLogIndex, term: req.LastLogTerm, t: sender, set: sender.Known != 0}
+		n.seam.pendMu.Unlock()
 	}
 	return verdict, pv
 }
@@ -153,10 +116,10 @@ func (n *Node) answeredHook(rpc hraft.RPC, resp hraft.RPCResponse) {
 	if !ok {
 		return
 	}
-	n.inst.pendMu.Lock()
-	p := n.inst.pend
-	n.inst.pend = pendingTerms{}
-	n.inst.pendMu.Unlock()
+	n.seam.pendMu.Lock()
+	p := n.seam.pend
+	n.seam.pend = pendingTerms{}
+	n.seam.pendMu.Unlock()
 	ir, _ := resp.Response.(*hraft.InstallSnapshotResponse)
 	if resp.Error != nil || ir == nil || !ir.Success {
 		return
@@ -196,12 +159,12 @@ func (n *Node) anchorTerms(r *hraft.Raft) {
 
 // countPastFloor counts (and, unverified, logs) an install past the floor
 // that goes to raft.
-func (n *Node) countPastFloor(verdict pastVerdict, req *hraft.InstallSnapshotRequest, pv pastView) {
-	if verdict == pastVerified {
-		n.inst.verified.Add(1)
+func (n *Node) countPastFloor(verdict seam.PastVerdict, req *hraft.InstallSnapshotRequest, pv seam.PastView) {
+	if verdict == seam.PastVerified {
+		n.seam.verified.Add(1)
 		return
 	}
-	n.inst.unverified.Add(1)
+	n.seam.unverified.Add(1)
 	metrics.IncrCounter([]string{"jobraft", "raft", "install_unverified"}, 1)
 	n.cfg.Logger.Named("seam").Warn("install snapshot past the commit floor not checked at the floor: a term there is not known",
 		"from", string(req.ID), "index", req.LastLogIndex, "floor", pv.Floor, "own_known", pv.OwnKnown,

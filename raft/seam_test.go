@@ -1,7 +1,6 @@
 package raft_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
-	"github.com/jobraft/jobraft/transport"
 )
 
 // sendAppend sends one AppendEntries from a bare raft transport (a member
@@ -124,43 +122,6 @@ func TestCraftedCommitAheadOfVerifiedAppendIsClamped(t *testing.T) {
 	checkCommittedPrefix(t, c)
 	checkAppliedHistory(t, c)
 	if err := faults.CheckElectionSafety(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestSeamKeepsPreVoteAndClampsEveryPath checks the wrapper itself: raft
-// enables pre-vote only on a transport implementing raft.WithPreVote, so
-// the seam must keep it; and ClampCommit lowers exactly what passes the
-// verified range.
-func TestSeamKeepsPreVoteAndClampsEveryPath(t *testing.T) {
-	_, inner := hraft.NewInmemTransport("a")
-	s := transport.Seam(inner, transport.SeamHooks{})
-	if _, ok := s.(hraft.WithPreVote); !ok {
-		t.Fatal("the seam over a pre-vote transport lost raft.WithPreVote")
-	}
-	if _, ok := s.(hraft.WithClose); !ok {
-		t.Fatal("the seam lost raft.WithClose")
-	}
-	for _, tc := range []struct {
-		prev, entries, commit, want uint64
-		clamped                     bool
-	}{
-		{prev: 4, entries: 0, commit: 5, want: 4, clamped: true},
-		{prev: 4, entries: 2, commit: 9, want: 6, clamped: true},
-		{prev: 4, entries: 2, commit: 6, want: 6},
-		{prev: 4, entries: 2, commit: 3, want: 3},
-		{prev: 0, entries: 0, commit: 0, want: 0},
-	} {
-		a := &hraft.AppendEntriesRequest{PrevLogEntry: tc.prev, LeaderCommitIndex: tc.commit}
-		for i := uint64(0); i < tc.entries; i++ {
-			a.Entries = append(a.Entries, &hraft.Log{Index: tc.prev + 1 + i, Term: 1})
-		}
-		lc, clamped := transport.ClampCommit(a)
-		if lc != tc.commit || clamped != tc.clamped || a.LeaderCommitIndex != tc.want {
-			t.Errorf("%+v: got leaderCommit %d clamped %v commit %d", tc, lc, clamped, a.LeaderCommitIndex)
-		}
-	}
-	if err := s.(hraft.WithClose).Close(); err != nil && !errors.Is(err, hraft.ErrTransportShutdown) {
 		t.Fatal(err)
 	}
 }

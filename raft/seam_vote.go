@@ -5,6 +5,7 @@ import (
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/raft/seam"
 )
 
 // Leader stickiness (docs/upstream.md U13). The Raft thesis (§4.2.3, and
@@ -30,70 +31,25 @@ import (
 //     raft's stickiness check and nothing else: raft's configuration, term,
 //     vote and log checks all still decide, and raft persists the vote;
 //   - a pre-vote request is answered by the seam with raft's own pre-vote
-//     rule less the stickiness (decidePreVote). A pre-vote changes nothing
+//     rule less the stickiness (seam.PreVote). A pre-vote changes nothing
 //     on the member; the vote that follows is raft's to grant.
 //
 // A request that finds the leader silent for H less two heartbeat
 // intervals (H/5: hashicorp/raft's leader sends one every H/10 to 2H/10,
 // so a candidate whose own silence reached H may be asking a member whose
 // last heartbeat came up to that much later) waits on the seam until the
-// silence would reach H, and at least H/5, then looks again (liftWait).
+// silence would reach H, and at least H/5, then looks again (seam.LiftWait).
 // The wait is what keeps a member's own stall from passing for its
 // leader's silence: heartbeats queued while its process stood still run on
 // raft's fast path during the wait (the seam's goroutine does not carry
 // them) and end the silence. Otherwise, within H of the last contact, and
 // on a member that is not a follower, raft decides alone as before.
 
-// liftWait is how long a request that found the leader silent for silent
-// (at least h less h/5) waits before the seam looks again, for heartbeat
-// timeout h: until the silence would reach h, and at least h/5.
-func liftWait(h, silent time.Duration) time.Duration { return max(h/5, h-silent) }
-
-// stickyView is what the stickiness rule looks at.
-type stickyView struct {
-	Follower          bool
-	Leader, Candidate string        // addresses ("" : no leader known)
-	Silent, Timeout   time.Duration // since the last contact; the member's heartbeat timeout
-}
-
-// leaderSilent reports whether raft's leader stickiness would refuse the
-// candidate although the member has not heard from its leader within the
-// timeout (the thesis's rule lets the request through).
-func leaderSilent(v stickyView) bool {
-	return v.Follower && v.Leader != "" && v.Leader != v.Candidate && v.Silent >= v.Timeout
-}
-
-// preVoteView is what decidePreVote looks at.
-type preVoteView struct {
-	// InConfig: the candidate is in the member's latest configuration (or
-	// that configuration is empty); Voter: it is a voter there.
-	InConfig, Voter     bool
-	Term, ReqTerm       uint64 // the member's current term; the request's
-	LastIndex, LastTerm uint64 // the member's last entry (log or snapshot), as raft sees it
-	CandIndex, CandTerm uint64 // the candidate's last entry
-}
-
-// decidePreVote is raft's pre-vote rule (raft.go requestPreVote) without
-// its leader check: whether the member grants the pre-vote.
-func decidePreVote(v preVoteView) bool {
-	switch {
-	case !v.InConfig, !v.Voter:
-		return false
-	case v.ReqTerm < v.Term:
-		return false
-	case v.LastTerm > v.CandTerm:
-		return false
-	case v.LastTerm == v.CandTerm && v.LastIndex > v.CandIndex:
-		return false
-	}
-	return true
-}
-
 // view is the stickiness rule's input for a request from candidate (an
 // encoded address), with threshold t.
-func (n *Node) view(r *hraft.Raft, candidate []byte, t time.Duration) stickyView {
+func (n *Node) view(r *hraft.Raft, candidate []byte, t time.Duration) seam.StickyView {
 	addr, _ := r.LeaderWithID()
-	return stickyView{
+	return seam.StickyView{
 		Follower: r.State() == hraft.Follower, Leader: string(addr), Candidate: string(candidate),
 		Silent: time.Since(r.LastContact()), Timeout: t,
 	}
@@ -102,14 +58,14 @@ func (n *Node) view(r *hraft.Raft, candidate []byte, t time.Duration) stickyView
 // silentLeader reports whether a (pre-)vote request from candidate meets a
 // follower whose leader has been silent for its heartbeat timeout H, and
 // for how long it has been. A request that finds it silent for H less H/5
-// waits on the seam (liftWait) and looks again.
+// waits on the seam (seam.LiftWait) and looks again.
 func (n *Node) silentLeader(r *hraft.Raft, candidate []byte) (time.Duration, bool) {
-	h := time.Duration(n.stickyFor.Load())
+	h := time.Duration(n.seam.stickyFor.Load())
 	v := n.view(r, candidate, h-h/5)
-	if !leaderSilent(v) {
+	if !seam.LeaderSilent(v) {
 		return v.Silent, false
 	}
-	t := time.NewTimer(liftWait(h, v.Silent))
+	t := time.NewTimer(seam.LiftWait(h, v.Silent))
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -117,7 +73,7 @@ func (n *Node) silentLeader(r *hraft.Raft, candidate []byte) (time.Duration, boo
 		return v.Silent, false
 	}
 	v = n.view(r, candidate, h)
-	return v.Silent, leaderSilent(v)
+	return v.Silent, seam.LeaderSilent(v)
 }
 
 // unstickVote lifts raft's leader stickiness from a vote request when the
@@ -138,7 +94,7 @@ func (n *Node) unstickVote(r *hraft.Raft, req *hraft.RequestVoteRequest) {
 // lifted counts and logs a request let past the silent leader's
 // stickiness.
 func (n *Node) lifted(what string, candidate []byte, term uint64, silent time.Duration, kv ...any) {
-	n.unstuck.Add(1)
+	n.seam.unstuck.Add(1)
 	metrics.IncrCounter([]string{"jobraft", "raft", "stickiness_lifted"}, 1)
 	n.cfg.Logger.Named("seam").Info(what+" without leader stickiness: the leader has been silent for the heartbeat timeout",
 		append([]any{"candidate", string(candidate), "term", term, "silent", silent.Round(time.Millisecond)}, kv...)...)
@@ -153,7 +109,7 @@ func (n *Node) answerPreVote(r *hraft.Raft, rpc hraft.RPC, req *hraft.RequestPre
 	if !ok {
 		return false
 	}
-	v := preVoteView{Term: r.CurrentTerm(), ReqTerm: req.Term, CandIndex: req.LastLogIndex, CandTerm: req.LastLogTerm}
+	v := seam.PreVoteView{Term: r.CurrentTerm(), ReqTerm: req.Term, CandIndex: req.LastLogIndex, CandTerm: req.LastLogTerm}
 	in, voter, empty := suffrage(r, string(req.ID))
 	v.InConfig, v.Voter = in || empty, voter || empty // raft grants while bootstrapping
 	st := statsOf(r)
@@ -161,7 +117,7 @@ func (n *Node) answerPreVote(r *hraft.Raft, rpc hraft.RPC, req *hraft.RequestPre
 	if st.LastSnapshotIndex > st.LastLogIndex {
 		v.LastIndex, v.LastTerm = st.LastSnapshotIndex, st.LastSnapshotTerm
 	}
-	granted := decidePreVote(v)
+	granted := seam.PreVote(v)
 	resp := &hraft.RequestPreVoteResponse{
 		RPCHeader: hraft.RPCHeader{ProtocolVersion: hraft.ProtocolVersionMax, ID: []byte(n.cfg.ID), Addr: []byte(n.nt.LocalAddr())},
 		Term:      max(v.Term, req.Term),

@@ -22,7 +22,7 @@ var ErrSeedExisting = errors.New("raft: data dir already holds member state")
 
 // Seed prepares an empty data dir so that Open starts a member of a new
 // cluster from a state machine snapshot (a restored backup): it publishes
-// artifact (the state machine's snapshot stream, fsm.Snapshot.Persist, at
+// artifact (the state machine's snapshot stream, Snapshot.Persist, at
 // applied index index) as a
 // sealed snapshot whose configuration is members. Seed every member of the
 // new cluster from the same artifact with the same members, then Open them

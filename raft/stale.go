@@ -9,6 +9,7 @@ import (
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/catchup"
+	"github.com/jobraft/jobraft/raft/seam"
 	"github.com/jobraft/jobraft/transport"
 )
 
@@ -129,41 +130,39 @@ func (n *Node) staleLast(r *hraft.Raft) uint64 {
 //     requests would claim the stale entry, and as a leader it would hold
 //     neither the entries nor the state it claims.
 
-// staleIntercept runs the stale checks before the seam's other intercepts
-// (next).
-func (n *Node) staleIntercept(next func(hraft.RPC) bool) func(hraft.RPC) bool {
-	return func(rpc hraft.RPC) bool {
-		if r := n.raftNow(); r != nil {
-			switch req := rpc.Command.(type) {
-			case *hraft.AppendEntriesRequest:
-				if req.PrevLogEntry != 0 && n.refuseStaleAppend(r, rpc, req) {
-					return true
-				}
-			case *hraft.RequestVoteRequest:
-				if n.refuseStaleVote(r, req.LastLogIndex, req.LastLogTerm, string(req.ID)) {
-					rpc.Respond(&hraft.RequestVoteResponse{RPCHeader: hraft.RPCHeader{ProtocolVersion: req.ProtocolVersion}, Term: r.CurrentTerm()}, nil)
-					return true
-				}
-			case *hraft.RequestPreVoteRequest:
-				if n.refuseStaleVote(r, req.LastLogIndex, req.LastLogTerm, string(req.ID)) {
-					rpc.Respond(&hraft.RequestPreVoteResponse{RPCHeader: hraft.RPCHeader{ProtocolVersion: req.ProtocolVersion}, Term: r.CurrentTerm()}, nil)
-					return true
-				}
-			}
-		}
-		return next != nil && next(rpc)
+// refuseStale answers an append or a (pre-)vote that raft must not handle
+// while its cached last index is stale, and reports whether it did.
+func (n *Node) refuseStale(rpc hraft.RPC) bool {
+	r := n.raftNow()
+	if r == nil {
+		return false
 	}
+	switch req := rpc.Command.(type) {
+	case *hraft.AppendEntriesRequest:
+		return req.PrevLogEntry != 0 && n.refuseStaleAppend(r, rpc, req)
+	case *hraft.RequestVoteRequest:
+		if n.refuseStaleVote(r, req.LastLogIndex, req.LastLogTerm, string(req.ID)) {
+			rpc.Respond(&hraft.RequestVoteResponse{RPCHeader: hraft.RPCHeader{ProtocolVersion: req.ProtocolVersion}, Term: r.CurrentTerm()}, nil)
+			return true
+		}
+	case *hraft.RequestPreVoteRequest:
+		if n.refuseStaleVote(r, req.LastLogIndex, req.LastLogTerm, string(req.ID)) {
+			rpc.Respond(&hraft.RequestPreVoteResponse{RPCHeader: hraft.RPCHeader{ProtocolVersion: req.ProtocolVersion}, Term: r.CurrentTerm()}, nil)
+			return true
+		}
+	}
+	return false
 }
 
 // refuseStaleAppend answers an append whose PrevLogEntry is raft's stale
-// last index.
+// last index (seam.StaleAppend).
 func (n *Node) refuseStaleAppend(r *hraft.Raft, rpc hraft.RPC, req *hraft.AppendEntriesRequest) bool {
 	stale := n.staleLast(r)
-	if stale == 0 || req.PrevLogEntry != stale {
+	if !seam.StaleAppend(stale, req.PrevLogEntry) {
 		return false
 	}
 	realIdx, _ := n.realLast(r)
-	n.inst.staleAppends.Add(1)
+	n.seam.staleAppends.Add(1)
 	metrics.IncrCounter([]string{"jobraft", "raft", "stale_append_refused"}, 1)
 	n.cfg.Logger.Named("seam").Warn("append at raft's stale last index refused: the log does not hold that entry",
 		"from", string(req.ID), "prev_index", req.PrevLogEntry, "entries", len(req.Entries), "real_last_index", realIdx)
@@ -176,21 +175,21 @@ func (n *Node) refuseStaleAppend(r *hraft.Raft, rpc hraft.RPC, req *hraft.Append
 
 // refuseStaleVote reports whether a (pre-)vote request must be refused
 // because raft's last index is stale and the candidate's log is less
-// up-to-date than what the member really holds.
+// up-to-date than what the member really holds (seam.StaleVote).
 func (n *Node) refuseStaleVote(r *hraft.Raft, candIdx, candTerm uint64, candidate string) bool {
-	stale := n.staleLast(r)
-	if stale == 0 {
+	v := seam.StaleVoteView{Stale: n.staleLast(r), CandIndex: candIdx, CandTerm: candTerm}
+	if v.Stale == 0 {
 		return false
 	}
-	realIdx, realTerm := n.realLast(r)
-	if candTerm > realTerm || (candTerm == realTerm && candIdx >= realIdx) {
+	v.RealIndex, v.RealTerm = n.realLast(r)
+	if !seam.StaleVote(v) {
 		return false // raft checks the cache as well
 	}
-	n.inst.staleVotes.Add(1)
+	n.seam.staleVotes.Add(1)
 	metrics.IncrCounter([]string{"jobraft", "raft", "stale_vote_refused"}, 1)
 	n.cfg.Logger.Named("seam").Warn("vote refused: the candidate's log is behind what this member holds (raft's last index is stale)",
 		"candidate", candidate, "candidate_last_index", candIdx, "candidate_last_term", candTerm,
-		"real_last_index", realIdx, "real_last_term", realTerm, "stale_last_index", stale)
+		"real_last_index", v.RealIndex, "real_last_term", v.RealTerm, "stale_last_index", v.Stale)
 	return true
 }
 
@@ -215,15 +214,17 @@ func (n *Node) realLast(r *hraft.Raft) (index, term uint64) {
 // to date as anyone's, so it would win elections, fail and step down again
 // and again, each vote it won restarting the healthy members' timers.
 func (n *Node) noCampaign() bool {
-	if n.div.is() || n.log.Failure() != "" {
-		return true
+	v := seam.CampaignView{Diverged: n.div.is(), LogFailed: n.log.Failure() != ""}
+	if r := n.raftNow(); r != nil && !v.Diverged && !v.LogFailed {
+		v.Stale = n.staleLast(r)
 	}
-	r := n.raftNow()
-	if r == nil || n.staleLast(r) == 0 {
+	switch seam.Campaign(v) {
+	case seam.CampaignOK:
 		return false
+	case seam.CampaignStale:
+		n.seam.campaigns.Add(1)
+		metrics.IncrCounter([]string{"jobraft", "raft", "stale_campaign_refused"}, 1)
 	}
-	n.inst.campaigns.Add(1)
-	metrics.IncrCounter([]string{"jobraft", "raft", "stale_campaign_refused"}, 1)
 	return true
 }
 

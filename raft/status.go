@@ -6,27 +6,26 @@ import (
 	"fmt"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/transport"
 )
 
 // Status is one member's view of itself and the cluster.
 type Status struct {
-	ID             string     `json:"id"`
-	Address        string     `json:"address"`
-	Role           string     `json:"role"` // Leader, Follower, Candidate, Shutdown
-	Term           uint64     `json:"term"`
-	LeaderID       string     `json:"leader_id"`
-	LeaderAddress  string     `json:"leader_address"`
-	FirstIndex     uint64     `json:"first_index"` // first entry in the log (0: empty)
-	LastIndex      uint64     `json:"last_index"`
-	LastTerm       uint64     `json:"last_term"`
-	CommitIndex    uint64     `json:"commit_index"`
-	AppliedIndex   uint64     `json:"applied_index"` // state held by the state machine (Node.AppliedIndex)
-	Floor          uint64     `json:"floor"`
-	PersistedFloor uint64     `json:"persisted_floor"`
-	Digest         fsm.Digest `json:"digest"`
-	Members        []Member   `json:"members"`
+	ID             string   `json:"id"`
+	Address        string   `json:"address"`
+	Role           string   `json:"role"` // Leader, Follower, Candidate, Shutdown
+	Term           uint64   `json:"term"`
+	LeaderID       string   `json:"leader_id"`
+	LeaderAddress  string   `json:"leader_address"`
+	FirstIndex     uint64   `json:"first_index"` // first entry in the log (0: empty)
+	LastIndex      uint64   `json:"last_index"`
+	LastTerm       uint64   `json:"last_term"`
+	CommitIndex    uint64   `json:"commit_index"`
+	AppliedIndex   uint64   `json:"applied_index"` // state held by the state machine (Node.AppliedIndex)
+	Floor          uint64   `json:"floor"`
+	PersistedFloor uint64   `json:"persisted_floor"`
+	Digest         Digest   `json:"digest"`
+	Members        []Member `json:"members"`
 	// ClusterID is Config.ClusterID ("" if none).
 	ClusterID string `json:"cluster_id,omitempty"`
 	// Removed is set once this member found it was removed from the
@@ -175,12 +174,12 @@ func (n *Node) handleStatus(_ context.Context, _ []byte) ([]byte, error) {
 
 func (n *Node) seamCounters() SeamCounters {
 	return SeamCounters{
-		CommitClamps: n.clamps.Load(), HeartbeatsRerouted: n.rerouted.Load(), TimeoutNowRefused: n.strayTimeouts.Load(),
-		AppendsRefused:   n.appendsRefused.Load(),
-		InstallsAnswered: n.inst.answered.Load(), InstallsDeferred: n.inst.deferred.Load(),
-		InstallsBehind: n.inst.behind.Load(), InstallsDiverged: n.inst.diverged.Load(),
-		InstallsVerified: n.inst.verified.Load(), InstallsUnverified: n.inst.unverified.Load(), InstallsUnasked: n.inst.unasked.Load(),
-		StaleAppendsRefused: n.inst.staleAppends.Load(), StaleVotesRefused: n.inst.staleVotes.Load(),
-		StaleCampaignsRefused: n.inst.campaigns.Load(), StickinessLifted: n.unstuck.Load(),
+		CommitClamps: n.seam.clamps.Load(), HeartbeatsRerouted: n.seam.rerouted.Load(), TimeoutNowRefused: n.seam.strayTimeouts.Load(),
+		AppendsRefused:   n.seam.appendsRefused.Load(),
+		InstallsAnswered: n.seam.answered.Load(), InstallsDeferred: n.seam.deferred.Load(),
+		InstallsBehind: n.seam.behind.Load(), InstallsDiverged: n.seam.diverged.Load(),
+		InstallsVerified: n.seam.verified.Load(), InstallsUnverified: n.seam.unverified.Load(), InstallsUnasked: n.seam.unasked.Load(),
+		StaleAppendsRefused: n.seam.staleAppends.Load(), StaleVotesRefused: n.seam.staleVotes.Load(),
+		StaleCampaignsRefused: n.seam.campaigns.Load(), StickinessLifted: n.seam.unstuck.Load(),
 	}
 }

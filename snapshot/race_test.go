@@ -15,7 +15,7 @@ import (
 
 // cowState is one immutable version of a toy state machine: applying an
 // entry builds a new version, so a snapshot can persist a version while
-// later applies continue (the contract of fsm.StateMachine.Snapshot).
+// later applies continue (the contract of raft.StateMachine.Snapshot).
 type cowState struct {
 	index uint64
 	vals  []uint64

@@ -7,7 +7,7 @@
 //
 // The bugs:
 //
-//	clamp     transport: the seam does not clamp a follower's commit index (Raft Figure 2)
+//	clamp     raft/seam: the seam does not clamp a follower's commit index (Raft Figure 2)
 //	floor     wal: the guard allows a suffix truncation at or below the commit floor (G4)
 //	fencing   fsm: ack, nak, extend and term accept any token of a running job
 //	dedupe    fsm: a submit whose ID exists creates a second job under a new ID

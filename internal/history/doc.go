@@ -14,8 +14,8 @@
 //
 // # Recording
 //
-// A raft.Node opened with nodeopt.Applied(sink) (an option only this
-// module's code can pass) calls sink.Append from its state machine
+// A raft.Node opened with nodeopt.Applied(sink) (a raft.Option the
+// module's tests pass) calls sink.Append from its state machine
 // goroutine:
 //
 //  1. one Started record when it opens (the state machine is empty);

@@ -1,8 +1,6 @@
-// Package nodeopt holds the options of raft.Open and jobraft.Open that only
-// this module's own code can pass: instrumentation and fault seams for its
-// tests, kept out of the public Config types. A caller outside the module
-// cannot name the Option type, so for it both Open functions take no
-// options.
+// Package nodeopt builds the options of raft.Open and jobraft.Open
+// (raft.Option) that this module's tests pass: instrumentation and fault
+// seams, kept out of the public Config types. A host passes none.
 //
 // The seams are narrow hooks, not fault types: a test wraps the member's raft
 // transport and RPC caller (with transport/faultnet) or gives the log a file
@@ -13,78 +11,81 @@ package nodeopt
 import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/history"
+	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/snapshot"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
 )
 
-// Option sets one internal option.
-type Option func(*Options)
+// Option sets one option: a raft.Option.
+type Option = raft.Option
 
-// Options are the collected options. The zero value changes nothing.
-type Options struct {
-	// Applied, when set, receives the member's applied history (see
-	// internal/history): a Started record when the node opens, then what
-	// its state machine applies and restores.
-	Applied history.Sink
-	// Transport, when set, wraps the member's raft transport; addr is the
-	// member's advertised address. It sits below the node's own layers
-	// (campaign gates, the reconcile seam).
-	Transport func(addr string, t hraft.Transport) hraft.Transport
-	// Caller, when set, wraps the member's RPC caller; addr as above. It
-	// sits below the node's member-identity check.
-	Caller func(addr string, c transport.Caller) transport.Caller
-	// WAL are passed to wal.Open after the node's own options.
-	WAL []wal.Option
-	// Snapshot are passed to snapshot.Open after the node's own options.
-	Snapshot []snapshot.Option
+// Applied records the member's applied history into s (see
+// internal/history): a Started record when the node opens, then what its
+// state machine applies and restores.
+func Applied(s history.Sink) Option {
+	return func(w *raft.Wiring) { w.Applied = &recorder{sink: s} }
 }
 
-// Applied records the member's applied history into s.
-func Applied(s history.Sink) Option { return func(o *Options) { o.Applied = s } }
+// recorder is a raft.AppliedObserver over a history sink.
+type recorder struct {
+	sink history.Sink
+	buf  []history.Record // reused on the state machine's goroutine
+}
+
+var _ raft.AppliedObserver = (*recorder)(nil)
+
+// Started implements raft.AppliedObserver.
+func (r *recorder) Started() { r.sink.Append([]history.Record{{Kind: history.KindStarted}}) }
+
+// Applied implements raft.AppliedObserver: one Applied record per entry of
+// the batch, with the CRC32C of the entry's Data — its payload stamp.
+func (r *recorder) Applied(logs []*hraft.Log) {
+	r.buf = r.buf[:0]
+	for _, l := range logs {
+		r.buf = append(r.buf, history.Record{Kind: history.KindApplied, Index: l.Index, Term: l.Term, Type: l.Type, CRC: wal.Checksum(l.Data)})
+	}
+	r.sink.Append(r.buf)
+}
+
+// Restored implements raft.AppliedObserver.
+func (r *recorder) Restored(index uint64) {
+	r.sink.Append([]history.Record{{Kind: history.KindRestored, Index: index}})
+}
 
 // WrapTransport wraps the member's raft transport with wrap (several wrap in
 // the order given, the last outermost).
 func WrapTransport(wrap func(addr string, t hraft.Transport) hraft.Transport) Option {
-	return func(o *Options) {
-		if prev := o.Transport; prev != nil {
-			o.Transport = func(addr string, t hraft.Transport) hraft.Transport { return wrap(addr, prev(addr, t)) }
+	return func(w *raft.Wiring) {
+		if prev := w.Transport; prev != nil {
+			w.Transport = func(addr string, t hraft.Transport) hraft.Transport { return wrap(addr, prev(addr, t)) }
 			return
 		}
-		o.Transport = wrap
+		w.Transport = wrap
 	}
 }
 
 // WrapCaller wraps the member's RPC caller with wrap (several wrap in the
 // order given, the last outermost).
 func WrapCaller(wrap func(addr string, c transport.Caller) transport.Caller) Option {
-	return func(o *Options) {
-		if prev := o.Caller; prev != nil {
-			o.Caller = func(addr string, c transport.Caller) transport.Caller { return wrap(addr, prev(addr, c)) }
+	return func(w *raft.Wiring) {
+		if prev := w.Caller; prev != nil {
+			w.Caller = func(addr string, c transport.Caller) transport.Caller { return wrap(addr, prev(addr, c)) }
 			return
 		}
-		o.Caller = wrap
+		w.Caller = wrap
 	}
 }
 
 // WALOptions passes opts to the member's wal.Open, after the node's own
 // (so a test may set a file system, segment size, cache size or Repair).
 func WALOptions(opts ...wal.Option) Option {
-	return func(o *Options) { o.WAL = append(o.WAL, opts...) }
+	return func(w *raft.Wiring) { w.WAL = append(w.WAL, opts...) }
 }
 
 // SnapshotOptions passes opts to the member's snapshot.Open, after the
 // node's own (so a test may give the store the file system its log uses,
 // and one power loss covers both).
 func SnapshotOptions(opts ...snapshot.Option) Option {
-	return func(o *Options) { o.Snapshot = append(o.Snapshot, opts...) }
-}
-
-// Collect applies opts in order.
-func Collect(opts []Option) Options {
-	var o Options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
+	return func(w *raft.Wiring) { w.Snapshot = append(w.Snapshot, opts...) }
 }

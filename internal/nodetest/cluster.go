@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/internal/stalltest"
@@ -354,7 +353,7 @@ func (c *Cluster) Propose(i int, cmd string, d time.Duration) (raft.Result, erro
 // OpenNew opens a member with cfg at a fresh loopback address (cfg.BindAddr
 // is replaced), trying another address when the port was taken between
 // FreeAddr and the bind. The member is closed at cleanup.
-func OpenNew(t testing.TB, cfg raft.Config, sm fsm.StateMachine) *raft.Node {
+func OpenNew(t testing.TB, cfg raft.Config, sm raft.StateMachine) *raft.Node {
 	t.Helper()
 	var err error
 	for attempt := 0; attempt < 10; attempt++ {

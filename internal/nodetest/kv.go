@@ -13,10 +13,10 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
 )
 
-// KV is a deterministic key-value fsm.StateMachine. A command is
+// KV is a deterministic key-value raft.StateMachine. A command is
 // "key=value"; Apply returns the previous value. A command without '=' is
 // rejected with the result "!bad" and changes nothing. KV counts the writes
 // of every key (part of its snapshot and digest), so a test that proposes
@@ -28,13 +28,13 @@ type KV struct {
 	applied uint64
 }
 
-var _ fsm.StateMachine = (*KV)(nil)
+var _ raft.StateMachine = (*KV)(nil)
 
 // NewKV returns an empty KV.
 func NewKV() *KV { return &KV{m: map[string]string{}, writes: map[string]int{}} }
 
-// Apply implements fsm.StateMachine.
-func (kv *KV) Apply(e fsm.Entry) []byte {
+// Apply implements raft.StateMachine.
+func (kv *KV) Apply(e raft.Entry) []byte {
 	kv.mu.Lock()
 	defer kv.mu.Unlock()
 	kv.applied = e.Index
@@ -100,8 +100,8 @@ type kvSnap struct {
 	applied uint64
 }
 
-// Snapshot implements fsm.StateMachine (a copy: the map is small in tests).
-func (kv *KV) Snapshot() (fsm.Snapshot, error) {
+// Snapshot implements raft.StateMachine (a copy: the map is small in tests).
+func (kv *KV) Snapshot() (raft.Snapshot, error) {
 	kv.mu.RLock()
 	defer kv.mu.RUnlock()
 	c := make(map[string]string, len(kv.m))
@@ -128,7 +128,7 @@ func (s *kvSnap) Persist(w io.Writer) error {
 
 func (s *kvSnap) Release() {}
 
-// Restore implements fsm.StateMachine.
+// Restore implements raft.StateMachine.
 func (kv *KV) Restore(r io.Reader) error {
 	br := bufio.NewReader(r)
 	var applied, n uint64
@@ -171,15 +171,15 @@ func (kv *KV) Restore(r io.Reader) error {
 	return nil
 }
 
-// Digest implements fsm.StateMachine.
-func (kv *KV) Digest() fsm.Digest {
+// Digest implements raft.StateMachine.
+func (kv *KV) Digest() raft.Digest {
 	kv.mu.RLock()
 	defer kv.mu.RUnlock()
 	h := sha256.New()
 	for _, k := range sortedKeys(kv.m) {
 		fmt.Fprintf(h, "%d:%s=%d:%s#%d;", len(k), k, len(kv.m[k]), kv.m[k], kv.writes[k])
 	}
-	var d fsm.Digest
+	var d raft.Digest
 	d.Index = kv.applied
 	copy(d.Sum[:], h.Sum(nil))
 	return d

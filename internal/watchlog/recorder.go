@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
 )
 
-// Recorder is the fsm.StateMachine the node replicates: fsm.Jobs, plus a
+// Recorder is the raft.StateMachine the node replicates: fsm.Jobs, plus a
 // bounded in-memory history of the job events each applied entry produced
 // (what Watch serves), and the notifications Claim and the worker runner
 // wait on. It adds no state to the replicated one: digests and snapshots
@@ -48,7 +49,7 @@ type ringEntry struct {
 	at  time.Time
 }
 
-var _ fsm.StateMachine = (*Recorder)(nil)
+var _ raft.StateMachine = (*Recorder)(nil)
 
 // New returns a recorder of a new, empty fsm.Jobs whose history keeps at
 // most maxEntries entries and about maxBytes bytes of events.
@@ -63,7 +64,8 @@ func New(maxEntries, maxBytes int) *Recorder {
 func (r *Recorder) Jobs() *fsm.Jobs { return r.jobs }
 
 // Apply applies e to the state and records its events.
-func (r *Recorder) Apply(e fsm.Entry) []byte {
+func (r *Recorder) Apply(re raft.Entry) []byte {
+	e := fsm.Entry(re)
 	out := r.jobs.Apply(e)
 	e.Time = r.jobs.AppliedTime() // events carry the log time, as job records do
 	if t, code, _ := fsm.ResultHead(out); t == fsm.CmdSubmit && code == fsm.CodeOK {
@@ -284,7 +286,7 @@ func (r *Recorder) Bounds() (oldest, last uint64) {
 }
 
 // Snapshot is the state's snapshot (fsm.Jobs.Snapshot).
-func (r *Recorder) Snapshot() (fsm.Snapshot, error) { return r.jobs.Snapshot() }
+func (r *Recorder) Snapshot() (raft.Snapshot, error) { return r.jobs.Snapshot() }
 
 // Restore replaces the state; the event history restarts after the
 // restored index (events before it are not retained).
@@ -305,4 +307,4 @@ func (r *Recorder) Restore(rd io.Reader) error {
 }
 
 // Digest is the state's digest (fsm.Jobs.Digest).
-func (r *Recorder) Digest() fsm.Digest { return r.jobs.Digest() }
+func (r *Recorder) Digest() raft.Digest { return raft.Digest(r.jobs.Digest()) }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/raft"
 )
 
 // An entry's events are made into one slice of their number: a batch of a
@@ -20,7 +21,7 @@ func TestRecorderBatchEventsInOneSlice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := fsm.DecodeResult(r.Apply(fsm.Entry{Index: index, Term: 1, Time: at, Cmd: b}))
+		res, err := fsm.DecodeResult(r.Apply(raft.Entry{Index: index, Term: 1, Time: at, Cmd: b}))
 		if err != nil || res.Err() != nil {
 			t.Fatalf("entry %d: %v %v", index, err, res.Err())
 		}
@@ -76,7 +77,7 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 		index++
 		for i, r := range recs {
 			ready := r.Ready()
-			res, err := fsm.DecodeResult(r.Apply(fsm.Entry{Index: index, Term: 1, Time: at, Cmd: b}))
+			res, err := fsm.DecodeResult(r.Apply(raft.Entry{Index: index, Term: 1, Time: at, Cmd: b}))
 			if err != nil || res.Err() != nil {
 				t.Fatalf("entry %d: %v %v", index, err, res.Err())
 			}
@@ -181,7 +182,7 @@ func BenchmarkRecorderCycle(b *testing.B) {
 					b.Fatal(err)
 				}
 				index++
-				return r.Apply(fsm.Entry{Index: index, Term: 1, Time: at, Cmd: cmd})
+				return r.Apply(raft.Entry{Index: index, Term: 1, Time: at, Cmd: cmd})
 			}
 			payload := make([]byte, 256)
 			const n = 64

@@ -1,11 +1,12 @@
-package transport_test
+package seam_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/transport"
+	"github.com/jobraft/jobraft/raft/seam"
 )
 
 // hbCapture is a raft transport that keeps the heartbeat handler raft
@@ -24,7 +25,7 @@ func TestSeamRoutesHeartbeatsByFastPath(t *testing.T) {
 	_, inner := raft.NewInmemTransport("a")
 	cap := &hbCapture{InmemTransport: inner}
 	allow := map[uint64]bool{5: true}
-	s := transport.Seam(cap, transport.SeamHooks{FastPath: func(hb *raft.AppendEntriesRequest) bool { return allow[hb.Term] }})
+	s := seam.Wrap(cap, seam.Hooks{FastPath: func(hb *raft.AppendEntriesRequest) bool { return allow[hb.Term] }})
 	defer s.(raft.WithClose).Close()
 	fast := make(chan raft.RPC, 1)
 	s.SetHeartbeatHandler(func(rpc raft.RPC) { fast <- rpc })
@@ -52,7 +53,7 @@ func TestSeamInterceptAnswersInsteadOfRaft(t *testing.T) {
 	_, ta := raft.NewInmemTransport("a")
 	b, tb := raft.NewInmemTransport("b")
 	ta.Connect(b, tb)
-	s := transport.Seam(tb, transport.SeamHooks{Intercept: func(rpc raft.RPC) bool {
+	s := seam.Wrap(tb, seam.Hooks{Intercept: func(rpc raft.RPC) bool {
 		if _, ok := rpc.Command.(*raft.TimeoutNowRequest); ok {
 			rpc.Respond(&raft.TimeoutNowResponse{}, nil)
 			return true
@@ -94,7 +95,7 @@ func TestSeamAnsweredSeesRaftsAnswerBeforeTheSender(t *testing.T) {
 	ta.Connect(b, tb)
 	var seen []uint64
 	sent := make(chan struct{})
-	s := transport.Seam(tb, transport.SeamHooks{
+	s := seam.Wrap(tb, seam.Hooks{
 		Intercept: func(rpc raft.RPC) bool {
 			if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok && req.Term == 7 {
 				rpc.Respond(&raft.AppendEntriesResponse{Term: 7}, nil)
@@ -132,5 +133,42 @@ func TestSeamAnsweredSeesRaftsAnswerBeforeTheSender(t *testing.T) {
 	}
 	if len(seen) != 2 || seen[0] != 8 || seen[1] != 9 {
 		t.Fatalf("Answered saw %v, want only the append of term 8 with raft's answer of term 9", seen)
+	}
+}
+
+// TestSeamKeepsPreVoteAndClampsEveryPath checks the wrapper itself: raft
+// enables pre-vote only on a transport implementing raft.WithPreVote, so
+// the seam must keep it; and ClampCommit lowers exactly what passes the
+// verified range.
+func TestSeamKeepsPreVoteAndClampsEveryPath(t *testing.T) {
+	_, inner := raft.NewInmemTransport("a")
+	s := seam.Wrap(inner, seam.Hooks{})
+	if _, ok := s.(raft.WithPreVote); !ok {
+		t.Fatal("the seam over a pre-vote transport lost raft.WithPreVote")
+	}
+	if _, ok := s.(raft.WithClose); !ok {
+		t.Fatal("the seam lost raft.WithClose")
+	}
+	for _, tc := range []struct {
+		prev, entries, commit, want uint64
+		clamped                     bool
+	}{
+		{prev: 4, entries: 0, commit: 5, want: 4, clamped: true},
+		{prev: 4, entries: 2, commit: 9, want: 6, clamped: true},
+		{prev: 4, entries: 2, commit: 6, want: 6},
+		{prev: 4, entries: 2, commit: 3, want: 3},
+		{prev: 0, entries: 0, commit: 0, want: 0},
+	} {
+		a := &raft.AppendEntriesRequest{PrevLogEntry: tc.prev, LeaderCommitIndex: tc.commit}
+		for i := uint64(0); i < tc.entries; i++ {
+			a.Entries = append(a.Entries, &raft.Log{Index: tc.prev + 1 + i, Term: 1})
+		}
+		lc, clamped := seam.ClampCommit(a)
+		if lc != tc.commit || clamped != tc.clamped || a.LeaderCommitIndex != tc.want {
+			t.Errorf("%+v: got leaderCommit %d clamped %v commit %d", tc, lc, clamped, a.LeaderCommitIndex)
+		}
+	}
+	if err := s.(raft.WithClose).Close(); err != nil && !errors.Is(err, raft.ErrTransportShutdown) {
+		t.Fatal(err)
 	}
 }

@@ -1,14 +1,14 @@
-package transport
+package seam
 
 import (
-	"github.com/jobraft/jobraft/internal/bugs"
 	"io"
 	"sync"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/internal/bugs"
 )
 
-// Seam wraps the raft transport a member hands to hashicorp/raft so that
+// Wrap wraps the raft transport a member hands to hashicorp/raft so that
 // every incoming RPC passes one place before raft sees it: the reconcile
 // seam. There the member corrects the rules hashicorp/raft v1.7.3 bends
 // (docs/upstream.md). The transport itself applies one, always:
@@ -21,20 +21,20 @@ import (
 // PrevLogEntry N, no entries and LeaderCommitIndex ≥ N+1 is real. A deposed
 // leader still holding an uncommitted entry N+1 of its old term passes the
 // prev check, "commits" N+1 and applies an entry the cluster never
-// committed. Seam clamps LeaderCommitIndex to PrevLogEntry + len(Entries)
+// committed. Wrap clamps LeaderCommitIndex to PrevLogEntry + len(Entries)
 // (a log is contiguous, so that is the index of the last verified entry),
 // on the RPC consumer and on the heartbeat fast path alike (U1).
 //
-// The rest is the member's policy, given as hooks (SeamHooks): it may
+// The rest is the member's policy, given as hooks (Hooks): it may
 // answer an RPC itself instead of raft (Intercept), and decide which
 // heartbeats may take hashicorp/raft's fast path — which runs raft's
 // handler on the connection's goroutine, outside raft's main loop — and
 // which must go through the consumer like every other RPC (FastPath).
 //
 // Everything else — sending, pipelines, pre-vote, Close — is the inner
-// transport's own; Seam keeps raft.WithPreVote when inner has it (raft
+// transport's own; Wrap keeps raft.WithPreVote when inner has it (raft
 // enables pre-vote only then) and raft.WithClose.
-func Seam(inner raft.Transport, hooks SeamHooks) raft.Transport {
+func Wrap(inner raft.Transport, hooks Hooks) raft.Transport {
 	s := &seam{inner: inner, hooks: hooks, out: make(chan raft.RPC), stop: make(chan struct{})}
 	go s.forward()
 	if _, ok := inner.(raft.WithPreVote); ok {
@@ -43,11 +43,11 @@ func Seam(inner raft.Transport, hooks SeamHooks) raft.Transport {
 	return s
 }
 
-// SeamHooks is the member's policy at the seam. Every hook is optional and
+// Hooks is the member's policy at the seam. Every hook is optional and
 // is called from the transport's goroutines, so it must be safe for
 // concurrent use and must not wait for raft's main loop (raft may be
 // waiting for the seam).
-type SeamHooks struct {
+type Hooks struct {
 	// OnClamp is told of each append whose commit index was clamped, with
 	// the leader's commit index and the clamped one.
 	OnClamp func(leaderCommit, clamped uint64)
@@ -79,22 +79,22 @@ type SeamHooks struct {
 	CommitBound func() uint64
 }
 
-// ClampCommit applies the seam's rule to one request: it lowers
+// ClampCommit applies the seam's rule (Clamp) to one request: it lowers
 // LeaderCommitIndex to PrevLogEntry + len(Entries) when it is higher, and
-// reports whether it did. It is what Seam does to every incoming append.
+// reports whether it did. It is what Wrap does to every incoming append.
 func ClampCommit(a *raft.AppendEntriesRequest) (leaderCommit uint64, clamped bool) {
 	leaderCommit = a.LeaderCommitIndex
-	verified := a.PrevLogEntry + uint64(len(a.Entries))
-	if leaderCommit > verified && !bugs.On("clamp") {
-		a.LeaderCommitIndex = verified
-		return leaderCommit, true
+	commit, clamped := Clamp(a.PrevLogEntry, len(a.Entries), leaderCommit)
+	if !clamped || bugs.On("clamp") {
+		return leaderCommit, false
 	}
-	return leaderCommit, false
+	a.LeaderCommitIndex = commit
+	return leaderCommit, true
 }
 
 type seam struct {
 	inner raft.Transport
-	hooks SeamHooks
+	hooks Hooks
 	out   chan raft.RPC
 	stop  chan struct{}
 	once  sync.Once
@@ -234,7 +234,7 @@ func (s *seam) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *
 // boundCommit lowers an outbound append's commit index to CommitBound.
 func (s *seam) boundCommit(args *raft.AppendEntriesRequest) {
 	if s.hooks.CommitBound != nil {
-		args.LeaderCommitIndex = min(args.LeaderCommitIndex, s.hooks.CommitBound())
+		args.LeaderCommitIndex = Bound(args.LeaderCommitIndex, s.hooks.CommitBound())
 	}
 }
 

@@ -1,10 +1,11 @@
-package transport_test
+package seam_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/raft/seam"
 	"github.com/jobraft/jobraft/transport"
 )
 
@@ -76,7 +77,7 @@ func TestClampCommit(t *testing.T) {
 		if c.n > 0 {
 			a.Entries = entries(c.prev+1, c.prev+c.n)
 		}
-		lc, clamped := transport.ClampCommit(a)
+		lc, clamped := seam.ClampCommit(a)
 		if a.LeaderCommitIndex != c.want || clamped != c.clamped || lc != c.commit {
 			t.Errorf("%s: commit %d clamped %v (reported leader commit %d), want %d %v (%d)",
 				c.name, a.LeaderCommitIndex, clamped, lc, c.want, c.clamped, c.commit)
@@ -91,7 +92,7 @@ func TestSeamClampsAppendsCarryingEntries(t *testing.T) {
 	sender, receiver := raftNet(t), raftNet(t)
 	type clamp struct{ leader, to uint64 }
 	clamps := make(chan clamp, 4)
-	s := transport.Seam(receiver, transport.SeamHooks{OnClamp: func(lc, to uint64) { clamps <- clamp{lc, to} }})
+	s := seam.Wrap(receiver, seam.Hooks{OnClamp: func(lc, to uint64) { clamps <- clamp{lc, to} }})
 	defer s.(raft.WithClose).Close()
 	target := receiver.LocalAddr()
 	req := func() *raft.AppendEntriesRequest {
@@ -141,7 +142,7 @@ func TestSeamClampsAppendsCarryingEntries(t *testing.T) {
 func TestSeamBoundsTheCommitOfPipelinedAppends(t *testing.T) {
 	sender, receiver := raftNet(t), raftNet(t)
 	const bound = 5
-	s := transport.Seam(sender, transport.SeamHooks{CommitBound: func() uint64 { return bound }})
+	s := seam.Wrap(sender, seam.Hooks{CommitBound: func() uint64 { return bound }})
 	defer s.(raft.WithClose).Close()
 	target := receiver.LocalAddr()
 	// prev 10 and two entries: the receiver's clamp (12) is not what lowers it.
