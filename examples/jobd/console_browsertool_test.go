@@ -93,7 +93,10 @@ func (b *browser) login() {
 	}
 	b.do(chromedp.SendKeys(chromedp.ID("token"), b.token))
 	b.submit(chromedp.Click(chromedp.ID("login")))
-	b.do(chromedp.WaitVisible(chromedp.ID("queues")))
+	b.do(chromedp.WaitVisible(chromedp.ID("self-member")))
+	if loc := b.location(); loc != b.base+"/console/queues" {
+		b.t.Fatalf("after the login: %s, want the queues page", loc)
+	}
 }
 
 func (b *browser) location() string {

@@ -18,6 +18,7 @@ import (
 type clusterHealth struct {
 	At        time.Time   `json:"at"`
 	Self      string      `json:"self"`
+	Role      string      `json:"role"`   // this member's raft role
 	Leader    string      `json:"leader"` // as this member knows it ("": none)
 	Voters    []string    `json:"voters"`
 	Reachable []string    `json:"reachable"` // voters that answered, this member included
@@ -113,7 +114,7 @@ func (c *console) computeHealth(ctx context.Context) *clusterHealth {
 	for i := range prog {
 		progress[prog[i].ID] = &prog[i]
 	}
-	h := &clusterHealth{At: time.Now(), Self: self.ID, Leader: self.LeaderID, self: self}
+	h := &clusterHealth{At: time.Now(), Self: self.ID, Role: self.Role, Leader: self.LeaderID, self: self}
 	var leaderLast uint64
 	for _, m := range ms {
 		if m.Status != nil && m.Status.Role == "Leader" {

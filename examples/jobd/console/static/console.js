@@ -80,7 +80,7 @@
       l.points.forEach(function (v, i) { // a point without neighbours: a dot
         if (v < 0 || (i > 0 && l.points[i - 1] >= 0) || (i < n - 1 && l.points[i + 1] >= 0)) { return; }
         var c = document.createElementNS(NS, "circle");
-        c.setAttribute("cx", n > 1 ? (i * W) / (n - 1) : 0); c.setAttribute("cy", H - (v * H) / top); c.setAttribute("r", 1.5);
+        c.setAttribute("cx", n > 1 ? (i * W) / (n - 1) : 0); c.setAttribute("cy", H - (v * H) / top); c.setAttribute("r", 2.5);
         c.setAttribute("class", "dot " + l.cls);
         svg.appendChild(c);
       });
@@ -137,28 +137,26 @@
   function onStats(st) {
     setText($("#applied"), String(st.applied));
     var table = $("#queues");
-    var states = table ? $all("thead th.num", table).slice(0, st.queues.length ? st.queues[0].counts.length : 0).map(function (th) { return th.textContent; }) : [];
-    var csrfIn = $("input[name=csrf]");
-    var fresh = [];
-    st.queues.forEach(function (q) {
-      var tr = null;
-      if (table) {
+    if (table) {
+      var states = $all("thead th.num", table).map(function (th) { return th.textContent; });
+      var csrfIn = $("input[name=csrf]");
+      st.queues.forEach(function (q) {
+        var tr = null;
         $all("tr.queue", table).forEach(function (r) { if (r.getAttribute("data-queue") === q.name) { tr = r; } });
-        if (!tr) { tr = queueRow($("tbody", table), q, states, csrfIn ? csrfIn.value : ""); }
-      } else {
-        fresh.push(q.name);
-        return;
-      }
-      q.counts.forEach(function (n, i) {
-        setText($("a[data-state=\"" + states[i] + "\"]", tr), String(n));
+        if (!tr) {
+          tr = queueRow($("tbody", table), q, states.slice(0, q.counts.length), csrfIn ? csrfIn.value : "");
+          table.hidden = false;
+          var none = $("#no-queues");
+          if (none) { none.hidden = true; }
+        }
+        q.counts.forEach(function (n, i) {
+          setText($("a[data-state=\"" + states[i] + "\"]", tr), String(n));
+        });
+        ["total", "submitted", "claimed", "acked", "failed", "latency", "oldest", "hint"].forEach(function (f) {
+          setText($("[data-field=\"" + f + "\"]", tr), String(q[f]));
+        });
+        $("[data-field=hint]", tr).hidden = !q.hint;
       });
-      ["total", "submitted", "claimed", "acked", "failed", "latency", "oldest", "hint"].forEach(function (f) {
-        setText($("[data-field=\"" + f + "\"]", tr), String(q[f]));
-      });
-      $("[data-field=hint]", tr).hidden = !q.hint;
-    });
-    if (fresh.length && $("#no-queues")) {
-      setText($("#no-queues"), "New queues: " + fresh.join(", ") + ". Open the jobs page to see them.");
     }
     var s = st.series;
     chart($("#chart-throughput"), [{ points: s.submitted, cls: "submitted" }, { points: s.acked, cls: "acked" }, { points: s.failed, cls: "failed" }]);
@@ -171,6 +169,18 @@
     if (b) {
       setText(b, h.banner);
       b.hidden = !h.banner;
+    }
+    setText($("#self-role"), h.role);
+    var who = $("#self-leader");
+    if (who) {
+      while (who.firstChild) { who.removeChild(who.firstChild); }
+      if (h.leader !== h.self) {
+        who.appendChild(document.createTextNode(" · "));
+        var l = document.createElement("b");
+        l.textContent = h.leader ? "leader " + h.leader : "no leader known";
+        if (!h.leader) { l.className = "bad"; }
+        who.appendChild(l);
+      }
     }
     var line = $("#quorum-line");
     if (line) {
