@@ -25,9 +25,6 @@ type eventFeed struct {
 	jobs   map[string][]feedEvent      // recent events per job
 	order  []string                    // jobs in first-seen order, for eviction
 	events uint64
-	// lastClaim: the unix second of the last claim seen per queue and
-	// kind (at most feedMaxKinds pairs), for the "no worker" hint.
-	lastClaim map[[2]string]int64
 	// runAt looks a job's run-at time up (when a claimed job that was
 	// scheduled became due); nil or false: unknown.
 	runAt func(id string) (time.Time, bool)
@@ -38,7 +35,6 @@ const (
 	slotSamples    = 128   // latency samples kept per second (the first ones)
 	feedMaxJobs    = 10000 // jobs whose events are kept
 	feedMaxPerJob  = 32    // events kept per job (the latest)
-	feedMaxKinds   = 10000 // queue and kind pairs whose last claim is kept
 	feedRetryPause = time.Second
 )
 
@@ -68,8 +64,7 @@ type feedEvent struct {
 }
 
 func newEventFeed() *eventFeed {
-	return &eventFeed{since: time.Now(), rings: map[string]*[rateSlots]slot{}, jobs: map[string][]feedEvent{},
-		lastClaim: map[[2]string]int64{}}
+	return &eventFeed{since: time.Now(), rings: map[string]*[rateSlots]slot{}, jobs: map[string][]feedEvent{}}
 }
 
 // run follows the events until the controller closes.
@@ -149,12 +144,6 @@ func (f *eventFeed) add(ev jobraft.Event) {
 		for _, s := range []*slot{current(ring, sec), current(&f.all, sec)} {
 			s.counts[ev.Kind]++
 			s.sample(wait, run, hasWait, hasRun)
-		}
-	}
-	if ev.Kind == jobraft.EventClaimed {
-		k := [2]string{ev.Queue, ev.JobKind}
-		if _, ok := f.lastClaim[k]; ok || len(f.lastClaim) < feedMaxKinds {
-			f.lastClaim[k] = time.Now().Unix()
 		}
 	}
 	if ev.JobID == "" {
@@ -295,17 +284,6 @@ func (f *eventFeed) rates(queue string) queueRates {
 	r.WaitP50, r.WaitMax, r.Samples = quantile(waits, 0.5), quantile(waits, 1), len(waits)
 	r.RunP50 = quantile(runs, 0.5)
 	return r
-}
-
-// lastClaimed returns when the feed last saw a claim of a job of kind
-// from queue (zero: not since it started, or too many pairs to track).
-func (f *eventFeed) lastClaimed(queue, kind string) time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if sec, ok := f.lastClaim[[2]string{queue, kind}]; ok {
-		return time.Unix(sec, 0)
-	}
-	return time.Time{}
 }
 
 // jobEvents returns a copy of the events seen for id, oldest first.

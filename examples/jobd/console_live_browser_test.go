@@ -22,7 +22,7 @@ import (
 // page and on the next page opened.
 func TestConsoleLiveInBrowser(t *testing.T) {
 	bin := needChromium(t)
-	c := liveCluster(t)
+	c := liveCluster(t, "-unserved-after", "3s")
 	leader := leaderOf(t, c)
 	lc := c.Members[leader].Client
 	ctx := context.Background()
@@ -83,7 +83,7 @@ func TestConsoleLiveInBrowser(t *testing.T) {
 	b.do(chromedp.Navigate(base+"/console/queues"), chromedp.WaitVisible(chromedp.ID("queues")))
 	submit("echo-1", "default", "echo")
 	b.waitJS("the no-worker hint for kind nobody", `(function () { var h = document.querySelector('tr[data-queue="live"] [data-field=hint]');
-		return !h.hidden && h.textContent.indexOf("for kind nobody") >= 0; })()`, 90*time.Second)
+		return !h.hidden && h.textContent.indexOf("kind nobody: no job of this kind was claimed") === 0; })()`, 90*time.Second)
 	if b.count(`tr[data-queue="default"] [data-field=hint]:not([hidden])`) != 0 {
 		t.Errorf("a hint on the served default queue: %q", b.text(`tr[data-queue="default"] [data-field=hint]`))
 	}

@@ -320,3 +320,30 @@ func TestConsoleResultPreviewEscapes(t *testing.T) {
 		t.Errorf("result=1 on r2: not shown as hex")
 	}
 }
+
+// The queues page names a kind no worker claims, as GET /v1/stats does
+// (unserved.go), and not the kinds jobd's own workers serve.
+func TestConsoleQueuesShowUnservedKinds(t *testing.T) {
+	d, api := startTest(t, func(o *options) { o.UnservedAfter = 300 * time.Millisecond })
+	wantCode(t, jsonCall(t, api, d, "POST", "/v1/jobs", map[string]any{"id": "u1", "queue": "q", "kind": "nobody"}), 201)
+	wantCode(t, jsonCall(t, api, d, "POST", "/v1/jobs", map[string]any{"id": "e1", "queue": "work", "kind": "echo"}), 201)
+	c := consoleClient(t, d)
+	hintRE := regexp.MustCompile(`<tr class="queue" data-queue="(\w+)">\s*<td>.*\s*<div class="hint" data-field="hint">([^<]+)</div>`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		hints := map[string]string{}
+		for _, m := range hintRE.FindAllStringSubmatch(mustGet(t, c, d.URL()+"/console/queues"), -1) {
+			hints[m[1]] = m[2]
+		}
+		if h := hints["q"]; h != "" {
+			if !strings.HasPrefix(h, "kind nobody: no job of this kind was claimed from this queue for ") || hints["work"] != "" {
+				t.Fatalf("hints %q", hints)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no hint for kind nobody within 20 s: %q", hints)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the page, not waiting for state
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,8 +13,8 @@ import (
 
 // queueRow is one queue on the queues page (and in the live stream): its
 // counts by state, the event rates and claim latency of the last minute,
-// how long its oldest waiting job has waited, and a hint when no worker
-// seems to serve it.
+// how long its oldest waiting job has waited, and the kinds no worker
+// seems to serve (GET /v1/stats's "unserved", unserved.go).
 type queueRow struct {
 	Name   string     `json:"name"`
 	Paused bool       `json:"paused"`
@@ -36,9 +35,6 @@ const (
 	// waitScanMax bounds the waiting jobs read per queue for the oldest
 	// wait and the hint (a queue with more says "at least").
 	waitScanMax = 1000
-	// hintAfter: a job must have waited this long, unclaimed, before the
-	// page suggests that no worker serves its kind.
-	hintAfter = 15 * time.Second
 )
 
 // queueRows builds the rows from this member's applied state.
@@ -46,6 +42,10 @@ func (c *console) queueRows(ctx context.Context) ([]queueRow, jobraft.Stats) {
 	st := c.s.ctl.LocalStats()
 	rows := make([]queueRow, 0, len(st.Queues))
 	now := time.Now()
+	hints := map[string][]string{}
+	for _, u := range c.s.served.observe(st.Queues, now) { // unserved.go: the same as GET /v1/stats says
+		hints[u.Queue] = append(hints[u.Queue], "kind "+u.Kind+": "+u.Hint)
+	}
 	for _, q := range st.Queues {
 		r := c.feed.rates(q.Name)
 		row := queueRow{Name: q.Name, Paused: q.Paused, Rates: r, Submitted: rate(r.Submitted), Claimed: rate(r.Claimed),
@@ -65,19 +65,16 @@ func (c *console) queueRows(ctx context.Context) ([]queueRow, jobraft.Stats) {
 				row.Oldest = "≥ " + row.Oldest
 			}
 		}
-		if !q.Paused {
-			row.Hint = c.unservedHint(q.Name, w, now)
-		}
+		row.Hint = strings.Join(hints[q.Name], "; ")
 		rows = append(rows, row)
 	}
 	return rows, st
 }
 
 // waitingJobs is what waits in a queue: since when its oldest waiting job
-// is ready (pending, or scheduled and due), and the same per kind.
+// is ready (pending, or scheduled and due).
 type waitingJobs struct {
 	oldest  time.Time
-	kinds   map[string]time.Time
 	partial bool // more waited than were read (waitScanMax)
 }
 
@@ -86,13 +83,10 @@ type waitingJobs struct {
 // became pending then) or its run-at, whichever is later; a scheduled one
 // since its run-at.
 func (c *console) waiting(ctx context.Context, q fsm.QueueInfo, now time.Time) waitingJobs {
-	w := waitingJobs{kinds: map[string]time.Time{}}
-	note := func(kind string, ready time.Time) {
+	var w waitingJobs
+	note := func(ready time.Time) {
 		if w.oldest.IsZero() || ready.Before(w.oldest) {
 			w.oldest = ready
-		}
-		if k, ok := w.kinds[kind]; !ok || ready.Before(k) {
-			w.kinds[kind] = ready
 		}
 	}
 	if n := q.Counts.Pending; n > 0 {
@@ -104,7 +98,7 @@ func (c *console) waiting(ctx context.Context, q fsm.QueueInfo, now time.Time) w
 				if j.RunAt.After(ready) {
 					ready = j.RunAt
 				}
-				note(j.Kind, ready)
+				note(ready)
 			}
 			w.partial = pg.Next != ""
 		}
@@ -117,7 +111,7 @@ func (c *console) waiting(ctx context.Context, q fsm.QueueInfo, now time.Time) w
 				if j.RunAt.After(now) {
 					break
 				}
-				note(j.Kind, j.RunAt)
+				note(j.RunAt)
 			}
 			if pg.Next != "" && len(pg.Jobs) > 0 && !pg.Jobs[len(pg.Jobs)-1].RunAt.After(now) {
 				w.partial = true
@@ -125,39 +119,6 @@ func (c *console) waiting(ctx context.Context, q fsm.QueueInfo, now time.Time) w
 		}
 	}
 	return w
-}
-
-// unservedHint names the kinds of a queue whose jobs have waited at least
-// hintAfter while this jobd saw no claim of that kind from the queue since
-// they became ready (and for at least hintAfter of its own watching).
-//
-// It is inferred from the claims this jobd applied; GET /v1/stats is to
-// report the kinds no worker serves (the workers' claims, by the
-// controller) and, once it does, this hint takes it from there instead.
-func (c *console) unservedHint(queue string, w waitingJobs, now time.Time) string {
-	since, _ := c.feed.started()
-	if now.Sub(since) < hintAfter {
-		return ""
-	}
-	var kinds []string
-	for kind, ready := range w.kinds {
-		if now.Sub(ready) < hintAfter {
-			continue
-		}
-		from := ready
-		if since.After(from) {
-			from = since
-		}
-		if c.feed.lastClaimed(queue, kind).Before(from) && now.Sub(from) >= hintAfter {
-			kinds = append(kinds, kind)
-		}
-	}
-	if len(kinds) == 0 {
-		return ""
-	}
-	slices.Sort(kinds)
-	return fmt.Sprintf("no worker serves this queue for kind %s? Its jobs waited over %v and none was claimed meanwhile",
-		strings.Join(kinds, ", "), hintAfter)
 }
 
 // GET /console/queues: the queue rows and the charts (both kept current

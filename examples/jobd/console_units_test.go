@@ -67,27 +67,6 @@ func TestConsoleLatencies(t *testing.T) {
 	if n != rateSlots || s.Submitted[n-1] != 1 || s.Acked[n-1] != 1 || s.WaitP50[n-1] != 40 || s.RunP50[n-1] != 60 || s.WaitP50[0] != -1 {
 		t.Errorf("series: %d points, last submitted %d acked %d wait %v run %v", n, s.Submitted[n-1], s.Acked[n-1], s.WaitP50[n-1], s.RunP50[n-1])
 	}
-	if f.lastClaimed("q", "k").IsZero() || !f.lastClaimed("q", "other").IsZero() {
-		t.Error("last claim by queue and kind")
-	}
-}
-
-// The hint names the kinds whose jobs waited past hintAfter with no claim
-// of that kind seen meanwhile, and only once the feed watched that long.
-func TestConsoleUnservedHint(t *testing.T) {
-	now := time.Now()
-	c := &console{feed: newEventFeed()}
-	w := waitingJobs{kinds: map[string]time.Time{"lost": now.Add(-time.Minute), "served": now.Add(-time.Minute), "new": now.Add(-time.Second)}}
-	w.oldest = now.Add(-time.Minute)
-	if h := c.unservedHint("q", w, now); h != "" {
-		t.Errorf("a hint from a feed that just started: %q", h)
-	}
-	c.feed.since = now.Add(-time.Hour)
-	c.feed.lastClaim[[2]string{"q", "served"}] = now.Add(-time.Second).Unix()
-	h := c.unservedHint("q", w, now)
-	if !strings.Contains(h, "for kind lost?") || strings.Contains(h, "served") || strings.Contains(h, "new") {
-		t.Errorf("hint %q: want kind lost alone", h)
-	}
 }
 
 // The banner says when this member reaches fewer voters than a quorum
