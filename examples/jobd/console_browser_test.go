@@ -183,7 +183,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.wantText("h1", "Bulk retry: 1 done, 1 refused")
 	b.wantText(`tr.outcome[data-id="welcome-1"] td:nth-child(2)`, "retry done: now pending")
 	b.wantText(`tr.outcome[data-id="digest-9"] td:nth-child(2)`, "refused (invalid_state)")
-	if why := b.text(`tr.outcome[data-id="digest-9"] td:nth-child(3)`); !strings.Contains(why, "invalid job state") {
+	if why := b.text(`tr.outcome[data-id="digest-9"] td:nth-child(3)`); !strings.Contains(why, `cannot retry pending job "digest-9"`) {
 		t.Errorf("refused retry's reason: %q", why)
 	}
 	b.shot("bulk-retry")

@@ -78,7 +78,10 @@ func (c *console) health(ctx context.Context, maxAge time.Duration) *clusterHeal
 		return l
 	}
 	hc.mu.Unlock()
-	h := c.computeHealth(ctx)
+	// Not the caller's context: the result is shared, and a page closed
+	// while it was computed must not leave "down" rows for the next one
+	// (each call is bounded by its own timeout).
+	h := c.computeHealth(context.WithoutCancel(ctx))
 	hc.mu.Lock()
 	hc.last = h
 	hc.mu.Unlock()
