@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -11,11 +12,14 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jobraft/jobraft"
 )
 
 // The web console: server-rendered pages (html/template, which escapes
@@ -45,13 +49,20 @@ type console struct {
 	pages map[string]*template.Template
 	feed  *eventFeed
 	cmp   *lastCompare
+	// healthC: the cluster's health (quorum, members), shared by pages and
+	// live streams (console_health.go).
+	healthC healthCache
 }
 
 func newConsole(s *server) *console {
 	mac := hmac.New(sha256.New, s.tokenSum[:])
 	mac.Write([]byte("jobd console session key v1"))
 	c := &console{s: s, key: mac.Sum(nil), pages: map[string]*template.Template{}, feed: newEventFeed(), cmp: &s.compare}
-	for _, p := range []string{"login", "queues", "jobs", "job", "cluster", "error"} {
+	c.feed.runAt = func(id string) (time.Time, bool) {
+		j, err := s.ctl.Get(context.Background(), id, jobraft.Local)
+		return j.RunAt, err == nil
+	}
+	for _, p := range []string{"login", "queues", "jobs", "job", "cluster", "error", "bulk"} {
 		c.pages[p] = template.Must(template.New("layout.html").Funcs(consoleFuncs).
 			ParseFS(consoleFiles, "console/layout.html", "console/"+p+".html"))
 	}
@@ -81,7 +92,9 @@ func (c *console) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console/queues", c.get(c.queuesPage))
 	mux.HandleFunc("POST /console/queues/pause", c.post(c.pause))
 	mux.HandleFunc("POST /console/queues/resume", c.post(c.resume))
+	mux.HandleFunc("GET /console/live", c.live)
 	mux.HandleFunc("GET /console/jobs", c.get(c.jobsPage))
+	mux.HandleFunc("POST /console/jobs/bulk", c.post(c.bulk))
 	mux.HandleFunc("GET /console/job", c.get(c.jobPage))
 	mux.HandleFunc("POST /console/job/retry", c.post(c.retry))
 	mux.HandleFunc("POST /console/job/cancel", c.post(c.cancel))
@@ -100,7 +113,14 @@ type page struct {
 	Role   string
 	Leader string
 	Flash  string // result of the last action (from the redirect's query)
-	Data   any
+	// Health is the cluster's health if known fresh (the quorum banner);
+	// nil: the live stream fills the banner in.
+	Health *clusterHealth
+	// Live is the page's live stream ("" none) and LiveQuery its filter:
+	// console.js subscribes to /console/live?page=Live&LiveQuery.
+	Live      string
+	LiveQuery string
+	Data      any
 }
 
 // session returns the session cookie's value if it is valid and unexpired.
@@ -191,7 +211,7 @@ func (c *console) checkForm(w http.ResponseWriter, r *http.Request) error {
 
 func (c *console) newPage(r *http.Request, sess string) *page {
 	st := c.s.ctl.Node().Status()
-	p := &page{Member: c.s.member, Role: st.Role, Leader: st.LeaderID, Flash: r.URL.Query().Get("done")}
+	p := &page{Member: c.s.member, Role: st.Role, Leader: st.LeaderID, Flash: r.URL.Query().Get("done"), Health: c.cachedHealth()}
 	if sess != "" {
 		p.CSRF = c.csrf(sess)
 	}
@@ -209,7 +229,7 @@ func (c *console) render(w http.ResponseWriter, code int, name string, p *page) 
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "+
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
@@ -303,5 +323,18 @@ var consoleFuncs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05.000")
 	},
-	"rate": func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+	"pct": func(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) },
+}
+
+// consoleHost is the host:port a browser on this machine reaches the
+// listener at: an unspecified listen address (0.0.0.0, ::) is localhost.
+func consoleHost(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
 }

@@ -16,6 +16,7 @@ import (
 func TestConsoleCatchUpColumnFollowsTheLeadersPolicy(t *testing.T) {
 	up := memberRow{ID: "n4", Up: true, Voter: false}
 	st := &client.Status{}
+	st.LeaderID = "n1"
 	cases := []struct {
 		name string
 		row  memberRow
@@ -29,6 +30,12 @@ func TestConsoleCatchUpColumnFollowsTheLeadersPolicy(t *testing.T) {
 		{"log", up, &raft.MemberProgress{State: raft.StateCatchingUp, Lag: 50, EntriesPerSecond: 25, ETA: -1}, []string{"catching up: 50 entries behind, 25 entries/s"}},
 		{"down wins", memberRow{ID: "n4", Error: "dial: connection refused"}, &raft.MemberProgress{State: raft.StateStalled}, []string{"down: dial"}},
 		{"no report: own status", up, nil, []string{"non-voter: catching up"}},
+	}
+	// A member that knows no leader is never "caught up".
+	noLeader := &client.Status{}
+	noLeader.AppliedIndex, noLeader.CommitIndex = 7, 7
+	if got := catchUpOf(memberRow{ID: "n1", Up: true, Voter: true}, noLeader, nil); got != "no leader known: cannot tell (applied 7, its commit 7)" {
+		t.Errorf("no leader: %q", got)
 	}
 	for _, tc := range cases {
 		got := catchUpOf(tc.row, st, tc.p)

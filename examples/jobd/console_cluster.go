@@ -14,30 +14,37 @@ import (
 	"github.com/jobraft/jobraft/walcompare"
 )
 
-// memberRow is one member on the cluster page.
+// memberRow is one member on the cluster page (and in the live stream).
 type memberRow struct {
-	ID, Address     string
-	Voter, Up, Self bool
-	Leader          bool
-	Role            string
-	Term            uint64
-	Commit, Applied uint64
-	Last            uint64
-	Lag             uint64 // entries behind the leader's last index (when the leader answered)
-	LagKnown        bool
-	Ready           bool
-	CatchUp         string
-	Error           string
+	ID       string  `json:"id"`
+	Address  string  `json:"address"`
+	Voter    bool    `json:"voter"`
+	Up       bool    `json:"up"`
+	Self     bool    `json:"self"`
+	Leader   bool    `json:"leader"`
+	Role     string  `json:"role"`
+	Term     uint64  `json:"term"`
+	Commit   uint64  `json:"commit"`
+	Applied  uint64  `json:"applied"`
+	Last     uint64  `json:"last"`
+	Lag      uint64  `json:"lag"` // entries behind the leader's last index (when the leader answered)
+	LagKnown bool    `json:"lag_known"`
+	Ready    bool    `json:"ready"`
+	CatchUp  string  `json:"catch_up"`
+	Progress float64 `json:"progress"` // catch-up progress in [0, 1]; -1: none to show
+	ETA      string  `json:"eta"`      // the leader's estimate, while catching up
+	Error    string  `json:"error"`
 }
 
 // catchUpOf describes a member's catch-up: the leader's catch-up policy
 // (raft.MemberProgress: stalled or diverged with its reason, a snapshot or
 // log being streamed with rate and ETA) where the leader reported one, else
 // what the member's own raft status says (up, diverged, entries behind the
-// leader, applied behind commit).
+// leader, applied behind commit). A member that does not answer is down,
+// and one that knows no leader cannot be judged caught up.
 func catchUpOf(m memberRow, st *client.Status, p *raft.MemberProgress) string {
 	switch {
-	case !m.Up:
+	case !m.Up || st == nil:
 		return "down: " + m.Error
 	case p != nil && (p.State == raft.StateStalled || p.State == raft.StateDiverged):
 		s := p.State
@@ -54,6 +61,8 @@ func catchUpOf(m memberRow, st *client.Status, p *raft.MemberProgress) string {
 		return fmt.Sprintf("catching up: %d entries behind, %.0f entries/s%s", p.Lag, p.EntriesPerSecond, eta(p.ETA))
 	case st.Diverged != nil:
 		return fmt.Sprintf("diverged at index %d: re-seed this member", st.Diverged.Index)
+	case st.LeaderID == "":
+		return fmt.Sprintf("no leader known: cannot tell (applied %d, its commit %d)", st.AppliedIndex, st.CommitIndex)
 	case !m.Voter:
 		return "non-voter: catching up"
 	case m.LagKnown && m.Lag > 0:
@@ -74,45 +83,13 @@ func eta(d time.Duration) string {
 }
 
 // GET /console/cluster: every member as the status RPC reports it (a
-// member that does not answer within 2 s is shown down) and the last
-// walcompare run through this jobd (console or API).
+// member that does not answer within 2 s is down), the quorum this member
+// reaches, and the last walcompare run through this jobd (console or API).
 func (c *console) clusterPage(w http.ResponseWriter, r *http.Request, p *page) error {
-	node := c.s.ctl.Node()
-	self := selfStatus(r.Context(), node)
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	ms := memberStatuses(ctx, node, self)
-	var leaderLast uint64
-	for _, m := range ms {
-		if m.Status != nil && m.Status.Role == "Leader" {
-			leaderLast = m.Status.LastIndex
-		}
-	}
-	progress := map[string]*raft.MemberProgress{}
-	prog, _ := leaderProgress(ctx, node)
-	for i := range prog {
-		progress[prog[i].ID] = &prog[i]
-	}
-	rows := make([]memberRow, len(ms))
-	for i, m := range ms {
-		row := memberRow{ID: m.ID, Address: m.Address, Voter: m.Voter, Self: m.ID == self.ID, Up: m.Status != nil, Error: m.Error}
-		if st := m.Status; st != nil {
-			row.Role, row.Term, row.Commit, row.Applied, row.Last, row.Ready = st.Role, st.Term, st.CommitIndex, st.AppliedIndex, st.LastIndex, st.Ready
-			row.Leader = st.Role == "Leader"
-			if leaderLast > 0 {
-				row.LagKnown = true
-				if leaderLast > st.LastIndex {
-					row.Lag = leaderLast - st.LastIndex
-				}
-			}
-			row.CatchUp = catchUpOf(row, st, progress[m.ID])
-		} else {
-			row.CatchUp = catchUpOf(row, nil, nil)
-		}
-		rows[i] = row
-	}
-	p.Title, p.Nav = "Cluster", "cluster"
-	p.Data = map[string]any{"Members": rows, "Self": self, "Compare": c.cmp.get(), "ClusterID": c.s.clusterID}
+	h := c.health(r.Context(), healthTTL)
+	p.Health = h
+	p.Title, p.Nav, p.Live = "Cluster", "cluster", "cluster"
+	p.Data = map[string]any{"Members": h.Members, "Self": h.self, "Compare": c.cmp.get(), "ClusterID": c.s.clusterID}
 	c.render(w, http.StatusOK, "cluster", p)
 	return nil
 }

@@ -30,7 +30,7 @@ func TestEventFeedBounds(t *testing.T) {
 	if want := float64(feedMaxJobs) / rateSlots; r.Submitted != want || r.Claimed != float64(feedMaxPerJob+5)/rateSlots {
 		t.Fatalf("rates %+v, want submitted %g/s", r, want)
 	}
-	if r := f.rates("other"); r != (queueRates{}) {
+	if r := f.rates("other"); r != (queueRates{WaitP50: -1, WaitMax: -1, RunP50: -1}) {
 		t.Fatalf("unknown queue: %+v", r)
 	}
 }

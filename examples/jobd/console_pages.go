@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/fsm"
@@ -23,122 +22,16 @@ var consoleStates = func() []string {
 	return out
 }()
 
-// searchScanLimit bounds how many jobs a kind/key search reads.
-const searchScanLimit = 20000
-
-type queueRow struct {
-	Name   string
-	Paused bool
-	Counts []int // by consoleStates
-	Total  int
-	Rates  queueRates
-}
-
-// GET /console/queues: counts per state (this member's applied state) and
-// event rates seen by this member.
-func (c *console) queuesPage(w http.ResponseWriter, r *http.Request, p *page) error {
-	st := c.s.ctl.LocalStats()
-	rows := make([]queueRow, 0, len(st.Queues))
-	for _, q := range st.Queues {
-		row := queueRow{Name: q.Name, Paused: q.Paused, Rates: c.feed.rates(q.Name)}
-		for s := jobraft.StatePending; s.Valid(); s++ {
-			n := q.Counts.Of(s)
-			row.Counts = append(row.Counts, n)
-			row.Total += n
-		}
-		rows = append(rows, row)
-	}
-	since, _ := c.feed.started()
-	p.Title, p.Nav = "Queues", "queues"
-	p.Data = map[string]any{"Queues": rows, "States": consoleStates, "Applied": st.AppliedIndex, "Since": since}
-	c.render(w, http.StatusOK, "queues", p)
-	return nil
-}
-
-// jobsQuery is the jobs page's form.
-type jobsQuery struct {
-	Queue, State, ID, Kind, Key, Cursor string
-}
-
-// GET /console/jobs?queue=&state=&id=&kind=&key=&cursor=: a queue's jobs
-// in one state (or all), paged; id jumps to the job; kind and key filter
-// the listing (scanning at most searchScanLimit jobs).
-func (c *console) jobsPage(w http.ResponseWriter, r *http.Request, p *page) error {
-	v := r.URL.Query()
-	q := jobsQuery{Queue: v.Get("queue"), State: v.Get("state"), ID: strings.TrimSpace(v.Get("id")),
-		Kind: v.Get("kind"), Key: v.Get("key"), Cursor: v.Get("cursor")}
-	if q.ID != "" {
-		if err := checkJobID(q.ID); err != nil {
-			return err
-		}
-		if _, err := c.s.ctl.Get(r.Context(), q.ID, jobraft.Local); err != nil {
-			return err
-		}
-		http.Redirect(w, r, "/console/job?"+url.Values{"id": {q.ID}}.Encode(), http.StatusSeeOther)
-		return nil
-	}
-	var queues []string
-	for _, qi := range c.s.ctl.LocalStats().Queues {
-		queues = append(queues, qi.Name)
-	}
-	if q.Queue == "" && len(queues) > 0 {
-		q.Queue = queues[0]
-	}
-	f := jobraft.ListFilter{Queue: q.Queue, Consistency: jobraft.Local}
-	if q.State != "" {
-		st, err := parseState(q.State)
-		if err != nil {
-			return err
-		}
-		f.State = st
-	}
-	var jobs []jobraft.Job
-	next, scanned, truncated := "", 0, false
-	if q.Queue != "" && slices.Contains(queues, q.Queue) {
-		filtering := q.Kind != "" || q.Key != ""
-		pg := jobraft.Page{Cursor: q.Cursor, Limit: 100}
-		for {
-			res, err := c.s.ctl.List(r.Context(), f, pg)
-			if err != nil {
-				return err
-			}
-			for _, j := range res.Jobs {
-				scanned++
-				if (q.Kind == "" || j.Kind == q.Kind) && (q.Key == "" || j.IdempotencyKey == q.Key) {
-					jobs = append(jobs, j)
-				}
-			}
-			next = res.Next
-			if !filtering || next == "" || len(jobs) >= 100 {
-				break
-			}
-			if scanned >= searchScanLimit {
-				truncated = true
-				break
-			}
-			pg.Cursor = next
-		}
-	}
-	more := url.Values{}
-	if next != "" {
-		more = url.Values{"queue": {q.Queue}, "state": {q.State}, "kind": {q.Kind}, "key": {q.Key}, "cursor": {next}}
-	}
-	p.Title, p.Nav = "Jobs", "jobs"
-	p.Data = map[string]any{"Q": q, "Queues": queues, "States": consoleStates, "Jobs": jobs, "Next": more.Encode(),
-		"Scanned": scanned, "Truncated": truncated, "ScanLimit": searchScanLimit}
-	c.render(w, http.StatusOK, "jobs", p)
-	return nil
-}
-
 // historyLine is one thing the job page knows about a job's past.
 type historyLine struct {
 	Time time.Time
 	What string
 }
 
-// GET /console/job?id=[&payload=1]: the job's fields, the history its
-// fields tell, the events this member saw since it started, and the
-// payload's size (its bytes only with payload=1).
+// GET /console/job?id=[&payload=1][&result=1]: the job's fields, the
+// history its fields tell, the events this member saw since it started,
+// and the payload's and result's sizes (their bytes only with payload=1,
+// result=1: text when UTF-8, else hex).
 func (c *console) jobPage(w http.ResponseWriter, r *http.Request, p *page) error {
 	id := r.URL.Query().Get("id")
 	if err := checkJobID(id); err != nil {
@@ -155,14 +48,12 @@ func (c *console) jobPage(w http.ResponseWriter, r *http.Request, p *page) error
 	since, start := c.feed.started()
 	data["FeedSince"], data["FeedStart"] = since, start
 	if r.URL.Query().Get("payload") == "1" {
-		if utf8.Valid(j.Payload) {
-			data["PayloadText"] = string(j.Payload)
-		} else {
-			data["PayloadHex"] = hexDump(j.Payload)
-		}
-		data["ShowPayload"] = true
+		data["Payload"] = previewOf(j.Payload)
 	}
-	p.Title, p.Nav = "Job "+j.ID, "jobs"
+	if r.URL.Query().Get("result") == "1" {
+		data["Result"] = previewOf(j.Result)
+	}
+	p.Title, p.Nav, p.Live, p.LiveQuery = "Job "+j.ID, "jobs", "job", url.Values{"id": {j.ID}}.Encode()
 	p.Data = data
 	c.render(w, http.StatusOK, "job", p)
 	return nil

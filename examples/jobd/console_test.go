@@ -81,7 +81,7 @@ func TestConsoleNeedsToken(t *testing.T) {
 		t.Errorf("forged cookie: %d", resp.StatusCode)
 	}
 	// Static files are served (no secrets in them), listings are not.
-	if code, body, _ := getPage(t, plain, d.URL()+"/console/static/console.js"); code != 200 || !strings.Contains(body, "autorefresh") {
+	if code, body, _ := getPage(t, plain, d.URL()+"/console/static/console.js"); code != 200 || !strings.Contains(body, "EventSource") {
 		t.Errorf("console.js: %d", code)
 	}
 	if code, _, _ := getPage(t, plain, d.URL()+"/console/static/"); code != http.StatusNotFound {

@@ -225,6 +225,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 		}
 	}()
 	log.Info("started", "member", o.ID, "raft", ctl.Node().Addr(), "api", d.scheme+"://"+ln.Addr().String(),
+		"console", d.scheme+"://"+consoleHost(ln.Addr())+"/console/",
 		"peers", len(members), "cluster_tls", ctls != nil, "api_tls", atls != nil, "workers", o.Workers)
 	return d, nil
 }

@@ -74,8 +74,13 @@ func (s *server) handler() http.Handler {
 	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	// The web console (console.go): its own login and session cookie.
+	// The web console (console.go): its own login and session cookie. "/"
+	// is not an API route: it leads a browser to the console (its login
+	// form without a session), never to a 401.
 	newConsole(s).routes(mux)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+	})
 	return boundBody(s.readTimeout, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,8 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 		return sum, fmt.Errorf("cluster did not come up: %w", err)
 	}
 	progress(cfg, "cluster up: %d members on loopback (member mTLS: %v)\n", len(c.Members), cfg.TLS)
+	progress(cfg, "web console (while the demo runs): http://%s/console/ (log in with the token in %s)\n",
+		c.Members[0].HTTPAddr, filepath.Join(cfg.Dir, "token"))
 
 	start := time.Now()
 	half := make(chan struct{})
