@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -117,5 +116,5 @@ func TestLeaderWaitJudgesCutOffMembers(t *testing.T) {
 		}
 		return
 	}
-	t.Error(fmt.Sprintf("no leader-wait verdict among %d", len(res.Verdicts)))
+	t.Errorf("no leader-wait verdict among %d", len(res.Verdicts))
 }
