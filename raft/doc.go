@@ -65,8 +65,12 @@
 //
 // # Caveats
 //
-//   - Certificates are not tied to member IDs: any certificate from the
-//     cluster CA is a member.
-//   - Membership changes use a simple catch-up rule (non-voter until its
-//     last index reaches the leader's commit index when it was added).
+//   - Member identity comes from the certificates: under TLS a peer speaks
+//     only as the member its certificate names (transport.MemberURI);
+//     without TLS (loopback, or Config.AllowInsecure) anything that reaches
+//     the port is taken for the member it claims to be.
+//   - AddMember adds a non-voter and leaves its promotion to the leader's
+//     catch-up policy (package catchup, docs/catchup.md); a member the
+//     policy names stalled or diverged stays a non-voter until it is
+//     removed or added again.
 package raft
