@@ -83,8 +83,11 @@ func TestLeaderWatchLapse(t *testing.T) {
 		if took := time.Since(start); took != time.Second || !errors.Is(context.Cause(ctx), errLapsed) {
 			t.Fatalf("ended after %v with %v, want at the lapse (1s), lapsed", took, context.Cause(ctx))
 		}
-		if len(w.subs) != 0 {
-			t.Fatalf("%d forwardings still registered", len(w.subs))
+		w.mu.Lock() // observe cancels, then unregisters, under the lock
+		left := len(w.subs)
+		w.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("%d forwardings still registered", left)
 		}
 	})
 }
