@@ -23,6 +23,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 type benchStore interface {
@@ -93,7 +94,7 @@ func benchBatch(n, size int) []*raft.Log {
 		data[i] = byte(i*7 + 3)
 	}
 	tmpl := raft.Log{Term: 1, Type: raft.LogCommand, Data: data}
-	Stamp(&tmpl)
+	segment.Stamp(&tmpl)
 	out := make([]*raft.Log, n)
 	for i := range out {
 		e := tmpl

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 const (
@@ -43,7 +44,7 @@ func corWrite(t *testing.T, dir string, n uint64) {
 		var batch []*raft.Log
 		for i := a; i < a+5 && i <= n; i++ {
 			e := &raft.Log{Index: i, Term: 1 + i/40, Type: raft.LogCommand, Data: corPayload(i)}
-			Stamp(e)
+			segment.Stamp(e)
 			batch = append(batch, e)
 		}
 		if err := l.StoreLogs(batch); err != nil {
@@ -392,7 +393,7 @@ func TestOpenCutsTornTail(t *testing.T) {
 				t.Fatal("second Open changed the segment files")
 			}
 			e := &raft.Log{Index: wantLast + 1, Term: 1 + (wantLast+1)/40, Type: raft.LogCommand, Data: corPayload(wantLast + 1)}
-			Stamp(e)
+			segment.Stamp(e)
 			if err := l.StoreLogs([]*raft.Log{e}); err != nil {
 				t.Fatalf("store after the cut: %v", err)
 			}
@@ -448,7 +449,7 @@ func TestOpenRepairCutsAtFirstDamage(t *testing.T) {
 	var batch []*raft.Log
 	for i := cutFrom; i <= n; i++ {
 		e := &raft.Log{Index: i, Term: 1 + i/40, Type: raft.LogCommand, Data: corPayload(i)}
-		Stamp(e)
+		segment.Stamp(e)
 		batch = append(batch, e)
 	}
 	if err := l.StoreLogs(batch); err != nil {
@@ -522,7 +523,7 @@ func TestGetLogRefusesRotOnRead(t *testing.T) {
 	want := corPayload(i)
 	if ge.Op != OpGet || ge.Index != i || ge.Term != 1+i/40 || ge.Segment != s.name || ge.Offset != r.off ||
 		ge.StoredLen != uint32(len(want)) || ge.ExpectedLen != uint32(len(want)) || !ge.LenEqual ||
-		ge.ExpectedCRC != Checksum(want) || ge.StoredCRC == ge.ExpectedCRC || ge.CRCEqual {
+		ge.ExpectedCRC != segment.Checksum(want) || ge.StoredCRC == ge.ExpectedCRC || ge.CRCEqual {
 		t.Fatalf("diagnostic %+v", ge)
 	}
 	if msg := err.Error(); strings.Contains(msg, "SECRET-PAYLOAD") || strings.Contains(msg, string(want[:16])) {

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 var (
@@ -75,7 +76,7 @@ func crashPayload(index, term uint64) []byte {
 
 func crashEntry(index, term uint64) *raft.Log {
 	e := &raft.Log{Index: index, Term: term, Type: raft.LogCommand, Data: crashPayload(index, term)}
-	Stamp(e)
+	segment.Stamp(e)
 	return e
 }
 
@@ -758,7 +759,7 @@ func crashCheck(l *Log, first, last uint64, m *crashModel) error {
 		}
 		if want := crashPayload(i, term); string(e.Data) != string(want) {
 			return fmt.Errorf("index %d term %d: payload differs (len %d crc %08x, want len %d crc %08x)",
-				i, term, len(e.Data), Checksum(e.Data), len(want), Checksum(want))
+				i, term, len(e.Data), segment.Checksum(e.Data), len(want), segment.Checksum(want))
 		}
 	}
 	var e raft.Log

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // fuzzSegments writes a small real log (three segments, a truncation and
@@ -36,8 +37,8 @@ func fuzzSegments(f testing.TB) [][]byte {
 			{Index: i + 1, Term: i, Type: raft.LogNoop},
 			{Index: i + 2, Term: i + 1, Type: raft.LogCommand, Data: []byte{0, 1, 2, 3}},
 		}
-		Stamp(batch[0])
-		Stamp(batch[2])
+		segment.Stamp(batch[0])
+		segment.Stamp(batch[2])
 		if err := l.StoreLogs(batch); err != nil {
 			f.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func fuzzSegments(f testing.TB) [][]byte {
 		f.Fatal(err)
 	}
 	e := &raft.Log{Index: 11, Term: 20, Type: raft.LogCommand, Data: []byte("after truncation")}
-	Stamp(e)
+	segment.Stamp(e)
 	if err := l.StoreLogs([]*raft.Log{e}); err != nil {
 		f.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func FuzzOpen(f *testing.F) {
 		if last == 0 {
 			e.Index = l.Floor() + 1
 		}
-		Stamp(e)
+		segment.Stamp(e)
 		if err := l.StoreLogs([]*raft.Log{e}); err != nil {
 			t.Fatalf("store %d after Open: %v", e.Index, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // "Not found" is raft.ErrLogNotFound itself: hashicorp/raft compares it by
@@ -84,8 +85,8 @@ func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 		default:
 			t.Fatalf("store %T", s.LogStore)
 		}
-		st, ok := ParseStamp(stored.Extensions)
-		if !ok || st.Origin != StampPersist || st.Len != 3 || st.CRC != Checksum([]byte("cfg")) {
+		st, ok := segment.ParseStamp(stored.Extensions)
+		if !ok || st.Origin != segment.StampPersist || st.Len != 3 || st.CRC != segment.Checksum([]byte("cfg")) {
 			t.Fatalf("stored stamp %+v %v", st, ok)
 		}
 	})
@@ -93,24 +94,24 @@ func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 	guardErr(t, g.StoreLogs([]*raft.Log{entry(1, 1, "cmd")}), ErrUnstamped)
 }
 
-// Stamp keeps other middleware's extension bytes and VerifyStamp checks it.
+// segment.Stamp keeps other middleware's extension bytes and segment.VerifyStamp checks it.
 func TestStampRoundTrip(t *testing.T) {
 	e := &raft.Log{Index: 1, Term: 1, Data: []byte("abc"), Extensions: []byte("other")}
-	Stamp(e)
+	segment.Stamp(e)
 	if string(e.Extensions[:5]) != "other" {
 		t.Fatal("foreign extension bytes lost")
 	}
-	if err := VerifyStamp(e); err != nil {
+	if err := segment.VerifyStamp(e); err != nil {
 		t.Fatal(err)
 	}
-	Stamp(e) // restamping replaces, not stacks
+	segment.Stamp(e) // restamping replaces, not stacks
 	if len(e.Extensions) != 5+stampSize {
 		t.Fatalf("extensions %d bytes", len(e.Extensions))
 	}
 	e.Data = []byte("abd")
-	guardErr(t, VerifyStamp(e), ErrPayloadMismatch)
+	guardErr(t, segment.VerifyStamp(e), ErrPayloadMismatch)
 	e.Extensions = nil
-	guardErr(t, VerifyStamp(e), ErrUnstamped)
+	guardErr(t, segment.VerifyStamp(e), ErrUnstamped)
 }
 
 // A record larger than the format's bound (maxRecord) was written and

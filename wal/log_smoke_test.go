@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 func entry(i, t uint64, data string) *raft.Log {
@@ -15,7 +16,7 @@ func entry(i, t uint64, data string) *raft.Log {
 
 func stamped(i, t uint64, data string) *raft.Log {
 	e := entry(i, t, data)
-	Stamp(e)
+	segment.Stamp(e)
 	return e
 }
 

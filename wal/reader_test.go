@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"github.com/jobraft/jobraft/wal/segment"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,12 +23,12 @@ func TestReadOnlyBoundsAnImpossibleGap(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, segName(1)), buf, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := ReadOnly(dir)
+	r, err := segment.ReadOnly(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	if err := r.Scan(0, 0, func(*Record) bool { n++; return true }); err != nil {
+	if err := r.Scan(0, 0, func(*segment.Record) bool { n++; return true }); err != nil {
 		t.Fatal(err)
 	}
 	if n > maxGapRecords+2 || len(r.Notes()) == 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // The term index never answers a wrong term (ok == true with another term
@@ -34,7 +35,7 @@ func TestTermIndexAdoptedListEndsWithALaterInstallOnAnEmptyLog(t *testing.T) {
 			tl.store(1, 30, 2)
 			tl.del(1, 30) // raft's reset after the install at 100
 			// The first install's sender: term 2 through 100.
-			if err := tl.l.AdoptTerms(100, 2, TermList{Known: 1, Starts: []TermStart{{1, 2}}}); err != nil {
+			if err := tl.l.AdoptTerms(100, 2, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 2}}}); err != nil {
 				t.Fatal(err)
 			}
 			// The second install, at 200, of a history in which term 3
@@ -77,7 +78,7 @@ func TestTermIndexRestoredSegmentsWithANewerStoredList(t *testing.T) {
 	tl.reopen()
 	// During the lie: raft installs a snapshot at 100 (term 3 from 60).
 	tl.del(1, 50)
-	if err := tl.l.AdoptTerms(100, 3, TermList{Known: 1, Starts: []TermStart{{1, 2}, {60, 3}}}); err != nil {
+	if err := tl.l.AdoptTerms(100, 3, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 2}, {60, 3}}}); err != nil {
 		t.Fatal(err)
 	}
 	tl.l.Close()
@@ -130,7 +131,7 @@ func TestTermIndexFirstEntryBelowTheAdoptedTerm(t *testing.T) {
 	tl := openTermsLog(t)
 	tl.store(1, 30, 2)
 	tl.del(1, 30)
-	if err := tl.l.AdoptTerms(100, 6, TermList{Known: 1, Starts: []TermStart{{1, 2}, {90, 6}}}); err != nil {
+	if err := tl.l.AdoptTerms(100, 6, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 2}, {90, 6}}}); err != nil {
 		t.Fatal(err)
 	}
 	err := tl.l.StoreLogs([]*raft.Log{crashEntry(101, 3)})
@@ -196,7 +197,7 @@ func TestTermIndexForget(t *testing.T) {
 	tl := openTermsLog(t)
 	tl.store(1, 30, 2)
 	tl.del(1, 30)
-	if err := tl.l.AdoptTerms(100, 2, TermList{Known: 1, Starts: []TermStart{{1, 2}}}); err != nil {
+	if err := tl.l.AdoptTerms(100, 2, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 2}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := tl.l.TermsThrough(); got != 100 {

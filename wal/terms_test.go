@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -97,7 +98,7 @@ func TestTermIndexAcrossCompactionAndTruncation(t *testing.T) {
 	tl.want("truncated twice, reopened", 1, slices.Concat(rep(1, 40), rep(3, 20), rep(4, 15), rep(7, 2))...)
 
 	got := tl.l.TermStarts(77)
-	want := []TermStart{{1, 1}, {41, 3}, {61, 4}, {76, 7}}
+	want := []segment.TermStart{{1, 1}, {41, 3}, {61, 4}, {76, 7}}
 	if got.Known != 1 || got.Through != 77 || !slices.Equal(got.Starts, want) {
 		t.Fatalf("TermStarts(77) = %+v, want known 1 %v", got, want)
 	}
@@ -120,23 +121,23 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 	if _, ok := tl.l.TermAt(25); ok {
 		t.Fatal("a reset log still answers for its old entries")
 	}
-	sender := []TermStart{{1, 2}, {26, 5}, {45, 6}}
+	sender := []segment.TermStart{{1, 2}, {26, 5}, {45, 6}}
 
 	for _, bad := range []struct {
 		name               string
 		index, term, known uint64
-		starts             []TermStart
+		starts             []segment.TermStart
 	}{
 		{"term at the snapshot differs", 50, 7, 1, sender},
 		{"a start past the snapshot", 40, 6, 1, sender},
-		{"terms not ascending", 50, 6, 1, []TermStart{{1, 2}, {26, 2}, {45, 6}}},
-		{"indexes not ascending", 50, 6, 1, []TermStart{{1, 2}, {26, 5}, {26, 6}}},
+		{"terms not ascending", 50, 6, 1, []segment.TermStart{{1, 2}, {26, 2}, {45, 6}}},
+		{"indexes not ascending", 50, 6, 1, []segment.TermStart{{1, 2}, {26, 5}, {26, 6}}},
 		{"a start below known", 50, 6, 5, sender},
 		{"nothing known", 50, 6, 0, sender},
 		{"no starts", 50, 6, 1, nil},
-		{"a zero term", 50, 6, 1, []TermStart{{1, 0}, {45, 6}}},
+		{"a zero term", 50, 6, 1, []segment.TermStart{{1, 0}, {45, 6}}},
 	} {
-		if err := tl.l.AdoptTerms(bad.index, bad.term, TermList{Known: bad.known, Starts: bad.starts}); !errors.Is(err, ErrBadTerms) {
+		if err := tl.l.AdoptTerms(bad.index, bad.term, segment.TermList{Known: bad.known, Starts: bad.starts}); !errors.Is(err, ErrBadTerms) {
 			t.Fatalf("%s: AdoptTerms = %v, want ErrBadTerms", bad.name, err)
 		}
 		if _, ok := tl.l.TermAt(25); ok {
@@ -144,7 +145,7 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 		}
 	}
 
-	if err := tl.l.AdoptTerms(50, 6, TermList{Known: 1, Starts: sender}); err != nil {
+	if err := tl.l.AdoptTerms(50, 6, segment.TermList{Known: 1, Starts: sender}); err != nil {
 		t.Fatal(err)
 	}
 	below := slices.Concat(rep(2, 25), rep(5, 19), rep(6, 6))
@@ -155,10 +156,10 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 	tl.store(56, 60, 8)
 	tl.reopen()
 	tl.want("adopted, appended, reopened", 1, slices.Concat(below, rep(6, 5), rep(8, 5))...)
-	if err := tl.l.AdoptTerms(55, 6, TermList{Known: 1, Starts: sender}); !errors.Is(err, ErrBadTerms) {
+	if err := tl.l.AdoptTerms(55, 6, segment.TermList{Known: 1, Starts: sender}); !errors.Is(err, ErrBadTerms) {
 		t.Fatalf("AdoptTerms below the log's entries = %v, want ErrBadTerms", err)
 	}
-	if err := tl.l.AdoptTerms(40, 6, TermList{Known: 1, Starts: []TermStart{{1, 2}, {26, 5}, {35, 6}}}); !errors.Is(err, ErrBadTerms) {
+	if err := tl.l.AdoptTerms(40, 6, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 2}, {26, 5}, {35, 6}}}); !errors.Is(err, ErrBadTerms) {
 		t.Fatalf("AdoptTerms with a gap before the log's first entry = %v, want ErrBadTerms", err)
 	}
 }
@@ -170,15 +171,15 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 func TestTermIndexAdoptAfterAppend(t *testing.T) {
 	tl := openTermsLog(t)
 	tl.store(11, 12, 3)
-	if err := tl.l.AdoptTerms(10, 4, TermList{Known: 1, Starts: []TermStart{{1, 4}}}); !errors.Is(err, ErrBadTerms) {
+	if err := tl.l.AdoptTerms(10, 4, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 4}}}); !errors.Is(err, ErrBadTerms) {
 		t.Fatalf("AdoptTerms with the log's first term below the snapshot's = %v, want ErrBadTerms", err)
 	}
-	if err := tl.l.AdoptTerms(10, 3, TermList{Known: 1, Starts: []TermStart{{1, 1}, {8, 3}}}); err != nil {
+	if err := tl.l.AdoptTerms(10, 3, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 1}, {8, 3}}}); err != nil {
 		t.Fatal(err)
 	}
 	tl.reopen()
 	tl.want("adopted after appends", 1, slices.Concat(rep(1, 7), rep(3, 5))...)
-	if got := tl.l.TermStarts(12); !slices.Equal(got.Starts, []TermStart{{1, 1}, {8, 3}}) {
+	if got := tl.l.TermStarts(12); !slices.Equal(got.Starts, []segment.TermStart{{1, 1}, {8, 3}}) {
 		t.Fatalf("starts %v: the log's first entry in the snapshot's term was kept as a start", got.Starts)
 	}
 }
@@ -193,9 +194,9 @@ func TestTermIndexWithoutOrDamagedStoredList(t *testing.T) {
 		val  []byte // nil: the key is deleted
 	}{
 		{"none stored", nil},
-		{"checksum", func() []byte { b := encodeTerms(1, 0, []TermStart{{1, 1}, {41, 3}}); b[10] ^= 1; return b }()},
-		{"truncated", encodeTerms(1, 0, []TermStart{{1, 1}, {41, 3}})[:20]},
-		{"not a term index", encodeTerms(1, 0, []TermStart{{1, 3}, {41, 1}})},
+		{"checksum", func() []byte { b := encodeTerms(1, 0, []segment.TermStart{{1, 1}, {41, 3}}); b[10] ^= 1; return b }()},
+		{"truncated", encodeTerms(1, 0, []segment.TermStart{{1, 1}, {41, 3}})[:20]},
+		{"not a term index", encodeTerms(1, 0, []segment.TermStart{{1, 3}, {41, 1}})},
 	} {
 		t.Run(damage.name, func(t *testing.T) {
 			tl := openTermsLog(t)
@@ -225,11 +226,11 @@ func TestTermIndexWithoutOrDamagedStoredList(t *testing.T) {
 	}
 }
 
-// A TermList survives its encoding, answers only for [Known, Through], and
+// A segment.TermList survives its encoding, answers only for [Known, Through], and
 // a damaged or invalid encoding is refused.
 func TestTermListEncoding(t *testing.T) {
-	tl := TermList{Known: 3, Through: 40, Starts: []TermStart{{3, 1}, {10, 4}, {40, 6}}}
-	got, err := DecodeTermList(tl.Encode())
+	tl := segment.TermList{Known: 3, Through: 40, Starts: []segment.TermStart{{3, 1}, {10, 4}, {40, 6}}}
+	got, err := segment.DecodeTermList(tl.Encode())
 	if err != nil || got.Known != 3 || got.Through != 40 || !slices.Equal(got.Starts, tl.Starts) {
 		t.Fatalf("decoded %+v, %v; want %+v", got, err, tl)
 	}
@@ -243,7 +244,7 @@ func TestTermListEncoding(t *testing.T) {
 			t.Errorf("TermAt(%d) = %d, known; want unknown", index, term)
 		}
 	}
-	if _, ok := (TermList{Through: 40}).TermAt(5); ok {
+	if _, ok := (segment.TermList{Through: 40}).TermAt(5); ok {
 		t.Error("a list that knows nothing answered")
 	}
 	good := tl.Encode()
@@ -253,23 +254,23 @@ func TestTermListEncoding(t *testing.T) {
 		"empty":                {},
 		"cut":                  good[:len(good)-1],
 		"checksum":             flipped,
-		"a start past through": TermList{Known: 1, Through: 5, Starts: []TermStart{{1, 1}, {6, 2}}}.Encode(),
-		"terms not ascending":  TermList{Known: 1, Through: 9, Starts: []TermStart{{1, 2}, {6, 2}}}.Encode(),
+		"a start past through": segment.TermList{Known: 1, Through: 5, Starts: []segment.TermStart{{1, 1}, {6, 2}}}.Encode(),
+		"terms not ascending":  segment.TermList{Known: 1, Through: 9, Starts: []segment.TermStart{{1, 2}, {6, 2}}}.Encode(),
 	} {
-		if _, err := DecodeTermList(b); !errors.Is(err, ErrCorrupt) {
+		if _, err := segment.DecodeTermList(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
 		}
 	}
 }
 
-// DecodeTermList never panics, allocates no more than its input holds, and
+// segment.DecodeTermList never panics, allocates no more than its input holds, and
 // what it accepts encodes back to itself.
 func FuzzDecodeTermList(f *testing.F) {
-	f.Add(TermList{Known: 1, Through: 9}.Encode())
-	f.Add(TermList{Known: 1, Through: 9, Starts: []TermStart{{1, 1}, {5, 3}}}.Encode())
+	f.Add(segment.TermList{Known: 1, Through: 9}.Encode())
+	f.Add(segment.TermList{Known: 1, Through: 9, Starts: []segment.TermStart{{1, 1}, {5, 3}}}.Encode())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tl, err := DecodeTermList(b)
+		tl, err := segment.DecodeTermList(b)
 		if err != nil {
 			return
 		}

@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // verdictCase is one log directory's segment files, by name.
@@ -190,13 +191,13 @@ func TestOpenAndReaderAgreeOnDamagedSegments(t *testing.T) {
 func checkVerdicts(t *testing.T, c verdictCase) (refusedLog, tornTail bool) {
 	t.Helper()
 	// The Reader's verdict.
-	r, err := ReadOnly(verdictDir(t, c))
+	r, err := segment.ReadOnly(verdictDir(t, c))
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := map[uint64]Record{}
+	recs := map[uint64]segment.Record{}
 	damaged, why := false, ""
-	if err := r.Scan(0, 0, func(rec *Record) bool {
+	if err := r.Scan(0, 0, func(rec *segment.Record) bool {
 		if rec.Corrupt || rec.Lost() {
 			if !damaged {
 				why = fmt.Sprintf("index %d at %s@%d: %s (lost %v)", rec.Index, rec.Segment, rec.Offset, rec.Detail, rec.Lost())
@@ -271,7 +272,7 @@ func checkVerdicts(t *testing.T, c verdictCase) (refusedLog, tornTail bool) {
 
 // sameRecords checks every entry l serves is one the Reader reported
 // intact (recs), with the same term, type, length and CRC.
-func sameRecords(t *testing.T, l *Log, recs map[uint64]Record) {
+func sameRecords(t *testing.T, l *Log, recs map[uint64]segment.Record) {
 	t.Helper()
 	first, _ := l.FirstIndex()
 	last, _ := l.LastIndex()
@@ -286,9 +287,9 @@ func sameRecords(t *testing.T, l *Log, recs map[uint64]Record) {
 			t.Fatalf("index %d: Open serves it, the Reader does not report it", ix)
 		case rec.Corrupt || rec.Lost():
 			t.Fatalf("index %d: Open serves it, the Reader reports it damaged: %s", ix, rec.Detail)
-		case rec.Term != e.Term || rec.Type != e.Type || rec.DataLen != uint32(len(e.Data)) || rec.DataCRC != Checksum(e.Data):
+		case rec.Term != e.Term || rec.Type != e.Type || rec.DataLen != uint32(len(e.Data)) || rec.DataCRC != segment.Checksum(e.Data):
 			t.Fatalf("index %d: Open serves term %d type %v len %d crc %08x, the Reader reads term %d type %v len %d crc %08x",
-				ix, e.Term, e.Type, len(e.Data), Checksum(e.Data), rec.Term, rec.Type, rec.DataLen, rec.DataCRC)
+				ix, e.Term, e.Type, len(e.Data), segment.Checksum(e.Data), rec.Term, rec.Type, rec.DataLen, rec.DataCRC)
 		}
 	}
 }

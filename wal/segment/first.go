@@ -1,4 +1,4 @@
-package wal
+package segment
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ func firstMarkFrame(first, floor uint64) []byte {
 // older format version is never given a newer frame: the log first rotates
 // to a new segment that continues it (base last+1). An error fails the log
 // like any write error. wmu held; the log is not empty.
-func (l *segStore) persistFirst(first uint64) error {
+func (l *Store) persistFirst(first uint64) error {
 	tail := l.segs[len(l.segs)-1]
 	if tail.version < firstMarkVersion {
 		l.mu.RLock()
@@ -39,7 +39,7 @@ func (l *segStore) persistFirst(first uint64) error {
 		l.rotateTo(seg, false)
 		tail = seg
 	}
-	floor := l.floor.now()
+	floor := l.floor.Now()
 	buf := firstMarkFrame(first, floor)
 	if err := l.writeTail(tail, buf); err != nil {
 		return l.fail(FailWrite, fmt.Errorf("wal: write first-index mark %d: %w", first, err))
@@ -49,6 +49,6 @@ func (l *segStore) persistFirst(first uint64) error {
 		return l.fail(FailSync, fmt.Errorf("wal: sync first-index mark %d: %w", first, err))
 	}
 	measureFsync(start)
-	l.floor.raise(floor)
+	l.floor.Raise(floor)
 	return nil
 }

@@ -1,4 +1,4 @@
-package wal
+package segment
 
 import (
 	"encoding/binary"
@@ -30,7 +30,7 @@ func openStable(path string) (*bolt.DB, error) {
 
 // Set implements raft.StableStore. It is durable when it returns. After
 // Close it returns ErrClosed.
-func (l *segStore) Set(key, val []byte) error {
+func (l *Store) Set(key, val []byte) error {
 	if l.isClosed() {
 		return ErrClosed
 	}
@@ -39,7 +39,7 @@ func (l *segStore) Set(key, val []byte) error {
 	}))
 }
 
-func (l *segStore) isClosed() bool {
+func (l *Store) isClosed() bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.closed
@@ -57,7 +57,7 @@ func stableErr(err error) error {
 // Get implements raft.StableStore; a missing key is ErrKeyNotFound ("not
 // found", which hashicorp/raft compares by text). After Close it returns
 // ErrClosed.
-func (l *segStore) Get(key []byte) ([]byte, error) {
+func (l *Store) Get(key []byte) ([]byte, error) {
 	if l.isClosed() {
 		return nil, ErrClosed
 	}
@@ -74,12 +74,12 @@ func (l *segStore) Get(key []byte) ([]byte, error) {
 }
 
 // SetUint64 implements raft.StableStore.
-func (l *segStore) SetUint64(key []byte, val uint64) error {
+func (l *Store) SetUint64(key []byte, val uint64) error {
 	return l.Set(key, binary.BigEndian.AppendUint64(nil, val))
 }
 
 // GetUint64 implements raft.StableStore.
-func (l *segStore) GetUint64(key []byte) (uint64, error) {
+func (l *Store) GetUint64(key []byte) (uint64, error) {
 	v, err := l.Get(key)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package wal
+package segment
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
 // Reader reads a log directory without changing anything in it: no lock, no
@@ -80,7 +81,7 @@ func (r *Record) Lost() bool {
 // only; Scan reads the records. It fails when dir cannot be listed or holds
 // no segment file.
 func ReadOnly(dir string) (*Reader, error) {
-	names, seqs, err := segmentFiles(OSFS{}, dir)
+	names, seqs, err := segmentFiles(vfs.OSFS{}, dir)
 	if err != nil {
 		return nil, err
 	}

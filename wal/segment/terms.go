@@ -1,4 +1,4 @@
-package wal
+package segment
 
 import (
 	"encoding/binary"
@@ -82,7 +82,7 @@ func DecodeTermList(b []byte) (TermList, error) {
 // index of the log it would describe.
 var ErrBadTerms = errors.New("wal: not a valid term index for this log")
 
-// termIndex is the log's term starts, under segStore.mu.
+// termIndex is the log's term starts, under Store.mu.
 type termIndex struct {
 	// known is the lowest index the list answers for (0: none yet; the
 	// first entry stored sets it).
@@ -228,7 +228,7 @@ func CheckTermStarts(known uint64, starts []TermStart) error {
 
 // storeTerms writes the stored list (nil: clears it). Durable when it
 // returns. wmu held.
-func (l *segStore) storeTerms(known, through uint64, starts []TermStart) error {
+func (l *Store) storeTerms(known, through uint64, starts []TermStart) error {
 	if err := l.putTerms(known, through, starts); err != nil {
 		return l.fail(FailWrite, fmt.Errorf("wal: store the term index: %w", err))
 	}
@@ -237,7 +237,7 @@ func (l *segStore) storeTerms(known, through uint64, starts []TermStart) error {
 
 // putTerms writes the stored list (nil: clears it), durable when it
 // returns, and leaves the log as it is when it fails. wmu held.
-func (l *segStore) putTerms(known, through uint64, starts []TermStart) error {
+func (l *Store) putTerms(known, through uint64, starts []TermStart) error {
 	return stableErr(l.stable.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(termsBucket)
 		if err != nil {
@@ -254,7 +254,7 @@ func (l *segStore) putTerms(known, through uint64, starts []TermStart) error {
 // first index, then the starts of the live records. A damaged stored list
 // is dropped (the log then knows terms from its first index on), never
 // used.
-func (l *segStore) loadTerms(r *replayResult) error {
+func (l *Store) loadTerms(r *replayResult) error {
 	var known, through uint64
 	var stored []TermStart
 	err := l.stable.View(func(tx *bolt.Tx) error {
@@ -271,7 +271,7 @@ func (l *segStore) loadTerms(r *replayResult) error {
 		return err
 	})
 	if err != nil {
-		l.opts.logger.Warn("term index dropped: the log knows the terms of its own entries only", "error", err)
+		l.cfg.Logger.Warn("term index dropped: the log knows the terms of its own entries only", "error", err)
 		known, through, stored = 0, 0, nil
 	}
 	l.terms = rebuildTerms(known, through, stored, r)
@@ -336,7 +336,7 @@ func rebuildTerms(known, through uint64, stored []TermStart, r *replayResult) te
 //
 // A failed write refuses the compaction (nothing is removed; raft logs it
 // and compacts again after its next snapshot) without failing the log.
-func (l *segStore) keepTermsThrough(max uint64) error {
+func (l *Store) keepTermsThrough(max uint64) error {
 	l.mu.RLock()
 	t := &l.terms
 	n := t.search(max)
@@ -361,7 +361,7 @@ func (l *segStore) keepTermsThrough(max uint64) error {
 // TermAt returns the term of the log's entry at index, from the term
 // index, also where the entry was compacted; false when the log does not
 // know (below what it knows, or past its last entry).
-func (l *segStore) TermAt(index uint64) (uint64, bool) {
+func (l *Store) TermAt(index uint64) (uint64, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.terms.termAt(index, l.last)
@@ -369,7 +369,7 @@ func (l *segStore) TermAt(index uint64) (uint64, bool) {
 
 // TermStarts returns the term index up to through; Known is 0 when the
 // log does not know the terms up to through.
-func (l *segStore) TermStarts(through uint64) TermList {
+func (l *Store) TermStarts(through uint64) TermList {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	t := &l.terms
@@ -385,7 +385,7 @@ func (l *segStore) TermStarts(through uint64) TermList {
 // was empty), and starts must be a term index ending at or below index with
 // term at index, whose last term is at most the log's first entry's. A
 // refused list changes nothing. It is durable when it returns.
-func (l *segStore) AdoptTerms(index, term uint64, list TermList) error {
+func (l *Store) AdoptTerms(index, term uint64, list TermList) error {
 	known, starts := list.Known, list.Starts
 	if err := CheckTermStarts(known, starts); err != nil {
 		return err
@@ -428,7 +428,7 @@ func (l *segStore) AdoptTerms(index, term uint64, list TermList) error {
 // adopted, the log must not answer for that history with an earlier one.
 // It then knows terms from its first entry past index on. The log must be
 // empty or start right after index.
-func (l *segStore) ForgetTerms(index uint64) error {
+func (l *Store) ForgetTerms(index uint64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	sh, err := l.startsAfter(index)
@@ -451,9 +451,9 @@ func (l *segStore) ForgetTerms(index uint64) error {
 	return nil
 }
 
-// startsAfter returns the log's shape when it is writable and empty or
+// startsAfter returns the log's Shape when it is writable and empty or
 // starts right after index (a snapshot's last entry). wmu held.
-func (l *segStore) startsAfter(index uint64) (shape, error) {
+func (l *Store) startsAfter(index uint64) (Shape, error) {
 	sh, err := l.writable()
 	if err == nil && sh.First != 0 && sh.First != index+1 {
 		err = fmt.Errorf("%w: the log starts at index %d, not right after %d", ErrBadTerms, sh.First, index)
@@ -463,7 +463,7 @@ func (l *segStore) startsAfter(index uint64) (shape, error) {
 
 // TermsThrough is the snapshot index the term index was adopted for while
 // the log holds nothing past it (0: none).
-func (l *segStore) TermsThrough() uint64 {
+func (l *Store) TermsThrough() uint64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.last != 0 {

@@ -1,4 +1,4 @@
-package wal
+package segment
 
 import (
 	"bytes"
@@ -61,10 +61,10 @@ func stampWith(l *raft.Log, origin byte) {
 	l.Extensions = out
 }
 
-// stripPersistStamp removes a stamp the store added (StampPersist) from
+// StripPersistStamp removes a stamp the store added (StampPersist) from
 // l.Extensions, without touching the bytes it shares with the store (nil
 // when nothing else was there, as the entry arrived).
-func stripPersistStamp(l *raft.Log) {
+func StripPersistStamp(l *raft.Log) {
 	if st, ok := ParseStamp(l.Extensions); ok && st.Origin == StampPersist {
 		l.Extensions = l.Extensions[: len(l.Extensions)-stampSize : len(l.Extensions)-stampSize]
 		if len(l.Extensions) == 0 {
@@ -128,3 +128,28 @@ func verifyStamp(op Op, l *raft.Log) error {
 }
 
 func crcUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
+
+// StampMissing returns entries with a persist stamp added to every entry
+// that has none, copying those entries (never modifying the caller's).
+func StampMissing(entries []*raft.Log) []*raft.Log {
+	var out []*raft.Log
+	for i, e := range entries {
+		if _, ok := ParseStamp(e.Extensions); ok {
+			if out != nil {
+				out = append(out, e)
+			}
+			continue
+		}
+		if out == nil {
+			out = make([]*raft.Log, i, len(entries))
+			copy(out, entries[:i])
+		}
+		c := *e
+		stampWith(&c, StampPersist)
+		out = append(out, &c)
+	}
+	if out == nil {
+		return entries
+	}
+	return out
+}

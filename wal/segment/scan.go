@@ -1,7 +1,10 @@
-package wal
+package segment
 
 import (
 	"io"
+	"os"
+
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
 // scanned is one segment file as read from disk.
@@ -47,8 +50,8 @@ type badSpot struct {
 
 // scanSegment parses a whole segment file. It never fails on content: damage
 // is reported in bad. Only IO errors are returned.
-func scanSegment(fs FS, path string) (*scanned, error) {
-	f, err := fs.OpenFile(path, osRDONLY, 0)
+func scanSegment(fs vfs.FS, path string) (*scanned, error) {
+	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}

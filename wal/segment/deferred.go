@@ -1,4 +1,4 @@
-package wal
+package segment
 
 import (
 	"fmt"
@@ -57,7 +57,7 @@ func (r *region) bytes(seg *segment, off int64, n uint32) []byte {
 }
 
 // deferState is the log's writer and what it waits to write. pend and
-// inflight are guarded by segStore.mu.
+// inflight are guarded by Store.mu.
 type deferState struct {
 	// flushMu is held while a region is written and synced, by the writer
 	// and by every synchronous write (under wmu, after it): the file's end
@@ -90,20 +90,20 @@ func (d *deferState) notifyLocked() {
 // Durable returns the index up to which every entry of the log is on disk:
 // the last index, less what deferred appends still hold in memory. It takes
 // no lock, so a commit floor function (SetCommitFloor) may call it.
-func (l *segStore) Durable() uint64 { return l.def.durable.Load() }
+func (l *Store) Durable() uint64 { return l.def.durable.Load() }
 
 // Syncs returns how many fsyncs made appended entries durable since the
 // log was opened: one per synchronous StoreLogs and one per group of
 // deferred appends the writer synced (segment creation, truncation and the
 // stable store are not counted). Its growth per entry stored tells how
 // well appends are grouped.
-func (l *segStore) Syncs() uint64 { return l.syncs.Load() }
+func (l *Store) Syncs() uint64 { return l.syncs.Load() }
 
 // setDurableLocked publishes Durable after the log's end or what waits in
 // memory moved (mu held).
-func (l *segStore) setDurableLocked() { l.def.durable.Store(l.durableLocked()) }
+func (l *Store) setDurableLocked() { l.def.durable.Store(l.durableLocked()) }
 
-func (l *segStore) durableLocked() uint64 {
+func (l *Store) durableLocked() uint64 {
 	switch {
 	case !l.def.inflight.empty():
 		return l.def.inflight.first - 1
@@ -116,7 +116,7 @@ func (l *segStore) durableLocked() uint64 {
 // DurableChanged returns a channel that is closed when Durable next moves
 // forward, or when the log fails or closes (then Durable stays where it
 // is: check Failure, or expect ErrClosed).
-func (l *segStore) DurableChanged() <-chan struct{} {
+func (l *Store) DurableChanged() <-chan struct{} {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.def.changed
@@ -129,18 +129,18 @@ func (l *segStore) DurableChanged() <-chan struct{} {
 // tail). A batch that must start a segment (an empty log, a full tail), or
 // that would make the waiting frame larger than a batch may be, is appended
 // synchronously instead. wmu held.
-func (l *segStore) appendDeferred(entries []*raft.Log, floor uint64) error {
+func (l *Store) appendDeferred(entries []*raft.Log, floor uint64) error {
 	sh, err := l.writable()
 	if err != nil {
 		return err
 	}
 	tail := l.segs[len(l.segs)-1]
-	floor = max(floor, l.floor.now())
+	floor = max(floor, l.floor.Now())
 	size := batchSize(entries)
 	l.mu.RLock()
 	waiting := len(l.def.pend.buf)
 	l.mu.RUnlock()
-	if sh.Last == 0 || tail.size >= l.opts.segmentSize || uint64(waiting+size) > maxBatch {
+	if sh.Last == 0 || tail.size >= l.cfg.SegmentSize || uint64(waiting+size) > maxBatch {
 		return l.appendBatch(entries, floor)
 	}
 	sampleBatch(len(entries), size)
@@ -173,7 +173,7 @@ func (l *segStore) appendDeferred(entries []*raft.Log, floor uint64) error {
 }
 
 // writer writes and syncs what deferred appends left, until Close.
-func (l *segStore) writer() {
+func (l *Store) writer() {
 	defer close(l.def.done)
 	for {
 		select {
@@ -190,7 +190,7 @@ func (l *segStore) writer() {
 // quiesce makes everything deferred appends left durable and holds the
 // writer off until the returned function is called: the file's end is the
 // tail's end. wmu held.
-func (l *segStore) quiesce() (release func(), err error) {
+func (l *Store) quiesce() (release func(), err error) {
 	l.def.flushMu.Lock()
 	if err := l.flushLocked(); err != nil {
 		l.def.flushMu.Unlock()
@@ -201,7 +201,7 @@ func (l *segStore) quiesce() (release func(), err error) {
 
 // flushLocked writes the waiting frames with one write and syncs them with
 // one fsync. flushMu held.
-func (l *segStore) flushLocked() error {
+func (l *Store) flushLocked() error {
 	l.mu.Lock()
 	if l.failed != nil {
 		err := l.failed
@@ -225,7 +225,7 @@ func (l *segStore) flushLocked() error {
 	}
 	measureFsync(start)
 	l.syncs.Add(1)
-	l.floor.raise(r.floor)
+	l.floor.Raise(r.floor)
 	l.mu.Lock()
 	l.def.inflight = region{}
 	if cap(r.buf) <= maxKeptBuf {
@@ -239,7 +239,7 @@ func (l *segStore) flushLocked() error {
 
 // stopWriter ends the writer goroutine, if it was started, after the
 // region it is writing. wmu held, flushMu not.
-func (l *segStore) stopWriter() {
+func (l *Store) stopWriter() {
 	started := true
 	l.def.once.Do(func() { started = false })
 	close(l.def.stop)
@@ -249,7 +249,7 @@ func (l *segStore) stopWriter() {
 }
 
 // pendingRecord returns the bytes of a record still in memory (mu held).
-func (l *segStore) pendingRecord(seg *segment, off int64, n uint32) []byte {
+func (l *Store) pendingRecord(seg *segment, off int64, n uint32) []byte {
 	if b := l.def.inflight.bytes(seg, off, n); b != nil {
 		return b
 	}
@@ -262,7 +262,7 @@ func (l *segStore) pendingRecord(seg *segment, off int64, n uint32) []byte {
 // instead of growing the file, which spares ext4 and others a journal
 // commit per batch. The caller syncs both with one fsync. flushMu (or wmu
 // with nothing deferred) held.
-func (l *segStore) writeAt(seg *segment, buf []byte, at int64) error {
+func (l *Store) writeAt(seg *segment, buf []byte, at int64) error {
 	if n, err := seg.f.WriteAt(buf, at); err != nil || n != len(buf) {
 		if err == nil {
 			err = io.ErrShortWrite
@@ -270,8 +270,8 @@ func (l *segStore) writeAt(seg *segment, buf []byte, at int64) error {
 		return err
 	}
 	end := at + int64(len(buf))
-	if end > seg.alloc && l.opts.prealloc > 0 {
-		to := max(end, min(end+l.opts.prealloc, l.opts.segmentSize))
+	if end > seg.alloc && l.cfg.Prealloc > 0 {
+		to := max(end, min(end+l.cfg.Prealloc, l.cfg.SegmentSize))
 		for off := end; off < to; {
 			n := min(to-off, int64(len(zeros)))
 			if _, err := seg.f.WriteAt(zeros[:n], off); err != nil {

@@ -1,4 +1,4 @@
-package wal
+package segment
 
 import (
 	"fmt"
@@ -6,44 +6,40 @@ import (
 	"time"
 )
 
-// removeRange applies a deletion the guard accepted (G4, see
-// checkDelete): prefix compaction up to the floor, suffix truncation above
-// it, or a whole-log reset as snapshot install does it. Each is durable
-// when it returns: a truncation or reset is recorded by a new segment whose
-// header says where the log continues, a compaction by a first-index mark.
-// Whatever deferred appends left is made durable first. wmu held.
-func (l *segStore) removeRange(kind deleteKind, min, max, prevTerm uint64, _ shape) error {
+// removeQuiesced makes whatever deferred appends left durable, then
+// applies one deletion the guard accepted (G4): compact, truncate or reset.
+// Each is durable when it returns. wmu held.
+func (l *Store) removeQuiesced(apply func() error) error {
 	release, err := l.quiesce()
 	if err != nil {
 		return err
 	}
 	defer release()
-	switch kind {
-	case deletePrefix:
-		return l.compact(max)
-	case deleteSuffix:
-		return l.truncate(min, prevTerm)
-	case deleteAll:
-		// The stored term index goes first: a crash before the reset
-		// segment leaves a log that knows less, never one that would
-		// answer with the old history's terms (terms.go).
-		if err := l.storeTerms(0, 0, nil); err != nil {
-			return err
-		}
-		l.mu.Lock()
-		l.terms = termIndex{}
-		l.mu.Unlock()
-		seg, err := l.createSegment(0, segFlagReset)
-		if err != nil {
-			return err
-		}
-		l.mu.Lock()
-		l.first, l.last, l.lastTerm = 0, 0, 0
-		l.setDurableLocked()
-		l.cache.dropFrom(0)
-		l.mu.Unlock()
-		l.rotateTo(seg, true)
+	return apply()
+}
+
+// reset removes the whole log, as snapshot install does it: a reset
+// segment records it, and every older segment goes. wmu held, quiesced.
+func (l *Store) reset() error {
+	// The stored term index goes first: a crash before the reset
+	// segment leaves a log that knows less, never one that would
+	// answer with the old history's terms (terms.go).
+	if err := l.storeTerms(0, 0, nil); err != nil {
+		return err
 	}
+	l.mu.Lock()
+	l.terms = termIndex{}
+	l.mu.Unlock()
+	seg, err := l.createSegment(0, segFlagReset)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.first, l.last, l.lastTerm = 0, 0, 0
+	l.setDurableLocked()
+	l.cache.dropFrom(0)
+	l.mu.Unlock()
+	l.rotateTo(seg, true)
 	return nil
 }
 
@@ -55,14 +51,14 @@ func (l *segStore) removeRange(kind deleteKind, min, max, prevTerm uint64, _ sha
 // hashicorp/raft always seals before it resets the log. Without a bound
 // (nil, the default) resets are not gated. fn must be cheap and must not
 // call back into the log.
-func (l *segStore) SetResetBound(fn func() uint64) { l.floor.setReset(fn) }
+func (l *Store) SetResetBound(fn func() uint64) { l.floor.SetReset(fn) }
 
 // compact drops entries through max (max < last). The new first index is
 // made durable first (a first-index mark, see first.go), so FirstIndex never
 // moves backwards across a restart; then whole segments below it are
 // removed, oldest first. A partly compacted segment keeps its file, and its
 // entries below the first index stay on disk but are never served again.
-func (l *segStore) compact(max uint64) error {
+func (l *Store) compact(max uint64) error {
 	if err := l.keepTermsThrough(max); err != nil {
 		return err
 	}
@@ -88,7 +84,7 @@ func (l *segStore) compact(max uint64) error {
 
 // truncate cuts the suffix from min (first < min <= last, min > floor);
 // prevTerm is the term of entry min-1, the new last.
-func (l *segStore) truncate(min, prevTerm uint64) error {
+func (l *Store) truncate(min, prevTerm uint64) error {
 	seg, err := l.createSegment(min, 0)
 	if err != nil {
 		return err
@@ -130,7 +126,7 @@ func (l *segStore) truncate(min, prevTerm uint64) error {
 // calls return ErrClosed. A log that failed (before Close, or when Close
 // wrote what waited) still closes every file but returns ErrFailed: nothing
 // beyond Durable and PersistedFloor was made durable.
-func (l *segStore) Close() error {
+func (l *Store) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.mu.RLock()
@@ -166,9 +162,9 @@ func (l *segStore) Close() error {
 
 // persistFloor appends a floor mark frame when the floor is above what was
 // persisted. wmu held.
-func (l *segStore) persistFloor() error {
-	floor := l.floor.now()
-	if floor <= l.floor.persisted.Load() {
+func (l *Store) persistFloor() error {
+	floor := l.floor.Now()
+	if floor <= l.floor.Persisted() {
 		return nil
 	}
 	tail := l.segs[len(l.segs)-1]
@@ -182,13 +178,13 @@ func (l *segStore) persistFloor() error {
 		return fmt.Errorf("wal: sync floor mark: %w", err)
 	}
 	measureFsync(start)
-	l.floor.raise(floor)
+	l.floor.Raise(floor)
 	return nil
 }
 
 // SyncFloor makes the current commit floor durable now (a floor mark), so a
 // restart refuses truncations up to it even if no batch followed.
-func (l *segStore) SyncFloor() error {
+func (l *Store) SyncFloor() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if _, err := l.writable(); err != nil {
@@ -205,10 +201,10 @@ func (l *segStore) SyncFloor() error {
 	return nil
 }
 
-func (l *segStore) closeFiles() {
+func (l *Store) closeFiles() {
 	for _, s := range l.segs {
 		if err := s.f.Close(); err != nil && !os.IsNotExist(err) {
-			l.opts.logger.Warn("close segment", "segment", s.path, "error", err)
+			l.cfg.Logger.Warn("close segment", "segment", s.path, "error", err)
 		}
 	}
 	l.segs = nil

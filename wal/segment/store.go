@@ -1,4 +1,4 @@
-package wal
+package segment
 
 import (
 	"errors"
@@ -15,18 +15,22 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/internal/vfs"
 	bolt "go.etcd.io/bbolt"
 )
 
-// segStore is the segment-file store behind Log's guard, and a bbolt
+// Store is the segment-file store behind wal.Log's guard, and a bbolt
 // raft.StableStore in the same directory. It decides nothing: the guard
-// (guard.go) checks every write before the store does it and verifies every
-// read after. Writes are serialised (wmu), reads run concurrently with them.
-type segStore struct {
+// checks every write before the store does it (through the Writer Open
+// returned) and verifies every read after. Its own methods are what the
+// log offers besides the guarded reads and writes: bounds, durability,
+// failure, the commit floor, the term index and the stable store. Writes
+// are serialised (wmu), reads run concurrently with them.
+type Store struct {
 	dir    string
-	opts   options
+	cfg    Config
 	stable *bolt.DB
-	floor  floorState
+	floor  Floor
 
 	wmu sync.Mutex // serialises StoreLogs, DeleteRange and Close
 
@@ -56,7 +60,7 @@ const maxKeptBuf = 1 << 20
 type segment struct {
 	seq   uint64
 	path  string
-	f     File
+	f     vfs.File
 	base  uint64   // index of offs[0]; 0 while a reset segment holds nothing
 	offs  []uint32 // record offsets of live entries base, base+1, ...
 	lens  []uint32
@@ -87,8 +91,8 @@ func parseSegName(name string) (uint64, bool) {
 // createSegment creates the next segment file with a durable header (and,
 // unless it is a reset or the log is empty, a first-index mark). Its
 // creation is durable when it returns (file and directory synced).
-func (l *segStore) createSegment(base uint64, flags uint16) (*segment, error) {
-	fs := l.opts.fs
+func (l *Store) createSegment(base uint64, flags uint16) (*segment, error) {
+	fs := l.cfg.FS
 	seq := l.nextSeq
 	path := filepath.Join(l.dir, segName(seq))
 	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -96,7 +100,7 @@ func (l *segStore) createSegment(base uint64, flags uint16) (*segment, error) {
 		// Fail closed like any write error: the file may exist in part.
 		return nil, l.fail(FailWrite, fmt.Errorf("wal: create segment: %w", err))
 	}
-	hdr := segHeader{Version: formatVersion, Flags: flags, Seq: seq, Base: base, Floor: l.floor.now()}
+	hdr := segHeader{Version: formatVersion, Flags: flags, Seq: seq, Base: base, Floor: l.floor.Now()}
 	buf := hdr.encode()
 	if flags&segFlagReset == 0 && l.last != 0 {
 		// Carry the first index on (first.go); first <= base-1 here.
@@ -114,7 +118,7 @@ func (l *segStore) createSegment(base uint64, flags uint16) (*segment, error) {
 		f.Close()
 		return nil, l.fail(FailSync, fmt.Errorf("wal: sync directory: %w", err))
 	}
-	l.floor.raise(hdr.Floor)
+	l.floor.Raise(hdr.Floor)
 	l.nextSeq++
 	n := int64(len(buf))
 	return &segment{seq: seq, path: path, f: f, base: base, size: n, alloc: n, version: hdr.Version}, nil
@@ -123,7 +127,7 @@ func (l *segStore) createSegment(base uint64, flags uint16) (*segment, error) {
 // fail makes the log refuse every further write; class says what failed
 // (FailSync, FailWrite; FailNoSpace overrides either when err is ENOSPC).
 // Called with wmu held.
-func (l *segStore) fail(class string, err error) error {
+func (l *Store) fail(class string, err error) error {
 	l.mu.Lock()
 	first := l.failed == nil
 	if first {
@@ -132,12 +136,12 @@ func (l *segStore) fail(class string, err error) error {
 			class = FailNoSpace
 		}
 		l.failClass = class
-		l.opts.logger.Error("log failed; refusing writes until reopened", "class", class, "error", err)
+		l.cfg.Logger.Error("log failed; refusing writes until reopened", "class", class, "error", err)
 		l.def.notifyLocked()
 	}
 	l.mu.Unlock()
-	if first && l.opts.onFailure != nil {
-		l.opts.onFailure(class)
+	if first && l.cfg.OnFailure != nil {
+		l.cfg.OnFailure(class)
 	}
 	return fmt.Errorf("%w: %w", ErrFailed, err)
 }
@@ -148,23 +152,23 @@ func (l *segStore) fail(class string, err error) error {
 // restart a truncation at or below it is refused before raft has learned
 // anything. fn must be cheap and must not call back into the log. Never
 // bound, the log trusts raft's compactions instead (see the package doc).
-func (l *segStore) SetCommitFloor(fn func() uint64) { l.floor.set(fn) }
+func (l *Store) SetCommitFloor(fn func() uint64) { l.floor.Set(fn) }
 
 // Floor returns the current commit floor (bound source or persisted).
-func (l *segStore) Floor() uint64 { return l.floor.now() }
+func (l *Store) Floor() uint64 { return l.floor.Now() }
 
 // PersistedFloor returns the highest floor this log has made durable.
-func (l *segStore) PersistedFloor() uint64 { return l.floor.persisted.Load() }
+func (l *Store) PersistedFloor() uint64 { return l.floor.Persisted() }
 
 // Repaired reports what Open cut when it was given Repair, or nil.
-func (l *segStore) Repaired() *RepairReport { return l.repaired }
+func (l *Store) Repaired() *RepairReport { return l.repaired }
 
 // IsMonotonic implements raft.MonotonicLogStore: the log never has gaps, so
 // hashicorp/raft resets it after a snapshot install (avoiding issue #697).
-func (l *segStore) IsMonotonic() bool { return true }
+func (l *Store) IsMonotonic() bool { return true }
 
 // FirstIndex implements raft.LogStore.
-func (l *segStore) FirstIndex() (uint64, error) {
+func (l *Store) FirstIndex() (uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -174,7 +178,7 @@ func (l *segStore) FirstIndex() (uint64, error) {
 }
 
 // LastIndex implements raft.LogStore.
-func (l *segStore) LastIndex() (uint64, error) {
+func (l *Store) LastIndex() (uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -183,15 +187,15 @@ func (l *segStore) LastIndex() (uint64, error) {
 	return l.last, nil
 }
 
-func (l *segStore) shape() shape {
-	return shape{First: l.first, Last: l.last, LastTerm: l.lastTerm, Floor: l.floor.now()}
+func (l *Store) shapeNow() Shape {
+	return Shape{First: l.first, Last: l.last, LastTerm: l.lastTerm, Floor: l.floor.Now()}
 }
 
 // segmentFor returns the segment holding index i (mu held). Segments are
 // few (the log's size over the segment size) and reads are mostly near the
 // tail, so it scans from the tail; segments without live entries (a
 // truncation or reset marker not yet written to) are skipped.
-func (l *segStore) segmentFor(i uint64) *segment {
+func (l *Store) segmentFor(i uint64) *segment {
 	for k := len(l.segs) - 1; k >= 0; k-- {
 		s := l.segs[k]
 		if len(s.offs) == 0 || i < s.base {
@@ -206,7 +210,7 @@ func (l *segStore) segmentFor(i uint64) *segment {
 }
 
 // readRecord reads the raw record of index i (mu held for reading).
-func (l *segStore) readRecord(i uint64) ([]byte, *segment, int64, error) {
+func (l *Store) readRecord(i uint64) ([]byte, *segment, int64, error) {
 	s := l.segmentFor(i)
 	if s == nil {
 		return nil, nil, 0, raft.ErrLogNotFound
@@ -226,7 +230,7 @@ func (l *segStore) readRecord(i uint64) ([]byte, *segment, int64, error) {
 // readEntry reads the entry at index: from the cache, or from its segment,
 // checked against its record checksum (a damaged record is refused with an
 // error matching ErrCorrupt, and reported). The guard verifies the stamp.
-func (l *segStore) readEntry(index uint64, out *raft.Log) (*recordAt, error) {
+func (l *Store) readEntry(index uint64, out *raft.Log) (*Where, error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -242,7 +246,7 @@ func (l *segStore) readEntry(index uint64, out *raft.Log) (*recordAt, error) {
 		return nil, nil
 	}
 	buf, seg, off, err := l.readRecord(index)
-	sh := l.shape()
+	sh := l.shapeNow()
 	l.mu.RUnlock()
 	if err != nil {
 		return nil, err
@@ -253,19 +257,19 @@ func (l *segStore) readEntry(index uint64, out *raft.Log) (*recordAt, error) {
 	}
 	if err != nil {
 		*out = raft.Log{}
-		g := sh.refusal(OpGet, ErrCorrupt)
+		g := sh.Refusal(OpGet, ErrCorrupt)
 		g.Index, g.Term, g.Segment, g.Offset, g.Detail = index, ri.Term, filepath.Base(seg.path), off, err.Error()
 		l.refused(g)
 		return nil, g
 	}
-	return &recordAt{sh: sh, segment: filepath.Base(seg.path), offset: off}, nil
+	return &Where{Shape: sh, Segment: filepath.Base(seg.path), Offset: off}, nil
 }
 
 // appendBatch writes entries (accepted by the guard, stamped) with one
 // write and makes them durable with one fsync before it returns (G7), the
 // commit floor in the batch's frame; whatever deferred appends left is made
 // durable first. wmu held.
-func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
+func (l *Store) appendBatch(entries []*raft.Log, floor uint64) error {
 	sh, err := l.writable()
 	if err != nil {
 		return err
@@ -286,7 +290,7 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 			return err
 		}
 		l.rotateTo(seg, true)
-	case sh.Last != 0 && tail.size >= l.opts.segmentSize:
+	case sh.Last != 0 && tail.size >= l.cfg.SegmentSize:
 		seg, err := l.createSegment(e0, 0)
 		if err != nil {
 			return err
@@ -295,7 +299,7 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 	}
 	tail = l.segs[len(l.segs)-1]
 
-	floor = max(floor, l.floor.now())
+	floor = max(floor, l.floor.Now())
 	buf := encodeBatch(l.wbuf[:0], entries, floor)
 	defer l.keepWriteBuf(buf)
 	frameAt := tail.size
@@ -309,7 +313,7 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 	measureFsync(start)
 	l.syncs.Add(1)
 	sampleBatch(len(entries), len(buf))
-	l.floor.raise(floor)
+	l.floor.Raise(floor)
 
 	l.mu.Lock()
 	l.publishLocked(tail, entries, frameAt+frameHeaderSize)
@@ -319,7 +323,7 @@ func (l *segStore) appendBatch(entries []*raft.Log, floor uint64) error {
 }
 
 // keepWriteBuf keeps buf, written, for the next synchronous append (wmu).
-func (l *segStore) keepWriteBuf(buf []byte) {
+func (l *Store) keepWriteBuf(buf []byte) {
 	if cap(buf) <= maxKeptBuf {
 		l.wbuf = buf[:0]
 	}
@@ -348,7 +352,7 @@ func encodeBatch(b []byte, entries []*raft.Log, floor uint64) []byte {
 // publishLocked makes a batch's entries part of the log: the index of the
 // tail (their records one after the other from offset at) and the cache.
 // mu held.
-func (l *segStore) publishLocked(tail *segment, entries []*raft.Log, at int64) {
+func (l *Store) publishLocked(tail *segment, entries []*raft.Log, at int64) {
 	if len(tail.offs) == 0 {
 		tail.base = entries[0].Index
 	}
@@ -373,14 +377,11 @@ func (l *segStore) publishLocked(tail *segment, entries []*raft.Log, at int64) {
 	l.setDurableLocked()
 }
 
-// fits refuses what the segment format cannot hold (checkFits).
-func (l *segStore) fits(sh shape, entries []*raft.Log) *GuardError { return checkFits(sh, entries) }
-
-// checkFits refuses a batch the segment format cannot hold: a record
+// CheckFits refuses a batch the segment format cannot hold: a record
 // (with the stamp the store adds) above maxRecord, or a frame body above
 // its 32-bit length. Written, such a batch would be acknowledged and then
 // read by Open as damage, or cut as a torn tail.
-func checkFits(s shape, entries []*raft.Log) *GuardError {
+func CheckFits(s Shape, entries []*raft.Log) *GuardError {
 	var body uint64
 	for _, e := range entries {
 		n := uint64(recordSize(e))
@@ -389,7 +390,7 @@ func checkFits(s shape, entries []*raft.Log) *GuardError {
 		}
 		body += n
 		if n > maxRecord || body > maxBatch {
-			g := s.refusal(OpStore, ErrTooLarge)
+			g := s.Refusal(OpStore, ErrTooLarge)
 			g.Index, g.Term = e.Index, e.Term
 			g.Detail = fmt.Sprintf("record of %d bytes (at most %d), batch body of %d bytes so far (at most %d)",
 				n, maxRecord, body, uint64(maxBatch))
@@ -400,7 +401,7 @@ func checkFits(s shape, entries []*raft.Log) *GuardError {
 }
 
 // rotateTo makes seg the tail; reset drops every older segment. wmu held.
-func (l *segStore) rotateTo(seg *segment, reset bool) {
+func (l *Store) rotateTo(seg *segment, reset bool) {
 	l.mu.Lock()
 	var drop []*segment
 	if reset {
@@ -419,11 +420,11 @@ func (l *segStore) rotateTo(seg *segment, reset bool) {
 // a later file after it could leave a gap (Open refuses the log), or leave
 // a file that nothing supersedes any more. The files not removed are
 // returned, still open, for keepSegments. wmu held.
-func (l *segStore) removeSegments(drop []*segment) (kept []*segment) {
+func (l *Store) removeSegments(drop []*segment) (kept []*segment) {
 	removed := 0
 	for i, s := range drop {
-		if err := l.opts.fs.Remove(s.path); err != nil && !os.IsNotExist(err) {
-			l.opts.logger.Warn("could not remove segment; keeping it and the segments after it for a later retry",
+		if err := l.cfg.FS.Remove(s.path); err != nil && !os.IsNotExist(err) {
+			l.cfg.Logger.Warn("could not remove segment; keeping it and the segments after it for a later retry",
 				"segment", s.path, "error", err)
 			kept = drop[i:]
 			break
@@ -432,8 +433,8 @@ func (l *segStore) removeSegments(drop []*segment) (kept []*segment) {
 		removed++
 	}
 	if removed > 0 {
-		if err := l.opts.fs.SyncDir(l.dir); err != nil {
-			l.opts.logger.Warn("could not sync directory after removing segments", "error", err)
+		if err := l.cfg.FS.SyncDir(l.dir); err != nil {
+			l.cfg.Logger.Warn("could not sync directory after removing segments", "error", err)
 		}
 	}
 	return kept
@@ -443,7 +444,7 @@ func (l *segStore) removeSegments(drop []*segment) (kept []*segment) {
 // list, in sequence order and without live entries, so that the next
 // compaction, truncation or reset removes them first (a compaction never
 // removes a later segment before them). wmu held.
-func (l *segStore) keepSegments(kept []*segment) {
+func (l *Store) keepSegments(kept []*segment) {
 	if len(kept) == 0 {
 		return
 	}
@@ -456,51 +457,26 @@ func (l *segStore) keepSegments(kept []*segment) {
 	l.mu.Unlock()
 }
 
-// stampMissing returns entries with a persist stamp added to every entry
-// that has none, copying those entries (never modifying the caller's).
-func stampMissing(entries []*raft.Log) []*raft.Log {
-	var out []*raft.Log
-	for i, e := range entries {
-		if _, ok := ParseStamp(e.Extensions); ok {
-			if out != nil {
-				out = append(out, e)
-			}
-			continue
-		}
-		if out == nil {
-			out = make([]*raft.Log, i, len(entries))
-			copy(out, entries[:i])
-		}
-		c := *e
-		stampWith(&c, StampPersist)
-		out = append(out, &c)
-	}
-	if out == nil {
-		return entries
-	}
-	return out
-}
-
-// refused counts a refusal and reports it to the OnRefusal hook.
-func (l *segStore) refused(err error) {
-	countRefusal(err)
-	if fn := l.opts.onRefusal; fn != nil {
+// refused reports a refusal (damage found on a read or at Open) to the
+// OnRefusal hook.
+func (l *Store) refused(err error) {
+	if fn := l.cfg.OnRefusal; fn != nil {
 		fn(err)
 	}
 }
 
-// writable returns the log's shape when it may be written to: not closed,
+// writable returns the log's Shape when it may be written to: not closed,
 // not failed. wmu held.
-func (l *segStore) writable() (shape, error) {
+func (l *Store) writable() (Shape, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
-		return shape{}, ErrClosed
+		return Shape{}, ErrClosed
 	}
 	if l.failed != nil {
-		return shape{}, fmt.Errorf("%w: %w", ErrFailed, l.failed)
+		return Shape{}, fmt.Errorf("%w: %w", ErrFailed, l.failed)
 	}
-	return l.shape(), nil
+	return l.shapeNow(), nil
 }
 
 // zeros is the source of preallocation writes (read-only).
@@ -508,7 +484,7 @@ var zeros = make([]byte, 1<<20)
 
 // writeTail writes buf at the tail's end (and preallocates after it, see
 // writeAt) and advances it. Nothing deferred may be waiting. wmu held.
-func (l *segStore) writeTail(tail *segment, buf []byte) error {
+func (l *Store) writeTail(tail *segment, buf []byte) error {
 	if err := l.writeAt(tail, buf, tail.size); err != nil {
 		return err
 	}

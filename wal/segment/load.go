@@ -1,4 +1,4 @@
-package wal
+package segment
 
 import (
 	"errors"
@@ -6,13 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
 // Open's replay of a log directory: list the segments, scan them (scan.go),
 // replay them (replay.go) and apply what replay decided.
 
 // segmentFiles lists the segment files of dir in sequence order.
-func segmentFiles(fs FS, dir string) ([]string, []uint64, error) {
+func segmentFiles(fs vfs.FS, dir string) ([]string, []uint64, error) {
 	names, err := fs.ReadDirNames(dir)
 	if err != nil {
 		return nil, nil, err
@@ -41,8 +43,8 @@ func (b bySeq) Swap(i, j int) {
 	b.seqs[i], b.seqs[j] = b.seqs[j], b.seqs[i]
 }
 
-func (l *segStore) load() error {
-	fs := l.opts.fs
+func (l *Store) load() error {
+	fs := l.cfg.FS
 	names, seqs, err := segmentFiles(fs, l.dir)
 	if err != nil {
 		return err
@@ -61,7 +63,7 @@ func (l *segStore) load() error {
 		}
 		scans[i] = s
 	}
-	r, err := replay(scans, l.opts.repair)
+	r, err := replay(scans, l.cfg.Repair)
 	if err != nil {
 		var ge *GuardError
 		if errors.As(err, &ge) {
@@ -79,7 +81,7 @@ func (l *segStore) load() error {
 	// tail or a repaired spot, remove segments after a repair cut.
 	if r.dropTorn {
 		last := names[len(names)-1]
-		l.opts.logger.Warn("removing torn segment creation", "segment", last)
+		l.cfg.Logger.Warn("removing torn segment creation", "segment", last)
 		if err := fs.Remove(filepath.Join(l.dir, last)); err != nil {
 			return err
 		}
@@ -90,7 +92,7 @@ func (l *segStore) load() error {
 		}
 	}
 	if r.cutSeg != "" {
-		l.opts.logger.Warn("cutting log tail", "segment", r.cutSeg, "offset", r.cutAt, "repair", r.repair != nil)
+		l.cfg.Logger.Warn("cutting log tail", "segment", r.cutSeg, "offset", r.cutAt, "repair", r.repair != nil)
 		if err := truncateFile(fs, filepath.Join(l.dir, r.cutSeg), r.cutAt); err != nil {
 			return err
 		}
@@ -106,7 +108,7 @@ func (l *segStore) load() error {
 		return err
 	}
 	l.setDurableLocked()
-	l.floor.raise(r.floor)
+	l.floor.Raise(r.floor)
 	for i, ls := range r.segs {
 		tail := i == len(r.segs)-1
 		flag := os.O_RDONLY
@@ -144,7 +146,7 @@ func (l *segStore) load() error {
 	return nil
 }
 
-func truncateFile(fs FS, path string, size int64) error {
+func truncateFile(fs vfs.FS, path string, size int64) error {
 	f, err := fs.OpenFile(path, os.O_RDWR, 0o600)
 	if err != nil {
 		return err
