@@ -75,7 +75,7 @@ func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 		}
 		switch st := s.LogStore.(type) {
 		case *Log:
-			if _, err := st.readEntry(1, &stored); err != nil {
+			if _, err := st.w.ReadEntry(1, &stored); err != nil {
 				t.Fatal(err)
 			}
 		case *Guard:
@@ -93,6 +93,10 @@ func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 	g := NewGuard(raft.NewInmemStore(), GuardRequireStamp())
 	guardErr(t, g.StoreLogs([]*raft.Log{entry(1, 1, "cmd")}), ErrUnstamped)
 }
+
+// stampSize is the length of the stamp trailer in the segment format
+// (wal/segment's stampSize), the extension bytes segment.Stamp adds.
+const stampSize = 13
 
 // segment.Stamp keeps other middleware's extension bytes and segment.VerifyStamp checks it.
 func TestStampRoundTrip(t *testing.T) {
@@ -112,40 +116,4 @@ func TestStampRoundTrip(t *testing.T) {
 	guardErr(t, segment.VerifyStamp(e), ErrPayloadMismatch)
 	e.Extensions = nil
 	guardErr(t, segment.VerifyStamp(e), ErrUnstamped)
-}
-
-// A record larger than the format's bound (maxRecord) was written and
-// acknowledged, but Open reads its header as invalid: as the last frame of
-// the last segment it is cut as a torn tail (an acknowledged entry silently
-// lost), anywhere else Open refuses the log. StoreLogs must refuse it up
-// front, typed, with the log unchanged.
-func TestOversizeRecordRefused(t *testing.T) {
-	dir := t.TempDir()
-	l, err := Open(dir, WithCacheSize(0), WithPrealloc(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { l.Close() }()
-	storeRange(t, l, 1, 1, 1)
-	// Unstamped: the store adds a 13-byte stamp, which takes the record
-	// just past the bound. The pages are never touched when it is refused.
-	big := &raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: make([]byte, maxRecord-recHeaderSize)}
-	err = l.StoreLogs([]*raft.Log{big})
-	if err == nil {
-		l.Close()
-		l, err = Open(dir, WithCacheSize(0))
-		if err != nil {
-			t.Fatalf("StoreLogs acknowledged a %d-byte record; Open then fails: %v", maxRecord+stampSize, err)
-		}
-		last, _ := l.LastIndex()
-		t.Fatalf("StoreLogs acknowledged a %d-byte record; after a reopen the log ends at %d", maxRecord+stampSize, last)
-	}
-	var ge *GuardError
-	if !errors.As(err, &ge) || !errors.Is(err, ErrTooLarge) || ge.Index != 2 {
-		t.Fatalf("oversize record: %v, want a GuardError matching ErrTooLarge at index 2", err)
-	}
-	if last, _ := l.LastIndex(); last != 1 {
-		t.Fatalf("refusal changed the log: last %d", last)
-	}
-	storeRange(t, l, 2, 3, 1)
 }

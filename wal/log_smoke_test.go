@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -67,7 +68,11 @@ func TestLogRoundTripAndReopen(t *testing.T) {
 	}
 	defer l.Close()
 	check(l)
-	if len(l.segs) < 3 {
-		t.Fatalf("expected rotation, got %d segments", len(l.segs))
+	segs, err := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) < 3 {
+		t.Fatalf("expected rotation, got %d segments", len(segs))
 	}
 }

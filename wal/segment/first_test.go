@@ -1,4 +1,4 @@
-package wal
+package segment_test
 
 import (
 	"errors"
@@ -8,20 +8,22 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // firstLog is a *Log under test with a settable floor, reopened on demand.
 type firstLog struct {
 	t     *testing.T
 	dir   string
-	opts  []Option
-	l     *Log
+	opts  []wal.Option
+	l     *wal.Log
 	floor uint64
 }
 
 func (f *firstLog) open() {
 	f.t.Helper()
-	l, err := Open(f.dir, f.opts...)
+	l, err := wal.Open(f.dir, f.opts...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func (f *firstLog) want(step string, first, last uint64) {
 func TestCompactionSurvivesRestart(t *testing.T) {
 	for _, segSize := range []int64{1 << 20, 700} { // one segment; many
 		t.Run(fmt.Sprintf("segment=%d", segSize), func(t *testing.T) {
-			f := &firstLog{t: t, dir: t.TempDir(), opts: []Option{WithSegmentSize(segSize), WithCacheSize(0)}}
+			f := &firstLog{t: t, dir: t.TempDir(), opts: []wal.Option{wal.WithSegmentSize(segSize), wal.WithCacheSize(0)}}
 			f.open()
 			defer func() { f.l.Close() }()
 			f.store(1, 100, 1)
@@ -129,7 +131,7 @@ func TestCompactionSurvivesRestart(t *testing.T) {
 func TestFormat1LogIsReadAndContinued(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join("testdata", "format1")
-	names, _, err := segmentFiles(OSFS{}, src)
+	names, _, err := segment.SegmentFiles(wal.OSFS{}, src)
 	if err != nil || len(names) < 2 {
 		t.Fatalf("fixture: %v %v", names, err)
 	}
@@ -139,7 +141,7 @@ func TestFormat1LogIsReadAndContinued(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h, err := decodeSegHeader(b); err != nil || h.Version != 1 {
+		if h, err := segment.DecodeSegHeader(b); err != nil || h.Version != 1 {
 			t.Fatalf("fixture %s: version %d, %v", n, h.Version, err)
 		}
 		before[n] = b
@@ -147,7 +149,7 @@ func TestFormat1LogIsReadAndContinued(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := &firstLog{t: t, dir: dir, opts: []Option{WithCacheSize(0)}}
+	f := &firstLog{t: t, dir: dir, opts: []wal.Option{wal.WithCacheSize(0)}}
 	f.open()
 	defer func() { f.l.Close() }()
 	f.want("format 1 opened", 1, 29)
@@ -171,7 +173,7 @@ func TestFormat1LogIsReadAndContinued(t *testing.T) {
 	f.reopen()
 	f.want("continued, reopened", 13, 33)
 
-	after, _, err := segmentFiles(OSFS{}, dir)
+	after, _, err := segment.SegmentFiles(wal.OSFS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +183,7 @@ func TestFormat1LogIsReadAndContinued(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := decodeSegHeader(b)
+		h, err := segment.DecodeSegHeader(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,12 +191,12 @@ func TestFormat1LogIsReadAndContinued(t *testing.T) {
 		switch {
 		case wasOld && h.Version != 1:
 			t.Fatalf("%s rewritten as version %d", n, h.Version)
-		case wasOld && sc(b).firstMark != 0:
+		case wasOld && sc(b).FirstMark != 0:
 			t.Fatalf("%s: a version 1 segment got a first-index mark", n)
 		case wasOld && len(b) < len(old):
 			t.Fatalf("%s shrank from %d to %d bytes", n, len(old), len(b))
 		case !wasOld:
-			if h.Version != formatVersion {
+			if h.Version != segment.FormatVersion {
 				t.Fatalf("new segment %s has version %d", n, h.Version)
 			}
 			newer++
@@ -205,38 +207,37 @@ func TestFormat1LogIsReadAndContinued(t *testing.T) {
 	}
 }
 
-func sc(b []byte) *scanned { return scanBytes("seg", b) }
+func sc(b []byte) *segment.Scanned { return segment.ScanBytes("seg", b) }
 
 // A first-index mark is only valid in a version 2 segment, and never above
 // the log's last index: either is damage.
 func TestFirstMarkValidation(t *testing.T) {
-	v1 := segHeader{Version: 1, Seq: 1, Base: 1}.encode()
-	if s := sc(append(v1, firstMarkFrame(1, 0)...)); s.bad == nil {
+	v1 := segment.SegHeader{Version: 1, Seq: 1, Base: 1}.Encode()
+	if s := sc(append(v1, segment.FirstMarkFrame(1, 0)...)); s.Bad == nil {
 		t.Fatal("a first-index mark in a version 1 segment parsed as valid")
 	}
-	v2 := segHeader{Version: 2, Seq: 1, Base: 1}.encode()
-	if s := sc(append(v2, firstMarkFrame(7, 0)...)); s.bad != nil || s.firstMark != 7 {
-		t.Fatalf("a version 2 mark: %+v, mark %d", s.bad, s.firstMark)
+	v2 := segment.SegHeader{Version: 2, Seq: 1, Base: 1}.Encode()
+	if s := sc(append(v2, segment.FirstMarkFrame(7, 0)...)); s.Bad != nil || s.FirstMark != 7 {
+		t.Fatalf("a version 2 mark: %+v, mark %d", s.Bad, s.FirstMark)
 	}
-	bad := firstMarkFrame(7, 0)
-	bad[frameHeaderSize+3] ^= 0xff
-	if s := sc(append(v2, bad...)); s.bad == nil {
+	bad := segment.FirstMarkFrame(7, 0)
+	bad[segment.FrameHeaderSize+3] ^= 0xff
+	if s := sc(append(v2, bad...)); s.Bad == nil {
 		t.Fatal("a mark whose body fails its CRC parsed as valid")
 	}
-	if _, err := decodeFirstMark(make([]byte, firstMarkSize)); err == nil {
+	if _, err := segment.DecodeFirstMark(make([]byte, segment.FirstMarkSize)); err == nil {
 		t.Fatal("an all-zero mark body decoded")
 	}
 
 	// A mark beyond the last index, then a valid batch after it (so it is
 	// not a torn tail): Open refuses with ErrCorrupt.
 	dir := t.TempDir()
-	f := &firstLog{t: t, dir: dir, opts: []Option{WithPrealloc(0)}}
+	f := &firstLog{t: t, dir: dir, opts: []wal.Option{wal.WithPrealloc(0)}}
 	f.open()
 	f.store(1, 10, 1)
-	tail := f.l.segs[len(f.l.segs)-1]
-	f.l.wmu.Lock()
-	err := f.l.writeTail(tail, firstMarkFrame(50, 0))
-	f.l.wmu.Unlock()
+	f.l.WMu().Lock()
+	err := f.l.WriteTail(segment.FirstMarkFrame(50, 0))
+	f.l.WMu().Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func TestFirstMarkValidation(t *testing.T) {
 	if err := f.l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := Open(dir); !errors.Is(err, ErrCorrupt) {
+	if l, err := wal.Open(dir); !errors.Is(err, wal.ErrCorrupt) {
 		if err == nil {
 			l.Close()
 		}

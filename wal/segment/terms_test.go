@@ -1,4 +1,4 @@
-package wal
+package segment_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/segment"
 	bolt "go.etcd.io/bbolt"
 )
@@ -15,7 +16,7 @@ import (
 type termsLog struct {
 	t   *testing.T
 	dir string
-	l   *Log
+	l   *wal.Log
 }
 
 func openTermsLog(t *testing.T) *termsLog {
@@ -32,7 +33,7 @@ func (tl *termsLog) reopen() {
 			tl.t.Fatal(err)
 		}
 	}
-	l, err := Open(tl.dir, WithSegmentSize(4<<10), WithCacheSize(0))
+	l, err := wal.Open(tl.dir, wal.WithSegmentSize(4<<10), wal.WithCacheSize(0))
 	if err != nil {
 		tl.t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 		{"no starts", 50, 6, 1, nil},
 		{"a zero term", 50, 6, 1, []segment.TermStart{{1, 0}, {45, 6}}},
 	} {
-		if err := tl.l.AdoptTerms(bad.index, bad.term, segment.TermList{Known: bad.known, Starts: bad.starts}); !errors.Is(err, ErrBadTerms) {
+		if err := tl.l.AdoptTerms(bad.index, bad.term, segment.TermList{Known: bad.known, Starts: bad.starts}); !errors.Is(err, wal.ErrBadTerms) {
 			t.Fatalf("%s: AdoptTerms = %v, want ErrBadTerms", bad.name, err)
 		}
 		if _, ok := tl.l.TermAt(25); ok {
@@ -156,10 +157,10 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 	tl.store(56, 60, 8)
 	tl.reopen()
 	tl.want("adopted, appended, reopened", 1, slices.Concat(below, rep(6, 5), rep(8, 5))...)
-	if err := tl.l.AdoptTerms(55, 6, segment.TermList{Known: 1, Starts: sender}); !errors.Is(err, ErrBadTerms) {
+	if err := tl.l.AdoptTerms(55, 6, segment.TermList{Known: 1, Starts: sender}); !errors.Is(err, wal.ErrBadTerms) {
 		t.Fatalf("AdoptTerms below the log's entries = %v, want ErrBadTerms", err)
 	}
-	if err := tl.l.AdoptTerms(40, 6, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 2}, {26, 5}, {35, 6}}}); !errors.Is(err, ErrBadTerms) {
+	if err := tl.l.AdoptTerms(40, 6, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 2}, {26, 5}, {35, 6}}}); !errors.Is(err, wal.ErrBadTerms) {
 		t.Fatalf("AdoptTerms with a gap before the log's first entry = %v, want ErrBadTerms", err)
 	}
 }
@@ -171,7 +172,7 @@ func TestTermIndexResetAndAdopt(t *testing.T) {
 func TestTermIndexAdoptAfterAppend(t *testing.T) {
 	tl := openTermsLog(t)
 	tl.store(11, 12, 3)
-	if err := tl.l.AdoptTerms(10, 4, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 4}}}); !errors.Is(err, ErrBadTerms) {
+	if err := tl.l.AdoptTerms(10, 4, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 4}}}); !errors.Is(err, wal.ErrBadTerms) {
 		t.Fatalf("AdoptTerms with the log's first term below the snapshot's = %v, want ErrBadTerms", err)
 	}
 	if err := tl.l.AdoptTerms(10, 3, segment.TermList{Known: 1, Starts: []segment.TermStart{{1, 1}, {8, 3}}}); err != nil {
@@ -194,9 +195,13 @@ func TestTermIndexWithoutOrDamagedStoredList(t *testing.T) {
 		val  []byte // nil: the key is deleted
 	}{
 		{"none stored", nil},
-		{"checksum", func() []byte { b := encodeTerms(1, 0, []segment.TermStart{{1, 1}, {41, 3}}); b[10] ^= 1; return b }()},
-		{"truncated", encodeTerms(1, 0, []segment.TermStart{{1, 1}, {41, 3}})[:20]},
-		{"not a term index", encodeTerms(1, 0, []segment.TermStart{{1, 3}, {41, 1}})},
+		{"checksum", func() []byte {
+			b := segment.EncodeTerms(1, 0, []segment.TermStart{{1, 1}, {41, 3}})
+			b[10] ^= 1
+			return b
+		}()},
+		{"truncated", segment.EncodeTerms(1, 0, []segment.TermStart{{1, 1}, {41, 3}})[:20]},
+		{"not a term index", segment.EncodeTerms(1, 0, []segment.TermStart{{1, 3}, {41, 1}})},
 	} {
 		t.Run(damage.name, func(t *testing.T) {
 			tl := openTermsLog(t)
@@ -204,15 +209,15 @@ func TestTermIndexWithoutOrDamagedStoredList(t *testing.T) {
 			tl.store(41, 60, 3)
 			tl.del(1, 50)
 			tl.l.Close()
-			db, err := bolt.Open(tl.dir+"/"+stableFile, 0o600, nil)
+			db, err := bolt.Open(tl.dir+"/"+segment.StableFile, 0o600, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := db.Update(func(tx *bolt.Tx) error {
 				if damage.val == nil {
-					return tx.Bucket(termsBucket).Delete(termsKey)
+					return tx.Bucket(segment.TermsBucket).Delete(segment.TermsKey)
 				}
-				return tx.Bucket(termsBucket).Put(termsKey, damage.val)
+				return tx.Bucket(segment.TermsBucket).Put(segment.TermsKey, damage.val)
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -257,7 +262,7 @@ func TestTermListEncoding(t *testing.T) {
 		"a start past through": segment.TermList{Known: 1, Through: 5, Starts: []segment.TermStart{{1, 1}, {6, 2}}}.Encode(),
 		"terms not ascending":  segment.TermList{Known: 1, Through: 9, Starts: []segment.TermStart{{1, 2}, {6, 2}}}.Encode(),
 	} {
-		if _, err := segment.DecodeTermList(b); !errors.Is(err, ErrCorrupt) {
+		if _, err := segment.DecodeTermList(b); !errors.Is(err, wal.ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package wal
+package segment_test
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // Deferred batches that wait together are written as one frame, so a power
@@ -13,7 +15,7 @@ import (
 // never a damaged frame followed by an intact one, which Open would refuse.
 func TestDeferredBatchesWaitingShareOneFrame(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir)
+	l, err := wal.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,19 +31,20 @@ func TestDeferredBatchesWaitingShareOneFrame(t *testing.T) {
 	}
 	// Hold the writer off (as while it syncs an earlier frame) so the
 	// three batches wait together.
-	l.def.flushMu.Lock()
+	l.FlushMu().Lock()
 	for a := uint64(9); a <= 25; a += 8 {
 		if err := l.StoreLogsDeferred(batch(a, a+7)); err != nil {
-			l.def.flushMu.Unlock()
+			l.FlushMu().Unlock()
 			t.Fatal(err)
 		}
 	}
-	l.mu.RLock()
-	from, count := l.def.pend.from, l.def.pend.count
-	tail := l.segs[len(l.segs)-1]
-	at18 := int64(tail.offs[18-tail.base])
-	l.mu.RUnlock()
-	l.def.flushMu.Unlock()
+	l.Mu().RLock()
+	from, count := l.Pend()
+	segs := l.Segs()
+	tail := segs[len(segs)-1]
+	at18 := int64(tail.Offs[18-tail.Base])
+	l.Mu().RUnlock()
+	l.FlushMu().Unlock()
 	if count != 24 {
 		t.Fatalf("the waiting frame holds %d entries, want 24 (three batches)", count)
 	}
@@ -52,7 +55,7 @@ func TestDeferredBatchesWaitingShareOneFrame(t *testing.T) {
 		}
 		<-l.DurableChanged()
 	}
-	path := tail.path
+	path := tail.Path
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,26 +63,26 @@ func TestDeferredBatchesWaitingShareOneFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hdr := make([]byte, frameHeaderSize)
+	hdr := make([]byte, segment.FrameHeaderSize)
 	if _, err := f.ReadAt(hdr, from); err != nil {
 		t.Fatal(err)
 	}
-	h, err := decodeFrameHeader(hdr)
+	h, err := segment.DecodeFrameHeader(hdr)
 	if err != nil || h.Count != 24 {
 		t.Fatalf("frame at %d: %+v, %v; want one batch frame of 24 entries", from, h, err)
 	}
 	// Tear the first batch's part of the frame (entry 18's record) while
 	// the later batches' bytes stay intact.
 	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, at18+recHeaderSize); err != nil {
+	if _, err := f.ReadAt(b, at18+segment.RecHeaderSize); err != nil {
 		t.Fatal(err)
 	}
 	b[0] ^= 0xff
-	if _, err := f.WriteAt(b, at18+recHeaderSize); err != nil {
+	if _, err := f.WriteAt(b, at18+segment.RecHeaderSize); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
-	r, err := Open(dir)
+	r, err := wal.Open(dir)
 	if err != nil {
 		t.Fatalf("reopen over a torn deferred frame: %v (it must be cut as a torn tail)", err)
 	}

@@ -1,4 +1,4 @@
-package wal_test
+package segment_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // An entry read from the cache reads exactly as the same entry read from
@@ -48,7 +49,7 @@ func TestCachedEntriesReadAsStored(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				e.AppendedAt = time.Now()
 			}
-			wal.Stamp(e)
+			segment.Stamp(e)
 			want[next] = bytes.Clone(e.Data)
 			batch[i] = e
 			next++
@@ -119,7 +120,7 @@ func TestChangedDataAfterStoreIsRefusedNotRead(t *testing.T) {
 	}
 	buf := []byte("stored")
 	e := &raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: buf}
-	wal.Stamp(e)
+	segment.Stamp(e)
 	if err := l.StoreLogs([]*raft.Log{e}); err != nil {
 		t.Fatal(err)
 	}

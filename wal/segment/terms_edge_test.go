@@ -1,4 +1,4 @@
-package wal
+package segment_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/segment"
 )
 
@@ -171,7 +172,7 @@ func TestTermIndexRepairToAnEmptyLog(t *testing.T) {
 	}
 	f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, 8) // the header
 	f.Close()
-	l, err := Open(tl.dir, Repair(), WithSegmentSize(4<<10), WithCacheSize(0))
+	l, err := wal.Open(tl.dir, wal.Repair(), wal.WithSegmentSize(4<<10), wal.WithCacheSize(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestTermIndexForget(t *testing.T) {
 	}
 	tl.reopen()
 	tl.want("appended, reopened", 201, rep(3, 5)...)
-	if err := tl.l.ForgetTerms(203); !errors.Is(err, ErrBadTerms) {
+	if err := tl.l.ForgetTerms(203); !errors.Is(err, wal.ErrBadTerms) {
 		t.Fatalf("ForgetTerms below the log's entries = %v, want ErrBadTerms", err)
 	}
 	tl.want("refused", 201, rep(3, 5)...)

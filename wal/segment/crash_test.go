@@ -1,4 +1,4 @@
-package wal
+package segment_test
 
 // Crash tests with real processes. TestCrashRecovery re-executes this test
 // binary as a child (TestCrashChild, selected by an environment variable)
@@ -14,7 +14,7 @@ package wal
 //
 // Replay a failure with the printed seed:
 //
-//	go test ./wal/ -run TestCrashRecovery -crash.seed=N -crash.rounds=R -v
+//	go test ./wal/segment/ -run TestCrashRecovery -crash.seed=N -crash.rounds=R -v
 
 import (
 	"bufio"
@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/segment"
 )
 
@@ -109,7 +110,7 @@ func crashFatal(format string, args ...any) {
 
 func crashChild(dir string, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
-	l, err := Open(dir, WithSegmentSize(crashSegSize))
+	l, err := wal.Open(dir, wal.WithSegmentSize(crashSegSize))
 	if err != nil {
 		crashFatal("open: %v", err)
 	}
@@ -554,7 +555,7 @@ wait:
 // segment creation). It returns what it did, or "".
 func crashInjectTorn(t *testing.T, dir string, rng *rand.Rand, inflight *crashOp) string {
 	t.Helper()
-	names, seqs, err := segmentFiles(OSFS{}, dir)
+	names, seqs, err := segment.SegmentFiles(wal.OSFS{}, dir)
 	if err != nil || len(names) == 0 {
 		return ""
 	}
@@ -571,23 +572,23 @@ func crashInjectTorn(t *testing.T, dir string, rng *rand.Rand, inflight *crashOp
 			t.Fatal(err)
 		}
 	}
-	sc, err := scanSegment(OSFS{}, lastSeg)
+	sc, err := segment.ScanSegment(wal.OSFS{}, lastSeg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.bad != nil {
+	if sc.Bad != nil {
 		return "" // the kill already tore it; one crash tears one thing
 	}
 	switch r := rng.IntN(12); {
 	case r < 4 && inflight != nil && inflight.kind == "store":
-		if len(sc.frames) == 0 {
+		if len(sc.Frames) == 0 {
 			return ""
 		}
-		fr := sc.frames[len(sc.frames)-1]
-		if fr.cnt == 0 || sc.recs[fr.first].info.Index != inflight.a || fr.cnt != int(inflight.b-inflight.a+1) {
+		fr := sc.Frames[len(sc.Frames)-1]
+		if fr.Cnt == 0 || sc.Recs[fr.First].Info.Index != inflight.a || fr.Cnt != int(inflight.b-inflight.a+1) {
 			return "" // the in-flight frame never reached this file
 		}
-		at := fr.off + 1 + rng.Int64N(fr.end-fr.off-1)
+		at := fr.Off + 1 + rng.Int64N(fr.End-fr.Off-1)
 		if err := os.Truncate(lastSeg, at); err != nil {
 			t.Fatal(err)
 		}
@@ -603,9 +604,9 @@ func crashInjectTorn(t *testing.T, dir string, rng *rand.Rand, inflight *crashOp
 		appendBytes(b)
 		return "garbage"
 	case r < 8:
-		hdr := segHeader{Version: formatVersion, Seq: seqs[len(seqs)-1] + 1, Base: 1}.encode()
-		name := filepath.Join(dir, segName(seqs[len(seqs)-1]+1))
-		if err := os.WriteFile(name, hdr[:rng.IntN(segHeaderSize)], 0o600); err != nil {
+		hdr := segment.SegHeader{Version: segment.FormatVersion, Seq: seqs[len(seqs)-1] + 1, Base: 1}.Encode()
+		name := filepath.Join(dir, segment.SegName(seqs[len(seqs)-1]+1))
+		if err := os.WriteFile(name, hdr[:rng.IntN(segment.SegHeaderSize)], 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return "torn-creation"
@@ -616,7 +617,7 @@ func crashInjectTorn(t *testing.T, dir string, rng *rand.Rand, inflight *crashOp
 // crashSegDigest maps each segment file to a digest of its content.
 func crashSegDigest(dir string) (map[string][32]byte, error) {
 	out := map[string][32]byte{}
-	names, _, err := segmentFiles(OSFS{}, dir)
+	names, _, err := segment.SegmentFiles(wal.OSFS{}, dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
 	}
@@ -649,7 +650,7 @@ func crashVerify(dir string, pre, post *crashModel) (got *crashModel, inflightDo
 	if err != nil {
 		return nil, false, false, err
 	}
-	l, err := Open(dir, WithCacheSize(0))
+	l, err := wal.Open(dir, wal.WithCacheSize(0))
 	if err != nil {
 		return nil, false, false, fmt.Errorf("open after kill: %w", err)
 	}
@@ -695,7 +696,7 @@ func crashVerify(dir string, pre, post *crashModel) (got *crashModel, inflightDo
 	if err != nil {
 		return nil, false, false, err
 	}
-	l2, err := Open(dir, WithCacheSize(0))
+	l2, err := wal.Open(dir, wal.WithCacheSize(0))
 	if err != nil {
 		return nil, false, false, fmt.Errorf("second open: %w", err)
 	}
@@ -732,7 +733,7 @@ func maps32Equal(a, b map[string][32]byte) bool {
 }
 
 // crashCheck compares the open log with model m.
-func crashCheck(l *Log, first, last uint64, m *crashModel) error {
+func crashCheck(l *wal.Log, first, last uint64, m *crashModel) error {
 	if last != m.last {
 		return fmt.Errorf("last index %d, want %d", last, m.last)
 	}
@@ -777,7 +778,7 @@ func inflightReset(pre, post *crashModel) bool {
 // crashCheckTerms compares the log's term index with model m: every index
 // from m.termsFrom to the last (compacted ones too) answers its term, and
 // nothing below or past them answers at all.
-func crashCheckTerms(l *Log, last uint64, m *crashModel) error {
+func crashCheckTerms(l *wal.Log, last uint64, m *crashModel) error {
 	if m.termsFrom != 0 {
 		for i := m.termsFrom; i <= last; i++ {
 			got, ok := l.TermAt(i)
@@ -805,16 +806,16 @@ func crashCheckTerms(l *Log, last uint64, m *crashModel) error {
 func TestCrashMidResetLeftoversNeverRevive(t *testing.T) {
 	dir := t.TempDir()
 	var floor atomic.Uint64
-	open := func() *Log {
+	open := func() *wal.Log {
 		t.Helper()
-		l, err := Open(dir, WithSegmentSize(4<<10), WithCacheSize(0))
+		l, err := wal.Open(dir, wal.WithSegmentSize(4<<10), wal.WithCacheSize(0))
 		if err != nil {
 			t.Fatal(err)
 		}
 		l.SetCommitFloor(floor.Load)
 		return l
 	}
-	store := func(l *Log, a, b, term uint64) {
+	store := func(l *wal.Log, a, b, term uint64) {
 		t.Helper()
 		for i := a; i <= b; i += 8 {
 			var batch []*raft.Log
@@ -830,7 +831,7 @@ func TestCrashMidResetLeftoversNeverRevive(t *testing.T) {
 	store(l, 1, 200, 1)
 	// What the kill leaves: the pre-reset segment files.
 	old := map[string][]byte{}
-	names, _, err := segmentFiles(OSFS{}, dir)
+	names, _, err := segment.SegmentFiles(wal.OSFS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

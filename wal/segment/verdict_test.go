@@ -1,4 +1,4 @@
-package wal
+package segment_test
 
 // Open and the read-only Reader read segments through one frame parser
 // (frames.go) and differ only in policy. On a corpus of damaged logs (the
@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/segment"
 )
 
@@ -37,7 +38,7 @@ func verdictCorpus(t *testing.T) []verdictCase {
 	segs := fuzzSegments(t)
 	names := make([]string, len(segs))
 	for i := range segs {
-		names[i] = segName(uint64(i + 1))
+		names[i] = segment.SegName(uint64(i + 1))
 	}
 	var out []verdictCase
 	// with returns the log whose segment k is replaced by b (and the
@@ -91,30 +92,30 @@ type crafted struct {
 // damaged frame header is followed by a last frame whose data fails.
 func craftedDamage(t *testing.T, seg []byte) []crafted {
 	t.Helper()
-	s := scanBytes("seed", seg)
-	if s.bad != nil || len(s.frames) == 0 {
-		t.Fatalf("seed segment does not scan clean: %+v", s.bad)
+	s := segment.ScanBytes("seed", seg)
+	if s.Bad != nil || len(s.Frames) == 0 {
+		t.Fatalf("seed segment does not scan clean: %+v", s.Bad)
 	}
 	var out []crafted
-	dataAt := func(r scanRec) (int64, int) {
+	dataAt := func(r segment.ScanRec) (int64, int) {
 		var l raft.Log
-		if _, err := decodeRecord(seg[r.off:r.off+int64(r.len)], &l); err != nil {
+		if _, err := segment.DecodeRecord(seg[r.Off:r.Off+int64(r.Len)], &l); err != nil {
 			t.Fatal(err)
 		}
-		return r.off + int64(r.len) - int64(len(l.Data)), len(l.Data)
+		return r.Off + int64(r.Len) - int64(len(l.Data)), len(l.Data)
 	}
-	flipData := func(b []byte, fr scanFrame) bool {
-		for k := fr.first; k < fr.first+fr.cnt; k++ {
-			if at, n := dataAt(s.recs[k]); n > 0 {
+	flipData := func(b []byte, fr segment.ScanFrame) bool {
+		for k := fr.First; k < fr.First+fr.Cnt; k++ {
+			if at, n := dataAt(s.Recs[k]); n > 0 {
 				b[at] ^= 0x01
 				return true
 			}
 		}
 		return false
 	}
-	var batches []scanFrame
-	for _, fr := range s.frames {
-		if fr.cnt > 0 {
+	var batches []segment.ScanFrame
+	for _, fr := range s.Frames {
+		if fr.Cnt > 0 {
 			batches = append(batches, fr)
 		}
 	}
@@ -130,7 +131,7 @@ func craftedDamage(t *testing.T, seg []byte) []crafted {
 	}
 	if len(batches) > 1 {
 		b := bytes.Clone(seg)
-		b[firstB.off+3] ^= 0x20 // the first batch's frame magic
+		b[firstB.Off+3] ^= 0x20 // the first batch's frame magic
 		if flipData(b, lastB) {
 			out = append(out, crafted{"damage-then-torn-last-frame", b})
 		}
@@ -152,7 +153,7 @@ func verdictDir(t *testing.T, c verdictCase) string {
 
 func dirSizes(t *testing.T, dir string) map[string]int64 {
 	t.Helper()
-	names, _, err := segmentFiles(OSFS{}, dir)
+	names, _, err := segment.SegmentFiles(wal.OSFS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,12 +218,12 @@ func checkVerdicts(t *testing.T, c verdictCase) (refusedLog, tornTail bool) {
 	// Open's verdict.
 	dir := verdictDir(t, c)
 	before := dirSizes(t, dir)
-	l, err := Open(dir, WithCacheSize(0))
+	l, err := wal.Open(dir, wal.WithCacheSize(0))
 	switch {
 	case err == nil && damaged:
 		l.Close()
 		t.Fatalf("Open opens the log; the Reader reports damage: %s", why)
-	case err != nil && !errors.Is(err, ErrCorrupt):
+	case err != nil && !errors.Is(err, wal.ErrCorrupt):
 		t.Fatalf("Open: %v", err)
 	case err != nil && !damaged:
 		t.Fatalf("Open refuses the log (%v); the Reader reports no damage (torn %+v)", err, r.Torn())
@@ -252,9 +253,9 @@ func checkVerdicts(t *testing.T, c verdictCase) (refusedLog, tornTail bool) {
 	}
 
 	// Record by record, against what Open keeps with Repair.
-	l, err = Open(verdictDir(t, c), WithCacheSize(0), Repair())
+	l, err = wal.Open(verdictDir(t, c), wal.WithCacheSize(0), wal.Repair())
 	if err != nil {
-		if !errors.Is(err, ErrCorrupt) {
+		if !errors.Is(err, wal.ErrCorrupt) {
 			t.Fatalf("Open with Repair: %v", err)
 		}
 		return refusedLog, tornTail
@@ -272,7 +273,7 @@ func checkVerdicts(t *testing.T, c verdictCase) (refusedLog, tornTail bool) {
 
 // sameRecords checks every entry l serves is one the Reader reported
 // intact (recs), with the same term, type, length and CRC.
-func sameRecords(t *testing.T, l *Log, recs map[uint64]segment.Record) {
+func sameRecords(t *testing.T, l *wal.Log, recs map[uint64]segment.Record) {
 	t.Helper()
 	first, _ := l.FirstIndex()
 	last, _ := l.LastIndex()
@@ -297,7 +298,7 @@ func sameRecords(t *testing.T, l *Log, recs map[uint64]segment.Record) {
 // FuzzOpenAndReaderAgree: the agreement on arbitrary damage to the seed
 // log's last segment.
 //
-//	go test ./wal/ -run '^$' -fuzz FuzzOpenAndReaderAgree -fuzztime 10s
+//	go test ./wal/segment/ -run '^$' -fuzz FuzzOpenAndReaderAgree -fuzztime 10s
 func FuzzOpenAndReaderAgree(f *testing.F) {
 	segs := fuzzSegments(f)
 	last := len(segs) - 1
@@ -308,9 +309,9 @@ func FuzzOpenAndReaderAgree(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seg []byte) {
 		c := verdictCase{name: "fuzz", files: map[string][]byte{}}
 		for i, s := range segs[:last] {
-			c.files[segName(uint64(i+1))] = s
+			c.files[segment.SegName(uint64(i+1))] = s
 		}
-		c.files[segName(uint64(last+1))] = seg
+		c.files[segment.SegName(uint64(last+1))] = seg
 		checkVerdicts(t, c)
 	})
 }

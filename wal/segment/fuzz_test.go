@@ -1,12 +1,12 @@
-package wal
+package segment_test
 
 // Fuzz targets: segment scanning and record decoding on arbitrary bytes, and
 // Open on arbitrary segment files. Neither may panic; Open returns a log or
 // a clean ErrCorrupt, and a log it returns answers every GetLog in
 // [first, last] with an entry or a typed error.
 //
-//	go test ./wal/ -run '^$' -fuzz FuzzScanSegment -fuzztime 10s
-//	go test ./wal/ -run '^$' -fuzz FuzzOpen -fuzztime 10s
+//	go test ./wal/segment/ -run '^$' -fuzz FuzzScanSegment -fuzztime 10s
+//	go test ./wal/segment/ -run '^$' -fuzz FuzzOpen -fuzztime 10s
 
 import (
 	"errors"
@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/segment"
 )
 
@@ -27,7 +28,7 @@ func fuzzSegments(f testing.TB) [][]byte {
 		f.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	l, err := Open(dir, WithSegmentSize(600))
+	l, err := wal.Open(dir, wal.WithSegmentSize(600))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func fuzzSegments(f testing.TB) [][]byte {
 	if err := l.Close(); err != nil {
 		f.Fatal(err)
 	}
-	names, _, err := segmentFiles(OSFS{}, dir)
+	names, _, err := segment.SegmentFiles(wal.OSFS{}, dir)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -76,14 +77,14 @@ func fuzzSegments(f testing.TB) [][]byte {
 // the body, a cut, and a zero tail.
 func fuzzVariants(seg []byte) [][]byte {
 	var out [][]byte
-	for _, at := range []int{3, 20, segHeaderSize + 5, segHeaderSize + frameHeaderSize + 9, len(seg) - 2} {
+	for _, at := range []int{3, 20, segment.SegHeaderSize + 5, segment.SegHeaderSize + segment.FrameHeaderSize + 9, len(seg) - 2} {
 		if at < len(seg) {
 			b := append([]byte(nil), seg...)
 			b[at] ^= 0x40
 			out = append(out, b)
 		}
 	}
-	out = append(out, seg[:len(seg)/2], seg[:segHeaderSize], append(append([]byte(nil), seg...), make([]byte, 64)...))
+	out = append(out, seg[:len(seg)/2], seg[:segment.SegHeaderSize], append(append([]byte(nil), seg...), make([]byte, 64)...))
 	return out
 }
 
@@ -98,51 +99,51 @@ func FuzzScanSegment(f *testing.F) {
 	f.Add([]byte("JRWALSEG"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var l raft.Log
-		_, _ = decodeRecord(data, &l)
-		_, _ = decodeRecordHeader(data)
-		_, _ = decodeFrameHeader(data)
+		_, _ = segment.DecodeRecord(data, &l)
+		_, _ = segment.DecodeRecordHeader(data)
+		_, _ = segment.DecodeFrameHeader(data)
 
-		s := scanBytes("fuzz.seg", data)
-		if s.size != int64(len(data)) {
-			t.Fatalf("size %d, have %d bytes", s.size, len(data))
+		s := segment.ScanBytes("fuzz.seg", data)
+		if s.Size != int64(len(data)) {
+			t.Fatalf("size %d, have %d bytes", s.Size, len(data))
 		}
 		// What the scan calls valid is valid: frames tile the file from
 		// the header up to the damage (or the end), and every record in
 		// them decodes and matches its stamp.
 		end := int64(len(data))
-		if s.bad == nil && s.end < end {
+		if s.Bad == nil && s.End < end {
 			// A zero tail: preallocated space, not frames.
-			if !allZero(data[s.end:]) {
-				t.Fatalf("scan ends frames at %d before non-zero bytes", s.end)
+			if !segment.AllZero(data[s.End:]) {
+				t.Fatalf("scan ends frames at %d before non-zero bytes", s.End)
 			}
-			end = s.end
+			end = s.End
 		}
-		if s.bad != nil {
-			end = s.bad.off
+		if s.Bad != nil {
+			end = s.Bad.Off
 			if end < 0 || end > int64(len(data)) {
 				t.Fatalf("damage offset %d outside the file", end)
 			}
 		}
-		pos := int64(segHeaderSize)
-		if s.bad != nil && s.bad.off == 0 {
+		pos := int64(segment.SegHeaderSize)
+		if s.Bad != nil && s.Bad.Off == 0 {
 			pos = 0
 		}
-		for _, fr := range s.frames {
-			if fr.off != pos || fr.end <= fr.off || fr.end > end {
-				t.Fatalf("frame [%d,%d) does not follow %d (end %d)", fr.off, fr.end, pos, end)
+		for _, fr := range s.Frames {
+			if fr.Off != pos || fr.End <= fr.Off || fr.End > end {
+				t.Fatalf("frame [%d,%d) does not follow %d (end %d)", fr.Off, fr.End, pos, end)
 			}
-			pos = fr.end
-			for k := fr.first; k < fr.first+fr.cnt && fr.cnt > 0 && k < len(s.recs); k++ {
-				r := s.recs[k]
-				if r.off < fr.off || r.off+int64(r.len) > fr.end {
-					t.Fatalf("record [%d,+%d) outside its frame [%d,%d)", r.off, r.len, fr.off, fr.end)
+			pos = fr.End
+			for k := fr.First; k < fr.First+fr.Cnt && fr.Cnt > 0 && k < len(s.Recs); k++ {
+				r := s.Recs[k]
+				if r.Off < fr.Off || r.Off+int64(r.Len) > fr.End {
+					t.Fatalf("record [%d,+%d) outside its frame [%d,%d)", r.Off, r.Len, fr.Off, fr.End)
 				}
 				var e raft.Log
-				if _, err := decodeRecord(data[r.off:r.off+int64(r.len)], &e); err != nil {
-					t.Fatalf("record at %d accepted by the scan fails to decode: %v", r.off, err)
+				if _, err := segment.DecodeRecord(data[r.Off:r.Off+int64(r.Len)], &e); err != nil {
+					t.Fatalf("record at %d accepted by the scan fails to decode: %v", r.Off, err)
 				}
-				if err := verifyStamp(OpGet, &e); err != nil {
-					t.Fatalf("record at %d accepted by the scan fails its stamp: %v", r.off, err)
+				if err := segment.VerifyStampFor(wal.OpGet, &e); err != nil {
+					t.Fatalf("record at %d accepted by the scan fails its stamp: %v", r.Off, err)
 				}
 			}
 		}
@@ -164,17 +165,17 @@ func FuzzOpen(f *testing.F) {
 	f.Add([]byte{}, []byte{})
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, segName(1)), a, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, segment.SegName(1)), a, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if len(b) > 0 {
-			if err := os.WriteFile(filepath.Join(dir, segName(2)), b, 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, segment.SegName(2)), b, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
-		l, err := Open(dir, WithCacheSize(0))
+		l, err := wal.Open(dir, wal.WithCacheSize(0))
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
+			if !errors.Is(err, wal.ErrCorrupt) {
 				t.Fatalf("Open failed with an untyped error: %v", err)
 			}
 			return
@@ -191,13 +192,13 @@ func FuzzOpen(f *testing.F) {
 		for i := first; i <= last && last != 0; i++ {
 			var e raft.Log
 			err := l.GetLog(i, &e)
-			var ge *GuardError
+			var ge *wal.GuardError
 			switch {
 			case err == nil:
 				if e.Index != i {
 					t.Fatalf("GetLog(%d) returned index %d", i, e.Index)
 				}
-			case errors.As(err, &ge), errors.Is(err, ErrCorrupt):
+			case errors.As(err, &ge), errors.Is(err, wal.ErrCorrupt):
 			default:
 				t.Fatalf("GetLog(%d): untyped error %v", i, err)
 			}

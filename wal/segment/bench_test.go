@@ -1,4 +1,4 @@
-package wal
+package segment_test
 
 // Comparative benchmarks, lined up for benchstat:
 //
@@ -11,7 +11,7 @@ package wal
 // with no store around it: the limit of this disk. Entries are built and
 // stamped before the timer, so every store gets identical input. Run:
 //
-//	go test ./wal/ -run '^$' -bench . -benchtime 2s
+//	go test ./wal/segment/ -run '^$' -bench . -benchtime 2s
 
 import (
 	"fmt"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/segment"
 )
 
@@ -33,7 +34,7 @@ type benchStore interface {
 
 // benchGuard is NewGuard over raft-boltdb/v2, closing the inner store.
 type benchGuard struct {
-	*Guard
+	*wal.Guard
 	bolt *raftboltdb.BoltStore
 }
 
@@ -46,11 +47,11 @@ type benchRaw struct {
 }
 
 func (r *benchRaw) StoreLogs(entries []*raft.Log) error {
-	buf := r.buf[:frameHeaderSize]
+	buf := r.buf[:segment.FrameHeaderSize]
 	for _, e := range entries {
-		buf = appendRecord(buf, e)
+		buf = segment.AppendRecord(buf, e)
 	}
-	frameHeader{Kind: frameBatch, Count: uint32(len(entries)), BodyLen: uint32(len(buf) - frameHeaderSize)}.put(buf)
+	segment.FrameHeader{Kind: segment.FrameBatch, Count: uint32(len(entries)), BodyLen: uint32(len(buf) - segment.FrameHeaderSize)}.Put(buf)
 	r.buf = buf
 	if _, err := r.f.Write(buf); err != nil {
 		return err
@@ -60,11 +61,11 @@ func (r *benchRaw) StoreLogs(entries []*raft.Log) error {
 
 func (r *benchRaw) Close() error { return r.f.Close() }
 
-func benchOpen(b *testing.B, kind, dir string, walOpts ...Option) benchStore {
+func benchOpen(b *testing.B, kind, dir string, walOpts ...wal.Option) benchStore {
 	b.Helper()
 	switch kind {
 	case "wal":
-		l, err := Open(dir, walOpts...)
+		l, err := wal.Open(dir, walOpts...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -78,7 +79,7 @@ func benchOpen(b *testing.B, kind, dir string, walOpts ...Option) benchStore {
 		if kind == "bolt" {
 			return s
 		}
-		g := NewGuard(s)
+		g := wal.NewGuard(s)
 		g.SetCommitFloor(func() uint64 { return 0 })
 		return benchGuard{Guard: g, bolt: s}
 	}
@@ -132,7 +133,7 @@ func benchStoreLogs(b *testing.B, kind string, batch, size int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		st = &benchRaw{f: f, buf: make([]byte, frameHeaderSize, frameHeaderSize+batch*(recHeaderSize+stampSize+size))}
+		st = &benchRaw{f: f, buf: make([]byte, segment.FrameHeaderSize, segment.FrameHeaderSize+batch*(segment.RecHeaderSize+segment.StampSize+size))}
 	} else {
 		st = benchOpen(b, kind, dir)
 	}
@@ -190,7 +191,7 @@ func BenchmarkGetLog(b *testing.B) {
 		case "wal":
 			st = benchOpen(b, "wal", dir)
 		case "wal-nocache":
-			st = benchOpen(b, "wal", dir, WithCacheSize(0))
+			st = benchOpen(b, "wal", dir, wal.WithCacheSize(0))
 		default:
 			st = benchOpen(b, kind, dir)
 		}
@@ -214,7 +215,7 @@ func BenchmarkGetLog(b *testing.B) {
 }
 
 func benchGetRaw(b *testing.B, dir string, n uint64, size int, idx []uint64) {
-	rec := recHeaderSize + stampSize + size
+	rec := segment.RecHeaderSize + segment.StampSize + size
 	f, err := os.OpenFile(filepath.Join(dir, "raw"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		b.Fatal(err)

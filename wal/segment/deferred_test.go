@@ -1,4 +1,4 @@
-package wal_test
+package segment_test
 
 // Deferred appends (StoreLogsDeferred): part of the log at once, durable
 // only after the writer's fsync (Durable says when), checked by the guard

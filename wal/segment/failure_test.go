@@ -1,4 +1,4 @@
-package wal_test
+package segment_test
 
 import (
 	"errors"

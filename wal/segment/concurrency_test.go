@@ -1,4 +1,4 @@
-package wal
+package segment_test
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
 )
 
 // Reads run concurrently with every write: appends with rotation,
@@ -16,7 +17,7 @@ import (
 func TestReadsConcurrentWithWrites(t *testing.T) {
 	dir := t.TempDir()
 	var floor atomic.Uint64
-	l, err := Open(dir, WithSegmentSize(4<<10), WithCacheSize(16))
+	l, err := wal.Open(dir, wal.WithSegmentSize(4<<10), wal.WithCacheSize(16))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestReadsConcurrentWithWrites(t *testing.T) {
 	}
 }
 
-func storeRangeNoT(l *Log, a, b, term uint64, errs chan<- error) {
+func storeRangeNoT(l *wal.Log, a, b, term uint64, errs chan<- error) {
 	for i := a; i <= b; i += 8 {
 		var batch []*raft.Log
 		for k := i; k < i+8 && k <= b; k++ {

@@ -1,4 +1,4 @@
-package wal_test
+package segment_test
 
 // Fault tests over wal/faultfs: a write error, a short write, an fsync error or
 // a full disk fails StoreLogs with wal.ErrFailed, and the log then refuses every
@@ -16,12 +16,29 @@ import (
 	"github.com/jobraft/jobraft/wal/faultfs"
 )
 
-var ftBatch = wal.CrashBatch
+// ftBatch returns the crash tests' entries [a, b], term 1+i/100.
+func ftBatch(a, b uint64) []*raft.Log {
+	var out []*raft.Log
+	for i := a; i <= b; i++ {
+		out = append(out, crashEntry(i, 1+i/100))
+	}
+	return out
+}
 
 // ftCheck asserts the log holds exactly [1, last] as ftBatch wrote it.
 func ftCheck(t *testing.T, l *wal.Log, last uint64) {
 	t.Helper()
-	if err := wal.CheckCrashBatches(l, last); err != nil {
+	m := newCrashModel()
+	for i := uint64(1); i <= last; i++ {
+		m.terms[i] = 1 + i/100
+	}
+	m.first, m.last = 1, last
+	if last == 0 {
+		m.first = 0
+	}
+	first, _ := l.FirstIndex()
+	got, _ := l.LastIndex()
+	if err := crashCheck(l, first, got, m); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package wal
+package segment_test
 
 import (
 	"os"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // A segment file the log cannot remove (EIO, EROFS, EACCES on one
@@ -19,7 +21,7 @@ import (
 // names), as a file system does for EIO, EROFS or EACCES on one directory
 // entry.
 type removeFailFS struct {
-	FS
+	wal.FS
 	mu   sync.Mutex
 	fail map[string]bool
 }
@@ -43,7 +45,7 @@ func (f *removeFailFS) arm(names ...string) {
 	}
 }
 
-func storeRange(t *testing.T, l *Log, a, b, term uint64) {
+func storeRange(t *testing.T, l *wal.Log, a, b, term uint64) {
 	t.Helper()
 	for i := a; i <= b; i += 8 {
 		var batch []*raft.Log
@@ -58,7 +60,7 @@ func storeRange(t *testing.T, l *Log, a, b, term uint64) {
 
 func segNames(t *testing.T, dir string) []string {
 	t.Helper()
-	names, _, err := segmentFiles(OSFS{}, dir)
+	names, _, err := segment.SegmentFiles(wal.OSFS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +73,11 @@ func segNames(t *testing.T, dir string) []string {
 // (ErrCorrupt: "segment base leaves a gap").
 func TestCompactionRemoveFailureKeepsLogOpenable(t *testing.T) {
 	dir := t.TempDir()
-	rfs := &removeFailFS{FS: OSFS{}}
+	rfs := &removeFailFS{FS: wal.OSFS{}}
 	var floor atomic.Uint64
-	open := func() *Log {
+	open := func() *wal.Log {
 		t.Helper()
-		l, err := Open(dir, WithFS(rfs), WithSegmentSize(4<<10), WithCacheSize(0))
+		l, err := wal.Open(dir, wal.WithFS(rfs), wal.WithSegmentSize(4<<10), wal.WithCacheSize(0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,11 +93,11 @@ func TestCompactionRemoveFailureKeepsLogOpenable(t *testing.T) {
 	rfs.arm(names[0])
 	floor.Store(200)
 	// Through the last index of the third segment: the first three go.
-	sc, err := scanSegment(OSFS{}, filepath.Join(dir, names[2]))
+	sc, err := segment.ScanSegment(wal.OSFS{}, filepath.Join(dir, names[2]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	through := sc.recs[len(sc.recs)-1].info.Index
+	through := sc.Recs[len(sc.Recs)-1].Info.Index
 	if err := l.DeleteRange(1, through); err != nil {
 		t.Fatal(err)
 	}
@@ -148,11 +150,11 @@ func TestCompactionRemoveFailureKeepsLogOpenable(t *testing.T) {
 // again (stale pre-reset entries, or a gap that refuses Open).
 func TestResetRemoveFailureLeftoverNeverRevives(t *testing.T) {
 	dir := t.TempDir()
-	rfs := &removeFailFS{FS: OSFS{}}
+	rfs := &removeFailFS{FS: wal.OSFS{}}
 	var floor atomic.Uint64
-	open := func() *Log {
+	open := func() *wal.Log {
 		t.Helper()
-		l, err := Open(dir, WithFS(rfs), WithSegmentSize(4<<10), WithCacheSize(0))
+		l, err := wal.Open(dir, wal.WithFS(rfs), wal.WithSegmentSize(4<<10), wal.WithCacheSize(0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,10 +199,10 @@ func TestResetRemoveFailureLeftoverNeverRevives(t *testing.T) {
 // stayed, and Open refuses the log.
 func TestTruncateRemoveFailureKeepsLogOpenable(t *testing.T) {
 	dir := t.TempDir()
-	rfs := &removeFailFS{FS: OSFS{}}
-	open := func() *Log {
+	rfs := &removeFailFS{FS: wal.OSFS{}}
+	open := func() *wal.Log {
 		t.Helper()
-		l, err := Open(dir, WithFS(rfs), WithSegmentSize(4<<10), WithCacheSize(0))
+		l, err := wal.Open(dir, wal.WithFS(rfs), wal.WithSegmentSize(4<<10), wal.WithCacheSize(0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,11 +215,11 @@ func TestTruncateRemoveFailureKeepsLogOpenable(t *testing.T) {
 		t.Fatalf("test bug: %d segments", len(names))
 	}
 	rfs.arm(names[len(names)-1])
-	sc, err := scanSegment(OSFS{}, filepath.Join(dir, names[1]))
+	sc, err := segment.ScanSegment(wal.OSFS{}, filepath.Join(dir, names[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cut := sc.recs[len(sc.recs)-1].info.Index // inside the second segment
+	cut := sc.Recs[len(sc.Recs)-1].Info.Index // inside the second segment
 	if err := l.DeleteRange(cut, 200); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package wal_test
+package segment_test
 
 // The power-loss harness: a log written through a faultfs.FS that loses the
 // power just before its n-th change of the disk (PowerLossAt), for every n
@@ -43,7 +43,7 @@ func newLogModel() *logModel {
 func entries(a, b, term uint64) []*raft.Log {
 	var out []*raft.Log
 	for i := a; i <= b; i++ {
-		out = append(out, wal.CrashEntry(i, term))
+		out = append(out, crashEntry(i, term))
 	}
 	return out
 }
@@ -193,7 +193,7 @@ func (m *logModel) check(t *testing.T, r *wal.Log, where string) (next, term uin
 		if !m.possible[i][e.Term] {
 			t.Fatalf("%s: index %d holds term %d, never written there since a returned truncation", where, i, e.Term)
 		}
-		if !bytes.Equal(e.Data, wal.CrashEntry(i, e.Term).Data) {
+		if !bytes.Equal(e.Data, crashEntry(i, e.Term).Data) {
 			t.Fatalf("%s: index %d (term %d) holds other data (%d bytes) than was written", where, i, e.Term, len(e.Data))
 		}
 		term = e.Term

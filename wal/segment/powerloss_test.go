@@ -1,4 +1,4 @@
-package wal_test
+package segment_test
 
 // Every durability shortcut of the log judged against an honest power loss
 // (wal/faultfs PowerLoss: what was fsynced stays, the rest is gone), at

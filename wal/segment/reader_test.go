@@ -1,10 +1,11 @@
-package wal
+package segment
 
 import (
-	"github.com/jobraft/jobraft/wal/segment"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
 // A crafted segment whose second record claims an index 2^40 past the first
@@ -14,7 +15,8 @@ func TestReadOnlyBoundsAnImpossibleGap(t *testing.T) {
 	dir := t.TempDir()
 	buf := segHeader{Version: formatVersion, Seq: 1, Base: 1}.encode()
 	for _, ix := range []uint64{1, 1 << 40} {
-		e := stamped(ix, 1, "x")
+		e := &raft.Log{Index: ix, Term: 1, Type: raft.LogCommand, Data: []byte("x")}
+		Stamp(e)
 		frame := make([]byte, frameHeaderSize)
 		frame = appendRecord(frame, e)
 		frameHeader{Kind: frameBatch, Count: 1, BodyLen: uint32(len(frame) - frameHeaderSize)}.put(frame)
@@ -23,12 +25,12 @@ func TestReadOnlyBoundsAnImpossibleGap(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, segName(1)), buf, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := segment.ReadOnly(dir)
+	r, err := ReadOnly(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	if err := r.Scan(0, 0, func(*segment.Record) bool { n++; return true }); err != nil {
+	if err := r.Scan(0, 0, func(*Record) bool { n++; return true }); err != nil {
 		t.Fatal(err)
 	}
 	if n > maxGapRecords+2 || len(r.Notes()) == 0 {

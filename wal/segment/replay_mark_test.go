@@ -1,6 +1,9 @@
-package wal
+package segment
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // A segment can hold a first-index mark and no record of its own: all the
 // segments before it were compacted away, and the log continues in the
@@ -31,7 +34,7 @@ func TestReplayMarkInASegmentWithoutRecords(t *testing.T) {
 
 	// A mark past everything the log holds is still damage.
 	segs[0].firstMark = 1021
-	if _, err := replay(segs, false); !IsCorrupt(err) {
+	if _, err := replay(segs, false); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("replay with a mark past the last index: %v, want ErrCorrupt", err)
 	}
 }

@@ -1,4 +1,4 @@
-package wal
+package segment_test
 
 // Corruption tests: a damaged byte inside the log makes Open refuse with
 // ErrCorrupt and a diagnostic that names the segment and offset; damage in
@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/segment"
 )
 
@@ -32,11 +33,18 @@ func corPayload(i uint64) []byte {
 	return []byte(fmt.Sprintf("SECRET-PAYLOAD-%06d-", i) + strings.Repeat("x", 150+int(i%50)))
 }
 
+// stamped is a stamped command entry (index i, term t) with body data.
+func stamped(i, t uint64, data string) *raft.Log {
+	e := &raft.Log{Index: i, Term: t, Type: raft.LogCommand, Data: []byte(data)}
+	segment.Stamp(e)
+	return e
+}
+
 // corWrite writes entries 1..n in batches of 5 (term 1 + i/40) to a new log
 // in dir with 4 KiB segments, and closes it.
 func corWrite(t *testing.T, dir string, n uint64) {
 	t.Helper()
-	l, err := Open(dir, WithSegmentSize(corSegSize))
+	l, err := wal.Open(dir, wal.WithSegmentSize(corSegSize))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +65,7 @@ func corWrite(t *testing.T, dir string, n uint64) {
 }
 
 // corCheck asserts l holds exactly entries [first, last] as corWrite wrote.
-func corCheck(t *testing.T, l *Log, first, last uint64) {
+func corCheck(t *testing.T, l *wal.Log, first, last uint64) {
 	t.Helper()
 	f, _ := l.FirstIndex()
 	n, _ := l.LastIndex()
@@ -82,34 +90,34 @@ func corCheck(t *testing.T, l *Log, first, last uint64) {
 // corSeg is one scanned segment file of a test log.
 type corSeg struct {
 	name, path string
-	sc         *scanned
+	sc         *segment.Scanned
 }
 
 func corSegs(t *testing.T, dir string) []corSeg {
 	t.Helper()
-	names, _, err := segmentFiles(OSFS{}, dir)
+	names, _, err := segment.SegmentFiles(wal.OSFS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []corSeg
 	for _, n := range names {
 		p := filepath.Join(dir, n)
-		sc, err := scanSegment(OSFS{}, p)
+		sc, err := segment.ScanSegment(wal.OSFS{}, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sc.bad != nil {
-			t.Fatalf("%s damaged before the test: %+v", n, sc.bad)
+		if sc.Bad != nil {
+			t.Fatalf("%s damaged before the test: %+v", n, sc.Bad)
 		}
 		// Cases count frames of entries: leave out the first-index mark
 		// that starts every segment after the first.
-		var frames []scanFrame
-		for _, fr := range sc.frames {
-			if fr.firstMark == 0 {
+		var frames []segment.ScanFrame
+		for _, fr := range sc.Frames {
+			if fr.FirstMark == 0 {
 				frames = append(frames, fr)
 			}
 		}
-		sc.frames = frames
+		sc.Frames = frames
 		out = append(out, corSeg{name: n, path: p, sc: sc})
 	}
 	if len(out) < 4 {
@@ -168,7 +176,7 @@ func TestOpenRefusesDamageInsideTheLog(t *testing.T) {
 		seg, frame int // frame -1: the segment header
 		off        func(s corSeg) int64
 	}
-	rec := func(s corSeg, frame, k int) scanRec { return s.sc.recs[s.sc.frames[frame].first+k] }
+	rec := func(s corSeg, frame, k int) segment.ScanRec { return s.sc.Recs[s.sc.Frames[frame].First+k] }
 	cases := []struct {
 		name string
 		at   func(segs []corSeg) spot
@@ -176,7 +184,7 @@ func TestOpenRefusesDamageInsideTheLog(t *testing.T) {
 		{"record data in a non-last segment", func(segs []corSeg) spot {
 			return spot{1, 0, func(s corSeg) int64 {
 				r := rec(s, 0, 1)
-				return r.off + recHeaderSize + int64(r.info.ExtLen) + 3
+				return r.Off + segment.RecHeaderSize + int64(r.Info.ExtLen) + 3
 			}}
 		}},
 		{"record data in a non-last frame of the last segment", func(segs []corSeg) spot {
@@ -184,20 +192,20 @@ func TestOpenRefusesDamageInsideTheLog(t *testing.T) {
 
 			return spot{last, 0, func(s corSeg) int64 {
 				r := rec(s, 0, 2)
-				return r.off + int64(r.len) - 1
+				return r.Off + int64(r.Len) - 1
 			}}
 		}},
 		{"record header (index)", func(segs []corSeg) spot {
-			return spot{2, 1, func(s corSeg) int64 { return rec(s, 1, 3).off + 8 }}
+			return spot{2, 1, func(s corSeg) int64 { return rec(s, 1, 3).Off + 8 }}
 		}},
 		{"record header (extensions: the stamp)", func(segs []corSeg) spot {
-			return spot{2, 0, func(s corSeg) int64 { return rec(s, 0, 0).off + recHeaderSize + 2 }}
+			return spot{2, 0, func(s corSeg) int64 { return rec(s, 0, 0).Off + segment.RecHeaderSize + 2 }}
 		}},
 		{"frame header (count)", func(segs []corSeg) spot {
-			return spot{1, 1, func(s corSeg) int64 { return s.sc.frames[1].off + 12 }}
+			return spot{1, 1, func(s corSeg) int64 { return s.sc.Frames[1].Off + 12 }}
 		}},
 		{"frame header (magic)", func(segs []corSeg) spot {
-			return spot{0, 0, func(s corSeg) int64 { return s.sc.frames[0].off }}
+			return spot{0, 0, func(s corSeg) int64 { return s.sc.Frames[0].Off }}
 		}},
 		{"segment header of a non-last segment", func(segs []corSeg) spot {
 			return spot{1, -1, func(s corSeg) int64 { return 20 }}
@@ -217,30 +225,30 @@ func TestOpenRefusesDamageInsideTheLog(t *testing.T) {
 			flip(t, s.path, off)
 			before := fileSize(t, s.path)
 
-			l, err := Open(dir)
+			l, err := wal.Open(dir)
 			if err == nil {
 				l.Close()
 				t.Fatalf("Open accepted a log with a flipped byte at %s+%d", s.name, off)
 			}
-			if !errors.Is(err, ErrCorrupt) || !IsCorrupt(err) {
+			if !errors.Is(err, wal.ErrCorrupt) || !wal.IsCorrupt(err) {
 				t.Fatalf("Open: %v, want ErrCorrupt", err)
 			}
-			var ge *GuardError
+			var ge *wal.GuardError
 			if !errors.As(err, &ge) {
 				t.Fatalf("Open: %T %v, want a *GuardError", err, err)
 			}
-			if ge.Op != OpOpen || ge.Segment != s.name {
+			if ge.Op != wal.OpOpen || ge.Segment != s.name {
 				t.Fatalf("diagnostic op %s segment %q, want Open in %s: %v", ge.Op, ge.Segment, s.name, err)
 			}
 			wantOff, wantIndex := int64(0), uint64(0)
 			if sp.frame >= 0 {
-				fr := s.sc.frames[sp.frame]
-				wantOff, wantIndex = fr.off, s.sc.recs[fr.first].info.Index
-				if off < fr.off || off >= fr.end {
-					t.Fatalf("test bug: flipped %d outside frame [%d,%d)", off, fr.off, fr.end)
+				fr := s.sc.Frames[sp.frame]
+				wantOff, wantIndex = fr.Off, s.sc.Recs[fr.First].Info.Index
+				if off < fr.Off || off >= fr.End {
+					t.Fatalf("test bug: flipped %d outside frame [%d,%d)", off, fr.Off, fr.End)
 				}
-			} else if len(s.sc.recs) > 0 {
-				wantIndex = s.sc.recs[0].info.Index
+			} else if len(s.sc.Recs) > 0 {
+				wantIndex = s.sc.Recs[0].Info.Index
 			}
 			if ge.Offset != wantOff {
 				t.Fatalf("diagnostic offset %d, want %d (damage at %d): %v", ge.Offset, wantOff, off, err)
@@ -264,7 +272,7 @@ func TestOpenRefusesDamageInsideTheLog(t *testing.T) {
 // corSegsRaw lists segment file names without scanning them.
 func corSegsRaw(t *testing.T, dir string) []string {
 	t.Helper()
-	names, _, err := segmentFiles(OSFS{}, dir)
+	names, _, err := segment.SegmentFiles(wal.OSFS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,9 +281,9 @@ func corSegsRaw(t *testing.T, dir string) []string {
 
 func TestOpenCutsTornTail(t *testing.T) {
 	const n = corN
-	lastFrame := func(segs []corSeg) (corSeg, scanFrame) {
+	lastFrame := func(segs []corSeg) (corSeg, segment.ScanFrame) {
 		s := segs[len(segs)-1]
-		return s, s.sc.frames[len(s.sc.frames)-1]
+		return s, s.sc.Frames[len(s.sc.Frames)-1]
 	}
 	cases := []struct {
 		name string
@@ -285,53 +293,53 @@ func TestOpenCutsTornTail(t *testing.T) {
 	}{
 		{"flipped byte in the last batch", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
 			s, fr := lastFrame(segs)
-			r := s.sc.recs[fr.first+fr.cnt-1]
-			flip(t, s.path, r.off+int64(r.len)-5)
-			return s.sc.recs[fr.first].info.Index - 1, fr.off
+			r := s.sc.Recs[fr.First+fr.Cnt-1]
+			flip(t, s.path, r.Off+int64(r.Len)-5)
+			return s.sc.Recs[fr.First].Info.Index - 1, fr.Off
 		}},
 		{"flipped frame header of the last batch", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
 			s, fr := lastFrame(segs)
-			flip(t, s.path, fr.off+24)
-			return s.sc.recs[fr.first].info.Index - 1, fr.off
+			flip(t, s.path, fr.Off+24)
+			return s.sc.Recs[fr.First].Info.Index - 1, fr.Off
 		}},
 		{"last segment cut mid-batch", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
 			s, fr := lastFrame(segs)
-			if err := os.Truncate(s.path, fr.off+(fr.end-fr.off)/2); err != nil {
+			if err := os.Truncate(s.path, fr.Off+(fr.End-fr.Off)/2); err != nil {
 				t.Fatal(err)
 			}
-			return s.sc.recs[fr.first].info.Index - 1, fr.off
+			return s.sc.Recs[fr.First].Info.Index - 1, fr.Off
 		}},
 		{"last segment cut inside the frame header", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
 			s, fr := lastFrame(segs)
-			if err := os.Truncate(s.path, fr.off+7); err != nil {
+			if err := os.Truncate(s.path, fr.Off+7); err != nil {
 				t.Fatal(err)
 			}
-			return s.sc.recs[fr.first].info.Index - 1, fr.off
+			return s.sc.Recs[fr.First].Info.Index - 1, fr.Off
 		}},
 		{"garbage after the last frame", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
 			// Cut where the frames end (any preallocated zeros before the
 			// garbage go with it).
 			s := segs[len(segs)-1]
 			appendFile(t, s.path, []byte("\x13\x37garbage that is not a frame JRB1 nor anything else"))
-			return n, s.sc.end
+			return n, s.sc.End
 		}},
 		{"zero-filled tail (preallocation) is kept, not cut", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
 			s := segs[len(segs)-1]
 			appendFile(t, s.path, make([]byte, 64<<10))
-			return n, s.sc.size + 64<<10
+			return n, s.sc.Size + 64<<10
 		}},
 		{"zero-filled tail after a cut batch", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
 			s, fr := lastFrame(segs)
-			if err := os.Truncate(s.path, fr.end-9); err != nil {
+			if err := os.Truncate(s.path, fr.End-9); err != nil {
 				t.Fatal(err)
 			}
 			appendFile(t, s.path, make([]byte, 4096))
-			return s.sc.recs[fr.first].info.Index - 1, fr.off
+			return s.sc.Recs[fr.First].Info.Index - 1, fr.Off
 		}},
 		{"torn segment creation: partial header", func(t *testing.T, dir string, segs []corSeg) (uint64, int64) {
-			seq := segs[len(segs)-1].sc.hdr.Seq + 1
-			hdr := segHeader{Version: formatVersion, Seq: seq, Base: n + 1}.encode()
-			if err := os.WriteFile(filepath.Join(dir, segName(seq)), hdr[:segHeaderSize-1], 0o600); err != nil {
+			seq := segs[len(segs)-1].sc.Hdr.Seq + 1
+			hdr := segment.SegHeader{Version: segment.FormatVersion, Seq: seq, Base: n + 1}.Encode()
+			if err := os.WriteFile(filepath.Join(dir, segment.SegName(seq)), hdr[:segment.SegHeaderSize-1], 0o600); err != nil {
 				t.Fatal(err)
 			}
 			return n, -1
@@ -340,8 +348,8 @@ func TestOpenCutsTornTail(t *testing.T) {
 			// A power loss after the creation, before the header's fsync,
 			// can leave the file's size with zeros in it. Nothing after the
 			// header was ever written, so nothing acknowledged is in it.
-			seq := segs[len(segs)-1].sc.hdr.Seq + 1
-			if err := os.WriteFile(filepath.Join(dir, segName(seq)), make([]byte, 4096), 0o600); err != nil {
+			seq := segs[len(segs)-1].sc.Hdr.Seq + 1
+			if err := os.WriteFile(filepath.Join(dir, segment.SegName(seq)), make([]byte, 4096), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			return n, -1
@@ -356,7 +364,7 @@ func TestOpenCutsTornTail(t *testing.T) {
 			names := corSegsRaw(t, dir)
 			lastPath := filepath.Join(dir, names[len(names)-1])
 
-			l, err := Open(dir, WithCacheSize(0))
+			l, err := wal.Open(dir, wal.WithCacheSize(0))
 			if err != nil {
 				t.Fatalf("Open of a log with a torn tail: %v", err)
 			}
@@ -381,7 +389,7 @@ func TestOpenCutsTornTail(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, err = Open(dir, WithCacheSize(0))
+			l, err = wal.Open(dir, wal.WithCacheSize(0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -411,14 +419,14 @@ func TestOpenRepairCutsAtFirstDamage(t *testing.T) {
 	corWrite(t, dir, n)
 	segs := corSegs(t, dir)
 	s := segs[2]
-	fr := s.sc.frames[1]
-	r := s.sc.recs[fr.first+2]
-	flip(t, s.path, r.off+recHeaderSize+int64(r.info.ExtLen)+1)
+	fr := s.sc.Frames[1]
+	r := s.sc.Recs[fr.First+2]
+	flip(t, s.path, r.Off+segment.RecHeaderSize+int64(r.Info.ExtLen)+1)
 
-	if _, err := Open(dir); !errors.Is(err, ErrCorrupt) {
+	if _, err := wal.Open(dir); !errors.Is(err, wal.ErrCorrupt) {
 		t.Fatalf("Open without Repair: %v, want ErrCorrupt", err)
 	}
-	l, err := Open(dir, Repair(), WithCacheSize(0))
+	l, err := wal.Open(dir, wal.Repair(), wal.WithCacheSize(0))
 	if err != nil {
 		t.Fatalf("Open with Repair: %v", err)
 	}
@@ -426,14 +434,14 @@ func TestOpenRepairCutsAtFirstDamage(t *testing.T) {
 	if rep == nil {
 		t.Fatal("Repaired() is nil after a repair")
 	}
-	cutFrom := s.sc.recs[fr.first].info.Index
+	cutFrom := s.sc.Recs[fr.First].Info.Index
 	var removed []string
 	for _, later := range segs[3:] {
 		removed = append(removed, later.name)
 	}
-	if rep.Segment != s.name || rep.Offset != fr.off || rep.CutFrom != cutFrom || rep.CutTo != n ||
+	if rep.Segment != s.name || rep.Offset != fr.Off || rep.CutFrom != cutFrom || rep.CutTo != n ||
 		!slices.Equal(rep.RemovedSegments, removed) || rep.Reason == "" {
-		t.Fatalf("repair report %+v, want segment %s offset %d cut [%d,%d] removed %v", rep, s.name, fr.off, cutFrom, uint64(n), removed)
+		t.Fatalf("repair report %+v, want segment %s offset %d cut [%d,%d] removed %v", rep, s.name, fr.Off, cutFrom, uint64(n), removed)
 	}
 	corCheck(t, l, 1, cutFrom-1)
 	for _, name := range removed {
@@ -441,8 +449,8 @@ func TestOpenRepairCutsAtFirstDamage(t *testing.T) {
 			t.Fatalf("segment %s after the cut still exists: %v", name, err)
 		}
 	}
-	if got := fileSize(t, s.path); got != fr.off {
-		t.Fatalf("%s is %d bytes, want cut at %d", s.name, got, fr.off)
+	if got := fileSize(t, s.path); got != fr.Off {
+		t.Fatalf("%s is %d bytes, want cut at %d", s.name, got, fr.Off)
 	}
 	// Usable afterwards: StoreLogs continues at CutFrom, and the result
 	// reopens cleanly without Repair.
@@ -458,7 +466,7 @@ func TestOpenRepairCutsAtFirstDamage(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l, err = Open(dir, WithCacheSize(0))
+	l, err = wal.Open(dir, wal.WithCacheSize(0))
 	if err != nil {
 		t.Fatalf("reopen after repair: %v", err)
 	}
@@ -477,20 +485,20 @@ func TestOpenRepairInLastSegmentReportsCutTo(t *testing.T) {
 	corWrite(t, dir, n)
 	segs := corSegs(t, dir)
 	s := segs[len(segs)-1]
-	if len(s.sc.frames) < 2 {
+	if len(s.sc.Frames) < 2 {
 		t.Fatal("test bug: the last segment has one frame")
 	}
-	fr := s.sc.frames[0]
-	flip(t, s.path, fr.off+16)
-	l, err := Open(dir, Repair())
+	fr := s.sc.Frames[0]
+	flip(t, s.path, fr.Off+16)
+	l, err := wal.Open(dir, wal.Repair())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	rep := l.Repaired()
-	cutFrom := s.sc.recs[fr.first].info.Index
-	if rep == nil || rep.Segment != s.name || rep.Offset != fr.off || rep.CutFrom != cutFrom || rep.CutTo != n || len(rep.RemovedSegments) != 0 {
-		t.Fatalf("repair report %+v, want %s offset %d cut [%d,%d], nothing removed", rep, s.name, fr.off, cutFrom, uint64(n))
+	cutFrom := s.sc.Recs[fr.First].Info.Index
+	if rep == nil || rep.Segment != s.name || rep.Offset != fr.Off || rep.CutFrom != cutFrom || rep.CutTo != n || len(rep.RemovedSegments) != 0 {
+		t.Fatalf("repair report %+v, want %s offset %d cut [%d,%d], nothing removed", rep, s.name, fr.Off, cutFrom, uint64(n))
 	}
 	corCheck(t, l, 1, cutFrom-1)
 }
@@ -500,7 +508,7 @@ func TestGetLogRefusesRotOnRead(t *testing.T) {
 	dir := t.TempDir()
 	corWrite(t, dir, n)
 	segs := corSegs(t, dir)
-	l, err := Open(dir, WithCacheSize(0))
+	l, err := wal.Open(dir, wal.WithCacheSize(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,20 +516,20 @@ func TestGetLogRefusesRotOnRead(t *testing.T) {
 
 	// A data byte of entry i rots after a clean Open.
 	s := segs[1]
-	r := s.sc.recs[2]
-	i := r.info.Index
-	flip(t, s.path, r.off+recHeaderSize+int64(r.info.ExtLen)+20)
+	r := s.sc.Recs[2]
+	i := r.Info.Index
+	flip(t, s.path, r.Off+segment.RecHeaderSize+int64(r.Info.ExtLen)+20)
 	var e raft.Log
 	err = l.GetLog(i, &e)
-	if !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrPayloadMismatch) {
+	if !errors.Is(err, wal.ErrCorrupt) || !errors.Is(err, wal.ErrPayloadMismatch) {
 		t.Fatalf("GetLog(%d) of a rotted body: %v, want ErrCorrupt and ErrPayloadMismatch", i, err)
 	}
-	var ge *GuardError
+	var ge *wal.GuardError
 	if !errors.As(err, &ge) {
 		t.Fatalf("%T is not a *GuardError", err)
 	}
 	want := corPayload(i)
-	if ge.Op != OpGet || ge.Index != i || ge.Term != 1+i/40 || ge.Segment != s.name || ge.Offset != r.off ||
+	if ge.Op != wal.OpGet || ge.Index != i || ge.Term != 1+i/40 || ge.Segment != s.name || ge.Offset != r.Off ||
 		ge.StoredLen != uint32(len(want)) || ge.ExpectedLen != uint32(len(want)) || !ge.LenEqual ||
 		ge.ExpectedCRC != segment.Checksum(want) || ge.StoredCRC == ge.ExpectedCRC || ge.CRCEqual {
 		t.Fatalf("diagnostic %+v", ge)
@@ -536,16 +544,16 @@ func TestGetLogRefusesRotOnRead(t *testing.T) {
 	if err := l.GetLog(i+1, &e); err != nil {
 		t.Fatalf("neighbour %d: %v", i+1, err)
 	}
-	if err := l.GetLog(i, &e); !errors.Is(err, ErrPayloadMismatch) {
+	if err := l.GetLog(i, &e); !errors.Is(err, wal.ErrPayloadMismatch) {
 		t.Fatalf("second read: %v", err)
 	}
 
 	// A rotted record header (the term) is ErrCorrupt too, located.
-	r2 := s.sc.recs[4]
-	flip(t, s.path, r2.off+16)
-	err = l.GetLog(r2.info.Index, &e)
-	if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ge) || ge.Index != r2.info.Index || ge.Offset != r2.off || ge.Segment != s.name {
-		t.Fatalf("GetLog(%d) of a rotted header: %v", r2.info.Index, err)
+	r2 := s.sc.Recs[4]
+	flip(t, s.path, r2.Off+16)
+	err = l.GetLog(r2.Info.Index, &e)
+	if !errors.Is(err, wal.ErrCorrupt) || !errors.As(err, &ge) || ge.Index != r2.Info.Index || ge.Offset != r2.Off || ge.Segment != s.name {
+		t.Fatalf("GetLog(%d) of a rotted header: %v", r2.Info.Index, err)
 	}
 }
 
@@ -553,7 +561,7 @@ func TestGetLogRefusesRotOnRead(t *testing.T) {
 // that segment and every later one are removed and reported.
 func TestRepairCutsAtDamagedSealedSegmentHeader(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, WithSegmentSize(1024))
+	l, err := wal.Open(dir, wal.WithSegmentSize(1024))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -563,7 +571,7 @@ func TestRepairCutsAtDamagedSealedSegmentHeader(t *testing.T) {
 		}
 	}
 	l.Close()
-	names, _, err := segmentFiles(OSFS{}, dir)
+	names, _, err := segment.SegmentFiles(wal.OSFS{}, dir)
 	if err != nil || len(names) < 3 {
 		t.Fatalf("segments %v, %v", names, err)
 	}
@@ -576,10 +584,10 @@ func TestRepairCutsAtDamagedSealedSegmentHeader(t *testing.T) {
 	if err := os.WriteFile(victim, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir); !errors.Is(err, ErrCorrupt) {
+	if _, err := wal.Open(dir); !errors.Is(err, wal.ErrCorrupt) {
 		t.Fatalf("Open without Repair: %v", err)
 	}
-	l, err = Open(dir, Repair())
+	l, err = wal.Open(dir, wal.Repair())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +611,7 @@ func TestRepairCutsAtDamagedSealedSegmentHeader(t *testing.T) {
 // next segment's base leaves a gap).
 func TestPreallocatedZerosAreNotDamage(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, WithSegmentSize(8<<10), WithPrealloc(4<<10))
+	l, err := wal.Open(dir, wal.WithSegmentSize(8<<10), wal.WithPrealloc(4<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,19 +620,20 @@ func TestPreallocatedZerosAreNotDamage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	names, _, _ := segmentFiles(OSFS{}, dir)
+	names, _, _ := segment.SegmentFiles(wal.OSFS{}, dir)
 	if len(names) < 3 {
 		t.Fatalf("segments %v", names)
 	}
 	tailPath := filepath.Join(dir, names[len(names)-1])
-	l.mu.RLock()
-	logical := l.segs[len(l.segs)-1].size
-	l.mu.RUnlock()
+	l.Mu().RLock()
+	segs := l.Segs()
+	logical := segs[len(segs)-1].Size
+	l.Mu().RUnlock()
 	if fileSize(t, tailPath) <= logical {
 		t.Fatalf("tail not preallocated: file %d bytes, frames end at %d", fileSize(t, tailPath), logical)
 	}
 	l.Close()
-	l, err = Open(dir, WithSegmentSize(8<<10), WithPrealloc(4<<10))
+	l, err = wal.Open(dir, wal.WithSegmentSize(8<<10), wal.WithPrealloc(4<<10))
 	if err != nil {
 		t.Fatalf("reopen over preallocated zeros: %v", err)
 	}
@@ -644,15 +653,15 @@ func TestPreallocatedZerosAreNotDamage(t *testing.T) {
 
 	// Zero the last frame of a sealed segment: an acknowledged batch.
 	sealed := filepath.Join(dir, names[0])
-	sc, err := scanSegment(OSFS{}, sealed)
+	sc, err := segment.ScanSegment(wal.OSFS{}, sealed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := sc.frames[len(sc.frames)-1]
+	last := sc.Frames[len(sc.Frames)-1]
 	b, _ := os.ReadFile(sealed)
-	copy(b[last.off:], make([]byte, sc.size-last.off))
+	copy(b[last.Off:], make([]byte, sc.Size-last.Off))
 	os.WriteFile(sealed, b, 0o600)
-	if _, err := Open(dir); !errors.Is(err, ErrCorrupt) {
+	if _, err := wal.Open(dir); !errors.Is(err, wal.ErrCorrupt) {
 		t.Fatalf("zeroed acknowledged frames in a sealed segment: Open gave %v, want ErrCorrupt", err)
 	}
 }
