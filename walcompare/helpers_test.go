@@ -81,7 +81,7 @@ func buildWAL(t testing.TB, dir string, spec walSpec) {
 }
 
 // rawSegment encodes a wal segment file byte by byte, following the layout
-// drawn in wal/format.go. Tests use it for members the guard would refuse to
+// drawn in wal/segment/format.go. Tests use it for members the guard would refuse to
 // write (a lost payload). Every frame holds the given entries as stored:
 // their Extensions (stamp included) and Data exactly as given; an empty
 // frame is written as a floor mark.
