@@ -88,7 +88,7 @@ tidy-check:
 BENCH_FLAGS ?= -c 1,16,64,256 -d 3s -runs 3
 bench:
 	cd bench && $(GO) run . $(BENCH_FLAGS)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s -timeout 60m ./wal/ ./snapshot/ ./walcompare/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s -timeout 60m ./wal/segment/ ./snapshot/ ./walcompare/
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./raft/ .
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -benchtime 200000x -timeout 60m ./fsm/
 
@@ -96,7 +96,8 @@ bench:
 ## the fault scenarios' long variants, the Controller's long kill rounds,
 ## two members added to a cluster holding 1M jobs (figures in its -v log).
 soak:
-	$(GO) test -count=1 -timeout 120m -run 'TestCrash|TestGuardModel' ./wal/ -crash.rounds=2000 -rapid.checks=20000
+	$(GO) test -count=1 -timeout 120m -run 'TestGuardModel' ./wal/ -rapid.checks=20000
+	$(GO) test -count=1 -timeout 120m -run 'TestCrash' ./wal/segment/ -crash.rounds=2000
 	$(GO) test -race -count=1 -timeout 60m -run 'TestScenario' ./raft/ -raft.long
 	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' ./internal/e2e/ -jobraft.long
 	$(GO) test -race -count=1 -timeout 60m -run 'TestFailoverWithDefaults' .

@@ -18,6 +18,7 @@ import (
 	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 	"github.com/jobraft/jobraft/walcompare"
 )
 
@@ -226,8 +227,8 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	// Never repaired in place: its own entry stays, nothing of the leader's
 	// past n is applied.
 	var mine hraft.Log
-	if err := c.Nodes[d].Log().GetLog(n+1, &mine); err != nil || mine.Term != oldTerm || wal.Checksum(mine.Data) != wal.Checksum(ghost.Data) {
-		t.Fatalf("entry %d on the diverged member: term %d crc %08x, %v; want its own (term %d crc %08x)", n+1, mine.Term, wal.Checksum(mine.Data), err, oldTerm, wal.Checksum(ghost.Data))
+	if err := c.Nodes[d].Log().GetLog(n+1, &mine); err != nil || mine.Term != oldTerm || segment.Checksum(mine.Data) != segment.Checksum(ghost.Data) {
+		t.Fatalf("entry %d on the diverged member: term %d crc %08x, %v; want its own (term %d crc %08x)", n+1, mine.Term, segment.Checksum(mine.Data), err, oldTerm, segment.Checksum(ghost.Data))
 	}
 	if st.AppliedIndex > n || st.LastIndex != n+1 || st.FirstIndex != before.FirstIndex {
 		t.Fatalf("diverged member applied %d, log [%d,%d]; want at most %d and [%d,%d]", st.AppliedIndex, st.FirstIndex, st.LastIndex, n, before.FirstIndex, n+1)
@@ -316,7 +317,7 @@ func writeGhost(t *testing.T, dir string, index, term uint64) *hraft.Log {
 	data := binary.LittleEndian.AppendUint64([]byte{1}, uint64(time.Now().UnixNano()))
 	data = append(data, "ghost=local"...)
 	ghost := &hraft.Log{Index: index, Term: term, Type: hraft.LogCommand, Data: data, AppendedAt: time.Now()}
-	wal.Stamp(ghost)
+	segment.Stamp(ghost)
 	if err := lg.StoreLogs([]*hraft.Log{ghost}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/faultfs"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // The leader's store is deferred, but a batch holding a configuration entry
@@ -27,7 +28,7 @@ func TestConfigurationEntriesAreStoredSynchronously(t *testing.T) {
 	rl := raftLog{Log: l, inRaft: &inRaft}
 	cmd := func(i uint64) *hraft.Log {
 		e := &hraft.Log{Index: i, Term: 1, Type: hraft.LogCommand, Data: seal(time.Unix(1, 0), []byte("x"))}
-		wal.Stamp(e)
+		segment.Stamp(e)
 		return e
 	}
 	if err := rl.StoreLogs([]*hraft.Log{cmd(1)}); err != nil { // an empty log: synchronous

@@ -13,7 +13,7 @@ import (
 //	9  ...  the caller's command
 //
 // The state machine receives the time as Entry.Time and the command as
-// Entry.Cmd. The entry's payload stamp (wal.Stamp) covers the envelope.
+// Entry.Cmd. The entry's payload stamp (segment.Stamp) covers the envelope.
 const (
 	envelopeVersion = 1
 	envelopeSize    = 9

@@ -9,7 +9,7 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/transport"
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // Result is a committed proposal: its raft index and what the state
@@ -29,7 +29,7 @@ const (
 // Propose replicates cmd and returns the state machine's result once the
 // entry is committed and applied on the leader. On a follower the command
 // is forwarded to the leader. The leader stamps its clock into the command
-// (Entry.Time) and the payload CRC into the entry (wal.Stamp).
+// (Entry.Time) and the payload CRC into the entry (segment.Stamp).
 //
 // A nil error means committed exactly once. An error matches ErrRejected
 // (not committed, never will be; Propose already retried those while ctx
@@ -134,7 +134,7 @@ func (n *Node) proposeSealed(ctx context.Context, cmd, own []byte) (Result, erro
 		data = seal(n.cfg.Clock(), cmd)
 	}
 	l := hraft.Log{Type: hraft.LogCommand, Data: data}
-	wal.Stamp(&l)
+	segment.Stamp(&l)
 	f := n.r.ApplyLog(l, n.cfg.ApplyTimeout)
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()

@@ -9,7 +9,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/raft/seam"
 	"github.com/jobraft/jobraft/transport"
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // An install past the commit floor, checked at the floor (docs/upstream.md
@@ -63,7 +63,7 @@ func (n *Node) handleTermStarts(_ context.Context, req []byte) ([]byte, error) {
 // do, adopted once raft reports it installed.
 type pendingTerms struct {
 	index, term uint64
-	t           wal.TermList
+	t           segment.TermList
 	set         bool
 }
 
@@ -75,14 +75,14 @@ func (n *Node) checkPastFloor(req *hraft.InstallSnapshotRequest, v seam.InstallV
 	defer cancel()
 	rep, err := n.caller.Call(ctx, senderAddr(req), methodTermStarts, binary.LittleEndian.AppendUint64(nil, req.LastLogIndex))
 	var re *transport.RemoteError
-	var sender wal.TermList
+	var sender segment.TermList
 	switch {
 	case errors.As(err, &re) && re.Code == transport.CodeUnknownMethod:
 		pv.Old = true
 	case err != nil:
 		n.cfg.Logger.Named("seam").Warn("install snapshot: cannot read the sender's term index", "from", string(req.ID), "error", err)
 	default:
-		t, derr := wal.DecodeTermList(rep)
+		t, derr := segment.DecodeTermList(rep)
 		if derr != nil || t.Through != req.LastLogIndex {
 			n.cfg.Logger.Named("seam").Warn("install snapshot: the sender's term index is malformed", "from", string(req.ID),
 				"through", t.Through, "index", req.LastLogIndex, "error", derr)

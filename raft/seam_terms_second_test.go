@@ -6,7 +6,7 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodetest"
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // A follower whose log is empty after a verified install (it adopted the
@@ -74,7 +74,7 @@ func TestSecondInstallOnAnEmptyLogDropsTheFirstTermIndex(t *testing.T) {
 	}
 	// The leader's first append after install 2 (written here directly).
 	e := &hraft.Log{Index: p2 + 1, Term: t2, Type: hraft.LogNoop}
-	wal.Stamp(e)
+	segment.Stamp(e)
 	if err := fol.Log().StoreLogs([]*hraft.Log{e}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/transport/faultnet"
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // A follower cut off while the others move on and compact past its log is
@@ -74,7 +74,7 @@ func TestInstallPastTheFloorIsCheckedAndAdoptsTheTermIndex(t *testing.T) {
 // forgedTerms serves jr.terms with a given term index (known 0: one that
 // knows nothing), in the name of a member of no cluster; every request is
 // counted.
-func forgedTerms(t *testing.T, known uint64, starts []wal.TermStart) (addr string, asked *int) {
+func forgedTerms(t *testing.T, known uint64, starts []segment.TermStart) (addr string, asked *int) {
 	t.Helper()
 	mux, err := transport.Listen(transport.Config{BindAddr: "127.0.0.1:0"})
 	if err != nil {
@@ -84,7 +84,7 @@ func forgedTerms(t *testing.T, known uint64, starts []wal.TermStart) (addr strin
 	n := new(int)
 	mux.Handle("jr.terms", func(_ context.Context, req []byte) ([]byte, error) {
 		*n++
-		return wal.TermList{Known: known, Through: binary.LittleEndian.Uint64(req), Starts: starts}.Encode(), nil
+		return segment.TermList{Known: known, Through: binary.LittleEndian.Uint64(req), Starts: starts}.Encode(), nil
 	})
 	return mux.Addr(), n
 }
@@ -130,7 +130,7 @@ func TestInstallPastTheFloorFromAnotherHistoryIsRefused(t *testing.T) {
 	}
 
 	// Another history: the sender held term held+5 from the floor on.
-	addr, asked := forgedTerms(t, 1, []wal.TermStart{{Index: 1, Term: 1}, {Index: floor, Term: held + 5}})
+	addr, asked := forgedTerms(t, 1, []segment.TermStart{{Index: 1, Term: 1}, {Index: floor, Term: held + 5}})
 	_, err = sendInstall(t, fol.Addr(), forge(addr, held+5), []byte("never read by raft"))
 	if err == nil || !strings.Contains(err.Error(), raft.ErrCommittedDivergence.Error()) || *asked != 1 {
 		t.Fatalf("install from another history: err %v, asked %d; want the committed divergence, asked once", err, *asked)
@@ -188,9 +188,9 @@ func TestInstallPastTheFloorFromAHistoryForkedAtTheFloorIsRefused(t *testing.T) 
 	}
 	t.Logf("follower floor %d (term %d), term %d at %d, its term index through there %+v", floor, held, below, floor-1, own)
 	// The follower's own term index through F-1, then term held+5 from F.
-	starts := append(own.Starts[:len(own.Starts):len(own.Starts)], wal.TermStart{Index: floor, Term: held + 5})
+	starts := append(own.Starts[:len(own.Starts):len(own.Starts)], segment.TermStart{Index: floor, Term: held + 5})
 	addr, asked := forgedTerms(t, own.Known, starts)
-	forged := wal.TermList{Known: own.Known, Through: floor, Starts: starts}
+	forged := segment.TermList{Known: own.Known, Through: floor, Starts: starts}
 	if got, _ := forged.TermAt(floor - 1); got != below {
 		t.Fatalf("the forged history holds term %d at %d, want the follower's %d", got, floor-1, below)
 	}

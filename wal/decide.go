@@ -2,9 +2,10 @@ package wal
 
 import (
 	"fmt"
-	"github.com/jobraft/jobraft/internal/bugs"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/internal/bugs"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // This file is the guard's pure core: decisions as functions of the log's
@@ -12,12 +13,9 @@ import (
 // Log and Guard alike, and the rapid model test checks it against a naive
 // log.
 
-// shape is what the guard knows about a log when it decides.
-type shape struct {
-	First, Last uint64 // 0, 0 when empty
-	LastTerm    uint64
-	Floor       uint64 // highest index known committed
-}
+// shape is what the guard knows about a log when it decides: its bounds
+// (0, 0 when empty), its last term and the commit floor.
+type shape = segment.Shape
 
 // resetGate is the reset bound (SetResetBound): Gated says whole-log resets
 // are gated, UpTo is then the index of the snapshot that allows one (0:
@@ -27,10 +25,6 @@ type resetGate struct {
 	UpTo  uint64
 }
 
-func (s shape) refusal(op Op, err error) *GuardError {
-	return &GuardError{Op: op, Err: err, First: s.First, Last: s.Last, LastTerm: s.LastTerm, Floor: s.Floor}
-}
-
 // checkStore decides whether entries may be appended (G1, G2, G3, G5).
 // requireStamp refuses unstamped command entries. It does not modify
 // entries. A nil result means the batch is accepted as a whole.
@@ -38,7 +32,7 @@ func checkStore(s shape, entries []*raft.Log, requireStamp bool) *GuardError {
 	prevIndex, prevTerm := s.Last, s.LastTerm
 	for i, e := range entries {
 		fail := func(err error, detail string) *GuardError {
-			g := s.refusal(OpStore, err)
+			g := s.Refusal(OpStore, err)
 			g.Index, g.Term, g.Detail = e.Index, e.Term, detail
 			return g
 		}
@@ -66,8 +60,8 @@ func checkStore(s shape, entries []*raft.Log, requireStamp bool) *GuardError {
 			g.StoredTerm, g.ExpectedTerm = prevTerm, e.Term
 			return g
 		}
-		if _, ok := ParseStamp(e.Extensions); ok {
-			if err := verifyStamp(OpStore, e); err != nil {
+		if _, ok := segment.ParseStamp(e.Extensions); ok {
+			if err := segment.VerifyStamp(e); err != nil {
 				g := err.(*GuardError)
 				g.First, g.Last, g.LastTerm, g.Floor = s.First, s.Last, s.LastTerm, s.Floor
 				return g
@@ -127,7 +121,7 @@ func checkDelete(s shape, min, max uint64) (deleteKind, *GuardError) {
 // checkDeleteGated is checkDelete with the reset gate r (G4, see above).
 func checkDeleteGated(s shape, min, max uint64, r resetGate) (deleteKind, *GuardError) {
 	fail := func(err error, detail string) *GuardError {
-		g := s.refusal(OpDelete, err)
+		g := s.Refusal(OpDelete, err)
 		g.Min, g.Max, g.Detail = min, max, detail
 		return g
 	}
@@ -176,7 +170,7 @@ func truncated(s shape, kind deleteKind, at, termBefore uint64) shape {
 func overwriteDiag(g *GuardError, stored, offered *raft.Log) {
 	g.StoredTerm, g.ExpectedTerm = stored.Term, offered.Term
 	g.StoredLen, g.ExpectedLen = uint32(len(stored.Data)), uint32(len(offered.Data))
-	g.StoredCRC, g.ExpectedCRC = Checksum(stored.Data), Checksum(offered.Data)
+	g.StoredCRC, g.ExpectedCRC = segment.Checksum(stored.Data), segment.Checksum(offered.Data)
 	g.TermEqual = g.StoredTerm == g.ExpectedTerm
 	g.LenEqual = g.StoredLen == g.ExpectedLen
 	g.CRCEqual = g.StoredCRC == g.ExpectedCRC

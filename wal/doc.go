@@ -4,6 +4,19 @@
 // raft.LogStore (NewGuard). The byte layout, crash safety per operation and
 // the assumptions are in docs/wal.md.
 //
+// # Layout
+//
+// The log is two packages, the guard on top of the IO: package wal holds
+// Log, the persist guard and its pure decisions (guard.go, decide.go), the
+// Guard middleware and Open's options; package wal/segment holds the
+// segment files, their format, Open's replay and the store that writes and
+// reads them, the term index, the stable store, the stamps and the offline
+// Reader. wal imports wal/segment, never the other way round. Log embeds the
+// store (*segment.Store: bounds, durability, the floor, the term index, the
+// stable store, Close) and keeps its write side private behind the guard,
+// so every entry written or read passes the guard. The errors, GuardError,
+// Op and Shape are wal/segment's, re-exported here as the same values.
+//
 // # What the log guarantees (the guard, G1–G7)
 //
 // Every StoreLogs, DeleteRange and GetLog passes the guard, whatever store
@@ -20,7 +33,8 @@
 //     store) is a reset, and the floor survives it. With SetResetBound, a
 //     reset that removes committed entries needs a snapshot reaching the
 //     floor (the node binds the last snapshot its store sealed).
-//   - G5: a stamped command payload (Stamp, carried in Log.Extensions) is
+//   - G5: a stamped command payload (segment.Stamp, carried in
+//     Log.Extensions) is
 //     verified against its stamp before it becomes durable and again on every
 //     read; an empty or altered body is never persisted and never returned.
 //     An entry that arrives unstamped is stored with a persist stamp so its
@@ -51,7 +65,7 @@
 //     it: later truncations at or below it are refused, across restarts.
 //     Without that, an unbound log would refuse every compaction and grow
 //     for ever. Bind the floor to have compactions checked, not trusted.
-//  3. Stamp command entries at proposal (Stamp) so that every member can
+//  3. Stamp command entries at proposal (segment.Stamp) so that every member can
 //     verify their payloads; open with RequireStamp to refuse unstamped
 //     command entries.
 //  4. Treat ErrFailed as fatal for this open log: after a write or fsync

@@ -7,13 +7,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // This file is the persist guard, written once: the guard type decides
 // every write and verifies every read (its decisions are the pure functions
 // of decide.go) in front of a store that only does. Log is the segment
-// store behind it (segstore.go); Guard is the same guard in front of any
-// raft.LogStore (storeAdapter).
+// store (wal/segment) behind it (segStore); Guard is the same guard in
+// front of any raft.LogStore (storeAdapter).
 
 // guarded is what the guard needs of the store behind it.
 type guarded interface {
@@ -23,7 +24,7 @@ type guarded interface {
 	// readEntry reads the entry at index as stored: checked against the
 	// store's own record checks, not yet against its stamp. where, when
 	// not nil, locates the record for the diagnostic of a stamp refusal.
-	readEntry(index uint64, out *raft.Log) (where *recordAt, err error)
+	readEntry(index uint64, out *raft.Log) (where *segment.Where, err error)
 	// fits refuses what the store's format cannot hold (nil: it fits).
 	fits(sh shape, entries []*raft.Log) *GuardError
 	// appendBatch makes entries (accepted and stamped) durable. The store is
@@ -38,24 +39,18 @@ type guarded interface {
 	removeRange(kind deleteKind, min, max, prevTerm uint64, sh shape) error
 }
 
-// recordAt locates a stored record for a refusal's diagnostic.
-type recordAt struct {
-	sh      shape
-	segment string
-	offset  int64
-}
-
-func (r *recordAt) annotate(g *GuardError) {
-	g.First, g.Last, g.LastTerm, g.Floor = r.sh.First, r.sh.Last, r.sh.LastTerm, r.sh.Floor
-	g.Segment, g.Offset = r.segment, r.offset
+// annotate puts where a stored record is into a refusal's diagnostic.
+func annotate(g *GuardError, r *segment.Where) {
+	g.First, g.Last, g.LastTerm, g.Floor = r.Shape.First, r.Shape.Last, r.Shape.LastTerm, r.Shape.Floor
+	g.Segment, g.Offset = r.Segment, r.Offset
 }
 
 // guard enforces G1–G6 on every StoreLogs, DeleteRange and GetLog of its
 // store; durability (G7) is the store's.
 type guard struct {
 	store guarded
-	floor *floorState
-	wmu   *sync.Mutex // the store's write lock: serialises writes
+	floor *segment.Floor
+	wmu   sync.Locker // the store's write lock: serialises writes
 	// requireStamp refuses unstamped commands; allowUnstamped returns
 	// stored entries without a stamp (a Guard over an older log).
 	requireStamp, allowUnstamped bool
@@ -88,7 +83,7 @@ func (g *guard) storeLogs(entries []*raft.Log, deferred bool) error {
 	if err != nil {
 		return err
 	}
-	sh.Floor = g.floor.now()
+	sh.Floor = g.floor.Now()
 	if ge := checkStore(sh, entries, g.requireStamp); ge != nil {
 		if ge.Err == ErrOverwrite {
 			var stored raft.Log
@@ -104,9 +99,9 @@ func (g *guard) storeLogs(entries []*raft.Log, deferred bool) error {
 	if d, ok := g.store.(interface {
 		appendDeferred([]*raft.Log, uint64) error
 	}); ok && deferred {
-		return d.appendDeferred(stampMissing(entries), sh.Floor)
+		return d.appendDeferred(segment.StampMissing(entries), sh.Floor)
 	}
-	return g.store.appendBatch(stampMissing(entries), sh.Floor)
+	return g.store.appendBatch(segment.StampMissing(entries), sh.Floor)
 }
 
 // deleteRange decides a deletion under G4 (see checkDelete) and has the
@@ -118,8 +113,8 @@ func (g *guard) deleteRange(min, max uint64) error {
 	if err != nil {
 		return err
 	}
-	sh.Floor = g.floor.now()
-	if !g.floor.bound() && sh.Last != 0 && min <= sh.First && max >= sh.First && max < sh.Last && max > sh.Floor {
+	sh.Floor = g.floor.Now()
+	if !g.floor.Bound() && sh.Last != 0 && min <= sh.First && max >= sh.First && max < sh.Last && max > sh.Floor {
 		// No floor source bound (a plain hashicorp/raft user): trust
 		// raft's compaction contract. hashicorp/raft deletes a prefix
 		// only up to the index of a snapshot it has persisted
@@ -127,10 +122,12 @@ func (g *guard) deleteRange(min, max uint64) error {
 		// itself says its entries are committed. The floor rises to it
 		// (made durable with the compaction), so later truncations at or
 		// below it are refused. A bound source is checked, not trusted.
-		g.floor.derive(max)
-		sh.Floor = g.floor.now()
+		g.floor.Derive(max)
+		sh.Floor = g.floor.Now()
 	}
-	kind, ge := checkDeleteGated(sh, min, max, g.floor.resetGate())
+	var gate resetGate
+	gate.UpTo, gate.Gated = g.floor.ResetBound()
+	kind, ge := checkDeleteGated(sh, min, max, gate)
 	if ge != nil {
 		return g.refuse("DeleteRange", ge)
 	}
@@ -165,19 +162,22 @@ func (g *guard) getLog(index uint64, out *raft.Log) error {
 	if err != nil {
 		return err
 	}
-	err = verifyStamp(OpGet, out)
+	err = segment.VerifyStamp(out)
 	if err == nil {
-		stripPersistStamp(out)
+		segment.StripPersistStamp(out)
 		return nil
 	}
 	var ge *GuardError
 	isGE := errors.As(err, &ge)
+	if isGE {
+		ge.Op = OpGet // a refusal of this read
+	}
 	if isGE && ge.Err == ErrUnstamped && g.allowUnstamped {
 		return nil
 	}
 	*out = raft.Log{}
 	if isGE && where != nil {
-		where.annotate(ge)
+		annotate(ge, where)
 	}
 	g.report(err)
 	if g.logReads {
@@ -196,7 +196,7 @@ func (g *guard) getLog(index uint64, out *raft.Log) error {
 type Guard struct {
 	g     guard
 	a     *storeAdapter
-	floor floorState
+	floor segment.Floor
 	mu    sync.Mutex // serialises writes and the adapter's cached shape
 }
 
@@ -248,7 +248,7 @@ func NewGuard(inner raft.LogStore, opts ...GuardOption) *Guard {
 		v, err := fs.GetUint64(floorKey)
 		switch {
 		case err == nil:
-			gd.floor.raise(v)
+			gd.floor.Raise(v)
 		case isKeyNotFound(err):
 		default:
 			gd.a.err = fmt.Errorf("wal: read persisted floor: %w", err)
@@ -274,13 +274,13 @@ func isKeyNotFound(err error) bool {
 func (g *Guard) Inner() raft.LogStore { return g.a.inner }
 
 // SetCommitFloor binds the commit floor source (see Log.SetCommitFloor).
-func (g *Guard) SetCommitFloor(fn func() uint64) { g.floor.set(fn) }
+func (g *Guard) SetCommitFloor(fn func() uint64) { g.floor.Set(fn) }
 
 // SetResetBound gates whole-log resets (see Log.SetResetBound).
-func (g *Guard) SetResetBound(fn func() uint64) { g.floor.setReset(fn) }
+func (g *Guard) SetResetBound(fn func() uint64) { g.floor.SetReset(fn) }
 
 // Floor returns the current commit floor.
-func (g *Guard) Floor() uint64 { return g.floor.now() }
+func (g *Guard) Floor() uint64 { return g.floor.Now() }
 
 // IsMonotonic implements raft.MonotonicLogStore. The guard refuses gaps, so
 // raft must reset the log after a snapshot install instead of leaving one.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // storeAdapter is any raft.LogStore behind a Guard: it caches the store's
@@ -13,7 +14,7 @@ import (
 type storeAdapter struct {
 	inner      raft.LogStore
 	floorStore raft.StableStore
-	floor      *floorState
+	floor      *segment.Floor
 
 	loaded bool
 	sh     shape // First, Last, LastTerm of inner
@@ -49,18 +50,18 @@ func (a *storeAdapter) writable() (shape, error) {
 	return a.sh, nil
 }
 
-func (a *storeAdapter) readEntry(index uint64, out *raft.Log) (*recordAt, error) {
+func (a *storeAdapter) readEntry(index uint64, out *raft.Log) (*segment.Where, error) {
 	return nil, a.inner.GetLog(index, out)
 }
 
 func (a *storeAdapter) fits(shape, []*raft.Log) *GuardError { return nil }
 
 func (a *storeAdapter) appendBatch(entries []*raft.Log, floor uint64) error {
-	if a.floorStore != nil && floor > a.floor.persisted.Load() {
+	if a.floorStore != nil && floor > a.floor.Persisted() {
 		if err := a.floorStore.SetUint64(floorKey, floor); err != nil {
 			return fmt.Errorf("wal: guard: persist floor: %w", err)
 		}
-		a.floor.raise(floor)
+		a.floor.Raise(floor)
 	}
 	if err := a.inner.StoreLogs(entries); err != nil {
 		a.loaded = false // the inner store may hold part of the batch

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // "Not found" is raft.ErrLogNotFound itself: hashicorp/raft compares it by
@@ -74,7 +75,7 @@ func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 		}
 		switch st := s.LogStore.(type) {
 		case *Log:
-			if _, err := st.readEntry(1, &stored); err != nil {
+			if _, err := st.w.ReadEntry(1, &stored); err != nil {
 				t.Fatal(err)
 			}
 		case *Guard:
@@ -84,8 +85,8 @@ func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 		default:
 			t.Fatalf("store %T", s.LogStore)
 		}
-		st, ok := ParseStamp(stored.Extensions)
-		if !ok || st.Origin != StampPersist || st.Len != 3 || st.CRC != Checksum([]byte("cfg")) {
+		st, ok := segment.ParseStamp(stored.Extensions)
+		if !ok || st.Origin != segment.StampPersist || st.Len != 3 || st.CRC != segment.Checksum([]byte("cfg")) {
 			t.Fatalf("stored stamp %+v %v", st, ok)
 		}
 	})
@@ -93,58 +94,26 @@ func TestUnstampedEntriesGetPersistStamp(t *testing.T) {
 	guardErr(t, g.StoreLogs([]*raft.Log{entry(1, 1, "cmd")}), ErrUnstamped)
 }
 
-// Stamp keeps other middleware's extension bytes and VerifyStamp checks it.
+// stampSize is the length of the stamp trailer in the segment format
+// (wal/segment's stampSize), the extension bytes segment.Stamp adds.
+const stampSize = 13
+
+// segment.Stamp keeps other middleware's extension bytes and segment.VerifyStamp checks it.
 func TestStampRoundTrip(t *testing.T) {
 	e := &raft.Log{Index: 1, Term: 1, Data: []byte("abc"), Extensions: []byte("other")}
-	Stamp(e)
+	segment.Stamp(e)
 	if string(e.Extensions[:5]) != "other" {
 		t.Fatal("foreign extension bytes lost")
 	}
-	if err := VerifyStamp(e); err != nil {
+	if err := segment.VerifyStamp(e); err != nil {
 		t.Fatal(err)
 	}
-	Stamp(e) // restamping replaces, not stacks
+	segment.Stamp(e) // restamping replaces, not stacks
 	if len(e.Extensions) != 5+stampSize {
 		t.Fatalf("extensions %d bytes", len(e.Extensions))
 	}
 	e.Data = []byte("abd")
-	guardErr(t, VerifyStamp(e), ErrPayloadMismatch)
+	guardErr(t, segment.VerifyStamp(e), ErrPayloadMismatch)
 	e.Extensions = nil
-	guardErr(t, VerifyStamp(e), ErrUnstamped)
-}
-
-// A record larger than the format's bound (maxRecord) was written and
-// acknowledged, but Open reads its header as invalid: as the last frame of
-// the last segment it is cut as a torn tail (an acknowledged entry silently
-// lost), anywhere else Open refuses the log. StoreLogs must refuse it up
-// front, typed, with the log unchanged.
-func TestOversizeRecordRefused(t *testing.T) {
-	dir := t.TempDir()
-	l, err := Open(dir, WithCacheSize(0), WithPrealloc(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { l.Close() }()
-	storeRange(t, l, 1, 1, 1)
-	// Unstamped: the store adds a 13-byte stamp, which takes the record
-	// just past the bound. The pages are never touched when it is refused.
-	big := &raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: make([]byte, maxRecord-recHeaderSize)}
-	err = l.StoreLogs([]*raft.Log{big})
-	if err == nil {
-		l.Close()
-		l, err = Open(dir, WithCacheSize(0))
-		if err != nil {
-			t.Fatalf("StoreLogs acknowledged a %d-byte record; Open then fails: %v", maxRecord+stampSize, err)
-		}
-		last, _ := l.LastIndex()
-		t.Fatalf("StoreLogs acknowledged a %d-byte record; after a reopen the log ends at %d", maxRecord+stampSize, last)
-	}
-	var ge *GuardError
-	if !errors.As(err, &ge) || !errors.Is(err, ErrTooLarge) || ge.Index != 2 {
-		t.Fatalf("oversize record: %v, want a GuardError matching ErrTooLarge at index 2", err)
-	}
-	if last, _ := l.LastIndex(); last != 1 {
-		t.Fatalf("refusal changed the log: last %d", last)
-	}
-	storeRange(t, l, 2, 3, 1)
+	guardErr(t, segment.VerifyStamp(e), ErrUnstamped)
 }

@@ -1,21 +1,31 @@
 package wal
 
 import (
-	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // Log is a segment-file raft.LogStore with the persist guard built in, and a
 // bbolt raft.StableStore in the same directory: the segment store
-// (segstore.go) behind the one guard (guard.go). It is safe for concurrent
+// (wal/segment) behind the one guard (guard.go). It is safe for concurrent
 // use: writes are serialised, reads run concurrently with them.
+//
+// Log's own methods are the guarded ones: GetLog, StoreLog, StoreLogs,
+// StoreLogsDeferred, DeleteRange and CheckReplace. The rest are the
+// embedded *segment.Store's, documented there: the bounds (FirstIndex,
+// LastIndex, IsMonotonic), the stable store (Get, Set, GetUint64,
+// SetUint64), Close, the commit floor (SetCommitFloor, SetResetBound,
+// Floor, PersistedFloor, SyncFloor), durability and failure (Durable,
+// DurableChanged, Syncs, Failure, Repaired) and the term index (TermAt,
+// TermStarts, AdoptTerms, ForgetTerms, TermsThrough). None of them writes
+// an entry: every entry written or read passes the guard.
 type Log struct {
-	*segStore
-	g guard
+	*segment.Store
+	w    *segment.Writer
+	g    guard
+	opts options
 }
 
 var (
@@ -34,26 +44,28 @@ func Open(dir string, opts ...Option) (*Log, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	fs := o.fs
-	if err := vfs.MkdirAll(fs, dir, 0o700); err != nil { // durable: a first start's directory
-		return nil, err
-	}
-	stable, err := openStable(filepath.Join(dir, stableFile))
+	l := &Log{opts: o}
+	w, err := segment.Open(dir, segment.Config{
+		FS: o.fs, SegmentSize: o.segmentSize, Prealloc: o.prealloc, CacheSize: o.cacheSize,
+		Logger: o.logger, Repair: o.repair, OnRefusal: l.refused, OnFailure: o.onFailure,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("wal: open stable store: %w", err)
-	}
-	s := &segStore{dir: dir, opts: o, stable: stable, cache: newEntryCache(o.cacheSize)}
-	s.def.init()
-	if err := s.load(); err != nil {
-		stable.Close()
 		return nil, err
 	}
-	l := &Log{segStore: s}
+	l.Store, l.w = w.Store(), w
 	l.g = guard{
-		store: s, floor: &s.floor, wmu: &s.wmu,
-		requireStamp: o.requireStamp, logger: o.logger, report: s.refused,
+		store: segStore{w}, floor: w.Floor(), wmu: w,
+		requireStamp: o.requireStamp, logger: o.logger, report: l.refused,
 	}
 	return l, nil
+}
+
+// refused counts a refusal and reports it to the OnRefusal hook.
+func (l *Log) refused(err error) {
+	countRefusal(err)
+	if fn := l.opts.onRefusal; fn != nil {
+		fn(err)
+	}
 }
 
 // GetLog implements raft.LogStore. Every read is verified: the record
@@ -68,8 +80,8 @@ func (l *Log) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
 // StoreLogs implements raft.LogStore. The batch is checked as a whole by the
 // guard (G1–G3, G5) and refused without any change, or written with one
 // write and made durable with one fsync before it returns (G7). Entries that
-// arrive without a stamp get one (origin StampPersist); the caller's entries
-// are never modified.
+// arrive without a stamp get one (origin segment.StampPersist); the
+// caller's entries are never modified.
 //
 // The caller must not change a stored entry's Data or Extensions afterwards
 // (hashicorp/raft never does; its own LogCache asks the same): the log's
@@ -100,3 +112,36 @@ func (l *Log) StoreLogsDeferred(entries []*raft.Log) error { return l.g.storeLog
 // recorded by a new segment whose header says where the log continues, a
 // compaction by a first-index mark.
 func (l *Log) DeleteRange(min, max uint64) error { return l.g.deleteRange(min, max) }
+
+// segStore is the segment store's Writer behind Log's guard.
+type segStore struct{ w *segment.Writer }
+
+func (s segStore) writable() (shape, error) { return s.w.Writable() }
+
+func (s segStore) readEntry(index uint64, out *raft.Log) (*segment.Where, error) {
+	return s.w.ReadEntry(index, out)
+}
+
+func (s segStore) fits(sh shape, entries []*raft.Log) *GuardError {
+	return segment.CheckFits(sh, entries)
+}
+
+func (s segStore) appendBatch(entries []*raft.Log, floor uint64) error {
+	return s.w.Append(entries, floor)
+}
+
+func (s segStore) appendDeferred(entries []*raft.Log, floor uint64) error {
+	return s.w.AppendDeferred(entries, floor)
+}
+
+func (s segStore) removeRange(kind deleteKind, min, max, prevTerm uint64, _ shape) error {
+	switch kind {
+	case deletePrefix:
+		return s.w.Compact(max)
+	case deleteSuffix:
+		return s.w.Truncate(min, prevTerm)
+	case deleteAll:
+		return s.w.Reset()
+	}
+	return nil
+}

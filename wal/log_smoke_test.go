@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 func entry(i, t uint64, data string) *raft.Log {
@@ -15,7 +17,7 @@ func entry(i, t uint64, data string) *raft.Log {
 
 func stamped(i, t uint64, data string) *raft.Log {
 	e := entry(i, t, data)
-	Stamp(e)
+	segment.Stamp(e)
 	return e
 }
 
@@ -66,7 +68,11 @@ func TestLogRoundTripAndReopen(t *testing.T) {
 	}
 	defer l.Close()
 	check(l)
-	if len(l.segs) < 3 {
-		t.Fatalf("expected rotation, got %d segments", len(l.segs))
+	segs, err := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) < 3 {
+		t.Fatalf("expected rotation, got %d segments", len(segs))
 	}
 }

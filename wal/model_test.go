@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/jobraft/jobraft/wal/segment"
 	"pgregory.net/rapid"
 )
 
@@ -59,8 +60,8 @@ func (m *model) expectStore(batch []*raft.Log, requireStamp bool) error {
 		if e.Term < prevTerm {
 			return ErrTermRegression
 		}
-		if s, ok := ParseStamp(e.Extensions); ok {
-			if s.Len != uint32(len(e.Data)) || s.CRC != Checksum(e.Data) {
+		if s, ok := segment.ParseStamp(e.Extensions); ok {
+			if s.Len != uint32(len(e.Data)) || s.CRC != segment.Checksum(e.Data) {
 				return ErrPayloadMismatch
 			}
 		} else if requireStamp && e.Type == raft.LogCommand {
@@ -248,7 +249,7 @@ func runModel(t *rapid.T, kind string) {
 				idx := start + uint64(k)
 				e := &raft.Log{Index: idx, Term: termBase, Type: raft.LogCommand,
 					Data: []byte(fmt.Sprintf("%s-%d-%d-%d", kind, idx, termBase, rapid.IntRange(0, 1<<20).Draw(t, "v")))}
-				Stamp(e)
+				segment.Stamp(e)
 				batch = append(batch, e)
 			}
 			j := rapid.IntRange(0, n-1).Draw(t, "j")

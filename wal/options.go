@@ -35,7 +35,7 @@ func WithFS(fs FS) Option { return func(o *options) { o.fs = fs } }
 // file (default 64 MiB, at most 1 GiB). A batch is never split across
 // segments.
 func WithSegmentSize(n int64) Option {
-	return func(o *options) { o.segmentSize = min(max(n, segHeaderSize+1), maxSegmentSize) }
+	return func(o *options) { o.segmentSize = n } // clamped by segment.Open
 }
 
 // WithCacheSize sets how many recently stored entries are kept in memory for
@@ -70,3 +70,10 @@ func OnRefusal(fn func(error)) Option { return func(o *options) { o.onRefusal = 
 // KiB and none (docs/wal.md, "Preallocation"). Zeros at the end of a
 // segment are read as "not written yet", never as damage.
 func WithPrealloc(n int64) Option { return func(o *options) { o.prealloc = max(n, 0) } }
+
+// OnFailure sets fn, called once when the log fails closed (every further
+// write then returns ErrFailed until the log is reopened), with the
+// failure's class (FailSync, FailWrite, FailNoSpace). It runs on the
+// failing writer's goroutine with the log's write lock held: it must be
+// quick and must not call the log.
+func OnFailure(fn func(class string)) Option { return func(o *options) { o.onFailure = fn } }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // counterFSM sums the values of the commands it applies. A command is
@@ -151,7 +152,7 @@ func TestRaftClusterOnLog(t *testing.T) {
 			v := uint64(i + 1)
 			id++
 			e := raft.Log{Data: binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, id), v)}
-			Stamp(&e)
+			segment.Stamp(&e)
 			var err error
 			for attempt := 0; attempt < 50; attempt++ {
 				l := leader()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // A follower replaces a conflicting suffix in two calls: DeleteRange(at,
@@ -17,13 +18,7 @@ import (
 
 // Shape is what the guard decides on: the log's first and last index (0, 0
 // when empty), the term of its last entry, and the commit floor.
-// It has the fields of the guard's internal shape, so each converts to the
-// other.
-type Shape struct {
-	First, Last uint64
-	LastTerm    uint64
-	Floor       uint64
-}
+type Shape = segment.Shape
 
 // AfterTruncate returns the shape of a log of shape s after the conflict
 // truncation DeleteRange(at, s.Last), or the *GuardError with which the
@@ -32,11 +27,11 @@ type Shape struct {
 // the first index removes the whole log (a reset: empty, same floor); one
 // above the last index changes nothing. It is pure.
 func AfterTruncate(s Shape, at, termBefore uint64) (Shape, error) {
-	kind, g := checkDelete(shape(s), at, max(at, s.Last))
+	kind, g := checkDelete(s, at, max(at, s.Last))
 	if g != nil {
 		return s, g
 	}
-	return Shape(truncated(shape(s), kind, at, termBefore)), nil
+	return truncated(s, kind, at, termBefore), nil
 }
 
 // CheckAppend decides, without IO, whether a log of shape after accepts
@@ -45,10 +40,10 @@ func AfterTruncate(s Shape, at, termBefore uint64) (Shape, error) {
 // the record format's size limits (ErrTooLarge). It returns nil, or the
 // *GuardError StoreLogs would return. It does not modify entries.
 func CheckAppend(after Shape, entries []*raft.Log, requireStamp bool) error {
-	if g := checkStore(shape(after), entries, requireStamp); g != nil {
+	if g := checkStore(after, entries, requireStamp); g != nil {
 		return g
 	}
-	if g := checkFits(shape(after), entries); g != nil {
+	if g := segment.CheckFits(after, entries); g != nil {
 		return g
 	}
 	return nil
@@ -66,14 +61,9 @@ func CheckAppend(after Shape, entries []*raft.Log, requireStamp bool) error {
 // must hold whatever keeps it from changing if it needs the answer to stay
 // true.
 func (l *Log) CheckReplace(at uint64, entries []*raft.Log) error {
-	l.mu.RLock()
-	sh, closed, failed := l.shape(), l.closed, l.failed
-	l.mu.RUnlock()
-	switch {
-	case closed:
-		return ErrClosed
-	case failed != nil:
-		return fmt.Errorf("%w: %w", ErrFailed, failed)
+	sh, err := l.w.Writable() // ErrClosed, ErrFailed
+	if err != nil {
+		return err
 	}
 	var termBefore uint64
 	if at > sh.First && at <= sh.Last {
@@ -83,7 +73,7 @@ func (l *Log) CheckReplace(at uint64, entries []*raft.Log) error {
 		}
 		termBefore = prev.Term
 	}
-	after, err := AfterTruncate(Shape(sh), at, termBefore)
+	after, err := AfterTruncate(sh, at, termBefore)
 	if err == nil {
 		err = CheckAppend(after, entries, l.opts.requireStamp)
 	}

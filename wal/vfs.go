@@ -1,10 +1,6 @@
 package wal
 
-import (
-	"os"
-
-	"github.com/jobraft/jobraft/internal/vfs"
-)
+import "github.com/jobraft/jobraft/internal/vfs"
 
 // FS is the file-system seam the log does all its IO through: open,
 // remove, rename, list, create directories, sync a directory. OSFS is the
@@ -21,5 +17,3 @@ type File = vfs.File
 // OSFS is the operating system's file system (it also has the directory
 // operations snapshot.FS needs).
 type OSFS = vfs.OSFS
-
-const osRDONLY = os.O_RDONLY

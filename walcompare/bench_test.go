@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 	"github.com/jobraft/jobraft/walcompare"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkOfflineCompare(b *testing.B) {
 	for ix := uint64(1); ix <= n; ix++ {
 		binary.LittleEndian.PutUint64(data, ix)
 		e := &raft.Log{Index: ix, Term: 1 + ix/100_000, Type: raft.LogCommand, Data: append([]byte(nil), data...)}
-		wal.Stamp(e)
+		segment.Stamp(e)
 		batch = append(batch, e)
 		if len(batch) == cap(batch) || ix == n {
 			if err := l.StoreLogs(batch); err != nil {
@@ -93,7 +94,7 @@ func (s *synthStore) GetLog(ix uint64, l *raft.Log) error {
 		d[31] = 1
 	}
 	*l = raft.Log{Index: ix, Term: 1 + ix/1_000_000, Type: raft.LogCommand, Data: d}
-	wal.Stamp(l)
+	segment.Stamp(l)
 	return nil
 }
 

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 	bolt "go.etcd.io/bbolt"
 )
 
 // OpenDir opens a member's log from disk, read-only, changing nothing:
 //   - a wal log directory (holding *.seg files), or a raft.Node data dir
-//     holding one under log/: read with wal.ReadOnly, which reports damaged
+//     holding one under log/: read with segment.ReadOnly, which reports damaged
 //     records instead of refusing, cuts no torn tail and takes no lock;
 //   - a raft-boltdb/v2 file, or a directory holding one (*.db with a
 //     "logs" bucket): opened with bbolt read-only (a shared lock, waited for
@@ -31,7 +31,7 @@ func OpenDir(name, dir string) (Member, error) {
 	}
 	for _, d := range []string{dir, filepath.Join(dir, "log")} {
 		if segs, _ := filepath.Glob(filepath.Join(d, "*.seg")); len(segs) > 0 {
-			r, err := wal.ReadOnly(d)
+			r, err := segment.ReadOnly(d)
 			if err != nil {
 				return nil, fmt.Errorf("walcompare: %s: %w", name, err)
 			}
@@ -49,7 +49,7 @@ func OpenDir(name, dir string) (Member, error) {
 
 type walMember struct {
 	name string
-	r    *wal.Reader
+	r    *segment.Reader
 	info MemberInfo
 }
 
@@ -62,7 +62,7 @@ func (m *walMember) Scan(ctx context.Context, from, to uint64, fn func(uint64, *
 	var v View
 	var n uint64
 	var ctxErr error
-	err := m.r.Scan(0, 0, func(rec *wal.Record) bool {
+	err := m.r.Scan(0, 0, func(rec *segment.Record) bool {
 		if m.info.First == 0 {
 			m.info.First = rec.Index
 		}
@@ -77,7 +77,7 @@ func (m *walMember) Scan(ctx context.Context, from, to uint64, fn func(uint64, *
 		}
 		v = View{Present: true, Term: rec.Term, Type: rec.Type, Len: rec.DataLen, CRC: rec.DataCRC,
 			Stamped: rec.Stamped, StampLen: rec.Stamp.Len, StampCRC: rec.Stamp.CRC, Corrupt: rec.Corrupt}
-		if rec.Stamped && rec.Stamp.Origin == wal.StampPersist && !rec.Corrupt && !rec.Lost() {
+		if rec.Stamped && rec.Stamp.Origin == segment.StampPersist && !rec.Corrupt && !rec.Lost() {
 			// The store's own stamp over an intact body: GetLog does not
 			// return it, so neither does this view (online and offline
 			// views of one entry are equal). A body that fails it stays

@@ -71,7 +71,7 @@
 //
 //   - Live and on-disk views of one member can differ in compaction: a wal
 //     segment partly compacted keeps its older entries on disk until a
-//     compaction removes the whole file, and OpenDir (wal.Reader) shows
+//     compaction removes the whole file, and OpenDir (segment.Reader) shows
 //     them, so it may report a lower first index than the member (whose
 //     first index a first-index mark keeps across restarts).
 //   - A floor mark is written when a log closes, so a stopped member's

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // body returns a deterministic payload for (index, term) of n bytes.
@@ -27,7 +28,7 @@ func body(ix, term uint64, n int) []byte {
 // entry is a stamped command entry, as a leader proposes it.
 func entry(ix, term uint64, n int) *raft.Log {
 	l := &raft.Log{Index: ix, Term: term, Type: raft.LogCommand, Data: body(ix, term, n)}
-	wal.Stamp(l)
+	segment.Stamp(l)
 	return l
 }
 
@@ -80,7 +81,7 @@ func buildWAL(t testing.TB, dir string, spec walSpec) {
 }
 
 // rawSegment encodes a wal segment file byte by byte, following the layout
-// drawn in wal/format.go. Tests use it for members the guard would refuse to
+// drawn in wal/segment/format.go. Tests use it for members the guard would refuse to
 // write (a lost payload). Every frame holds the given entries as stored:
 // their Extensions (stamp included) and Data exactly as given; an empty
 // frame is written as a floor mark.
@@ -91,7 +92,7 @@ func rawSegment(seq, base, floor uint64, frames [][]*raft.Log) []byte {
 	binary.LittleEndian.PutUint64(h[16:], seq)
 	binary.LittleEndian.PutUint64(h[24:], base)
 	binary.LittleEndian.PutUint64(h[32:], floor)
-	binary.LittleEndian.PutUint32(h[44:], wal.Checksum(h[:44]))
+	binary.LittleEndian.PutUint32(h[44:], segment.Checksum(h[:44]))
 	out := h
 	for _, fr := range frames {
 		var recs []byte
@@ -103,7 +104,7 @@ func rawSegment(seq, base, floor uint64, frames [][]*raft.Log) []byte {
 			binary.LittleEndian.PutUint32(r[32:], uint32(len(l.Data)))
 			binary.LittleEndian.PutUint32(r[36:], uint32(len(l.Extensions)))
 			r[40] = byte(l.Type)
-			crc := wal.Checksum(append(append([]byte(nil), r[8:48]...), l.Extensions...))
+			crc := segment.Checksum(append(append([]byte(nil), r[8:48]...), l.Extensions...))
 			binary.LittleEndian.PutUint32(r[4:], crc)
 			recs = append(append(append(recs, r...), l.Extensions...), l.Data...)
 		}
@@ -116,7 +117,7 @@ func rawSegment(seq, base, floor uint64, frames [][]*raft.Log) []byte {
 		binary.LittleEndian.PutUint32(fh[12:], uint32(len(fr)))
 		binary.LittleEndian.PutUint64(fh[16:], floor)
 		binary.LittleEndian.PutUint32(fh[24:], uint32(len(recs)))
-		binary.LittleEndian.PutUint32(fh[4:], wal.Checksum(fh[8:32]))
+		binary.LittleEndian.PutUint32(fh[4:], segment.Checksum(fh[8:32]))
 		out = append(append(out, fh...), recs...)
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 func compare(t *testing.T, ms []Member, opts Options) *Report {
@@ -109,7 +110,7 @@ func TestLessons1PayloadLostAtCommittedIndex(t *testing.T) {
 	}
 	for i, d := range r.Divergences {
 		ix := uint64(9 + i)
-		crc := wal.Checksum(body(ix, 3, 3560))
+		crc := segment.Checksum(body(ix, 3, 3560))
 		if d.Index != ix || d.End != ix+1 || d.Class != PayloadLost || !d.Committed || len(d.Views) != 3 {
 			t.Fatalf("divergence %d: %+v", i, d)
 		}
@@ -284,13 +285,13 @@ func corruptFixture(t *testing.T) map[string]string {
 // recordAt returns where index ix is stored in dir (segment path, offset).
 func recordAt(t *testing.T, dir string, ix uint64) (string, int64) {
 	t.Helper()
-	r, err := wal.ReadOnly(dir)
+	r, err := segment.ReadOnly(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seg string
 	var off int64
-	if err := r.Scan(ix, ix, func(rec *wal.Record) bool { seg, off = rec.Segment, rec.Offset; return false }); err != nil {
+	if err := r.Scan(ix, ix, func(rec *segment.Record) bool { seg, off = rec.Segment, rec.Offset; return false }); err != nil {
 		t.Fatal(err)
 	}
 	if seg == "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/jobraft/jobraft/transport/faultnet"
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/faultfs"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // FaultSpec is the whole fault state of one member process, replaced at
@@ -220,12 +221,12 @@ func (s LogShape) String() string { return fmt.Sprintf("last %d floor %d", s.Las
 
 // shapeOf reads the log in dir (read-only).
 func shapeOf(dir string) (LogShape, error) {
-	r, err := wal.ReadOnly(dir)
+	r, err := segment.ReadOnly(dir)
 	if err != nil {
 		return LogShape{}, err
 	}
 	var s LogShape
-	err = r.Scan(0, 0, func(rec *wal.Record) bool { s.Last = max(s.Last, rec.Index); return true })
+	err = r.Scan(0, 0, func(rec *segment.Record) bool { s.Last = max(s.Last, rec.Index); return true })
 	s.Floor = r.Floor()
 	return s, err
 }

@@ -25,7 +25,7 @@ type Log interface {
 type LogEntry struct {
 	Term uint64
 	Type raft.LogType
-	// CRC is the CRC32C of the stored payload (wal.Checksum).
+	// CRC is the CRC32C of the stored payload (segment.Checksum).
 	CRC uint32
 	// Corrupt: the record exists but fails its checks.
 	Corrupt bool

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 	"github.com/jobraft/jobraft/walcompare"
 )
 
@@ -51,7 +51,7 @@ func (l memberLog) ScanEntries(ctx context.Context, from, to uint64, fn func(ix 
 }
 
 func applied(ix, term uint64, data string) Record {
-	return Record{Kind: KindApplied, Index: ix, Term: term, Type: raft.LogCommand, CRC: wal.Checksum([]byte(data))}
+	return Record{Kind: KindApplied, Index: ix, Term: term, Type: raft.LogCommand, CRC: segment.Checksum([]byte(data))}
 }
 
 func config(ix, term uint64, data string) Record {
@@ -101,7 +101,7 @@ func TestCheckerNamesStaleAppliedEntry(t *testing.T) {
 	}
 	v := vs[0]
 	want := fmt.Sprintf("applied-history violation: member m0 applied index 4 term 1 crc %08x, committed log has term 2 crc %08x",
-		wal.Checksum([]byte("x")), wal.Checksum(nil))
+		segment.Checksum([]byte("x")), segment.Checksum(nil))
 	if !strings.HasPrefix(v.String(), want) || v.Member != "m0" || v.Applied.Index != 4 || v.Applied.Term != 1 || v.Committed.Term != 2 {
 		t.Fatalf("violation %q (%+v), want it to start with %q", v, v, want)
 	}
@@ -118,7 +118,7 @@ func TestCheckerNamesStaleAppliedEntry(t *testing.T) {
 	ck = NewChecker()
 	other := history("m2", started, config(1, 1, "conf"), applied(2, 1, "A"))
 	vs = check(t, ck, ref, false, other)
-	if len(vs) != 1 || vs[0].Member != "m2" || vs[0].Applied.Index != 2 || vs[0].Committed.CRC != wal.Checksum([]byte("a")) {
+	if len(vs) != 1 || vs[0].Member != "m2" || vs[0].Applied.Index != 2 || vs[0].Committed.CRC != segment.Checksum([]byte("a")) {
 		t.Fatalf("payload mismatch: %v", vs)
 	}
 }

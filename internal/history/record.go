@@ -42,7 +42,7 @@ type Record struct {
 	// Term and Type of the applied entry (KindApplied only).
 	Term uint64
 	Type raft.LogType
-	// CRC is the CRC32C of the applied entry's Data (wal.Checksum), equal
+	// CRC is the CRC32C of the applied entry's Data (segment.Checksum), equal
 	// to its payload stamp (KindApplied only).
 	CRC uint32
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/logdigest"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -180,10 +181,10 @@ func TestReadView(t *testing.T) {
 		}
 	}
 	check(1, func(v logdigest.View) bool {
-		return v.Present && v.Term == 1 && v.Len == 5 && v.CRC == wal.Checksum([]byte("alpha")) && v.Stamped && v.StampLen == 5 && v.StampCRC == v.CRC && !v.Corrupt && !v.Lost()
+		return v.Present && v.Term == 1 && v.Len == 5 && v.CRC == segment.Checksum([]byte("alpha")) && v.Stamped && v.StampLen == 5 && v.StampCRC == v.CRC && !v.Corrupt && !v.Lost()
 	})
 	check(5, func(v logdigest.View) bool {
-		return v.Lost() && v.Term == 2 && v.StampLen == 7 && v.StampCRC == wal.Checksum([]byte("lostbdy")) && v.Detail == ""
+		return v.Lost() && v.Term == 2 && v.StampLen == 7 && v.StampCRC == segment.Checksum([]byte("lostbdy")) && v.Detail == ""
 	})
 	check(6, func(v logdigest.View) bool { return v.Corrupt && v.Term == 0 && v.Detail != "" && !v.Lost() })
 	check(7, func(v logdigest.View) bool { return v.Corrupt && v.Term == 3 })

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // fixtureStore is a read-only raft.LogStore whose GetLog returns, per
@@ -24,7 +25,7 @@ var errFixtureRead = errors.New("fixture: record crc mismatch at segment 0000000
 
 func stamped(ix, term uint64, data string) *raft.Log {
 	l := &raft.Log{Index: ix, Term: term, Type: raft.LogCommand, Data: []byte(data)}
-	wal.Stamp(l)
+	segment.Stamp(l)
 	return l
 }
 
@@ -35,7 +36,7 @@ func newFixture() *fixtureStore {
 	s.logs[2] = &raft.Log{Index: 2, Term: 2, Type: raft.LogNoop}
 	s.logs[3] = stamped(3, 2, string(bytes.Repeat([]byte("b"), 100)))
 	s.errs[5] = &wal.GuardError{Op: wal.OpGet, Err: wal.ErrPayloadMismatch, Index: 5, Term: 2,
-		StoredTerm: 2, ExpectedTerm: 2, StoredLen: 0, ExpectedLen: 7, StoredCRC: wal.Checksum(nil), ExpectedCRC: wal.Checksum([]byte("lostbdy")),
+		StoredTerm: 2, ExpectedTerm: 2, StoredLen: 0, ExpectedLen: 7, StoredCRC: segment.Checksum(nil), ExpectedCRC: segment.Checksum([]byte("lostbdy")),
 		TermEqual: true, Segment: "00000001.seg", Offset: 812}
 	s.errs[6] = errFixtureRead
 	s.errs[7] = &wal.GuardError{Op: wal.OpGet, Err: wal.ErrCorrupt, Index: 7, Term: 3, Segment: "00000002.seg", Offset: 96, Detail: "record checksum"}

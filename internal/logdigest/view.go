@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // View is one stored entry as the protocol sees it: what is stored, never
@@ -55,7 +56,7 @@ func ReadView(s raft.LogStore, ix uint64, l *raft.Log, v *View) bool {
 			// wal refuses to return a lost payload; its diagnostic says
 			// what is stored.
 			v.Term, v.Stamped, v.StampLen, v.StampCRC = g.Term, true, g.ExpectedLen, g.ExpectedCRC
-			v.CRC = wal.Checksum(nil)
+			v.CRC = segment.Checksum(nil)
 			return true
 		}
 		v.Corrupt, v.Detail = true, err.Error()
@@ -71,8 +72,8 @@ func ReadView(s raft.LogStore, ix uint64, l *raft.Log, v *View) bool {
 // fillView sets v from an entry read whole.
 func fillView(v *View, l *raft.Log) {
 	v.Term, v.Type = l.Term, l.Type
-	v.Len, v.CRC = uint32(len(l.Data)), wal.Checksum(l.Data)
-	if st, ok := wal.ParseStamp(l.Extensions); ok {
+	v.Len, v.CRC = uint32(len(l.Data)), segment.Checksum(l.Data)
+	if st, ok := segment.ParseStamp(l.Extensions); ok {
 		v.Stamped, v.StampLen, v.StampCRC = true, st.Len, st.CRC
 		if v.Len != 0 && (v.Len != st.Len || v.CRC != st.CRC) {
 			v.Corrupt = true

@@ -15,6 +15,7 @@ import (
 	"github.com/jobraft/jobraft/snapshot"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 // Option sets one option: a raft.Option.
@@ -43,7 +44,7 @@ func (r *recorder) Started() { r.sink.Append([]history.Record{{Kind: history.Kin
 func (r *recorder) Applied(logs []*hraft.Log) {
 	r.buf = r.buf[:0]
 	for _, l := range logs {
-		r.buf = append(r.buf, history.Record{Kind: history.KindApplied, Index: l.Index, Term: l.Term, Type: l.Type, CRC: wal.Checksum(l.Data)})
+		r.buf = append(r.buf, history.Record{Kind: history.KindApplied, Index: l.Index, Term: l.Term, Type: l.Type, CRC: segment.Checksum(l.Data)})
 	}
 	r.sink.Append(r.buf)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft/internal/vfs"
-	"github.com/jobraft/jobraft/wal"
 )
 
 // FS wraps a wal.FS over the real disk and injects the faults of a failing
@@ -18,7 +17,7 @@ import (
 // doc). It is safe for concurrent use and can be reconfigured at any time.
 // Tests of every package use it; it is never used by default.
 type FS struct {
-	inner wal.FS
+	inner vfs.FS
 
 	// ops is held shared by every call that changes what is on disk
 	// (writes, syncs, truncations, creations, removals, renames) for its
@@ -47,7 +46,7 @@ type FS struct {
 var _ vfs.DirFS = (*FS)(nil)
 
 // New returns an FS over inner with no faults armed.
-func New(inner wal.FS) *FS {
+func New(inner vfs.FS) *FS {
 	f := &FS{inner: inner, space: -1}
 	f.power.init()
 	return f
@@ -102,7 +101,7 @@ func (f *FS) Syncs() int { f.mu.Lock(); defer f.mu.Unlock(); return f.syncs }
 // SyncDir of its directory; a file opened for writing only is opened for
 // reading and writing underneath (the power-loss model reads the bytes a
 // write overwrites), and refuses reads as the real one would (EBADF).
-func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	if flag&(os.O_CREATE|os.O_WRONLY|os.O_RDWR) != 0 {
 		f.mu.Lock()
 		err := f.writeErr
@@ -198,7 +197,7 @@ func Restore(dir, src string, keep func(name string) bool) error {
 	if _, err := os.Stat(src); err != nil {
 		return fmt.Errorf("faultfs: restore: no checkpoint: %w", err)
 	}
-	names, err := wal.OSFS{}.ReadDirNames(dir)
+	names, err := vfs.OSFS{}.ReadDirNames(dir)
 	if err != nil {
 		return err
 	}

@@ -6,13 +6,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
 // faultFile is a file opened through an FS: its writes pass the armed
 // faults and the power-loss model.
 type faultFile struct {
-	wal.File
+	vfs.File
 	fs   *FS
 	node *node
 	acc  int   // access mode asked for: os.O_RDONLY, os.O_WRONLY or os.O_RDWR

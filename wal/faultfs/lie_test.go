@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
 func isSeg(name string) bool { return strings.HasSuffix(name, ".seg") }
@@ -17,7 +17,7 @@ func isSeg(name string) bool { return strings.HasSuffix(name, ".seg") }
 // leaves out (the stable store keeps its own durability).
 func TestCheckpointRestoreLosesWhatFollowed(t *testing.T) {
 	dir, cp := t.TempDir(), filepath.Join(t.TempDir(), "cp")
-	fs := New(wal.OSFS{})
+	fs := New(vfs.OSFS{})
 	write := func(name, s string) {
 		t.Helper()
 		f, err := fs.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
@@ -68,7 +68,7 @@ func TestCheckpointRestoreLosesWhatFollowed(t *testing.T) {
 // stalled Sync to return.
 func TestCheckpointWaitsForASyncUnderWay(t *testing.T) {
 	dir := t.TempDir()
-	fs := New(wal.OSFS{})
+	fs := New(vfs.OSFS{})
 	f, err := fs.OpenFile(filepath.Join(dir, "1.seg"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
 // The reference model of an honest disk, as naive as it gets: every inode
@@ -71,7 +71,7 @@ type refRun struct {
 
 type refHandle struct {
 	ino *refIno
-	f   wal.File
+	f   vfs.File
 }
 
 var (
@@ -259,7 +259,7 @@ func (r *refRun) step() {
 
 // handle returns a file to write through: one kept open (possibly of a
 // file since removed or renamed), or a file opened now (and kept open).
-func (r *refRun) handle() (*refIno, wal.File, string) {
+func (r *refRun) handle() (*refIno, vfs.File, string) {
 	if len(r.open) > 0 && r.rng.IntN(2) == 0 {
 		k := r.rng.IntN(len(r.open))
 		return r.open[k].ino, r.open[k].f, "handle " + strconv.Itoa(k)
@@ -282,7 +282,7 @@ func (r *refRun) handle() (*refIno, wal.File, string) {
 }
 
 // keep keeps f open for later writes, closing the oldest beyond four.
-func (r *refRun) keep(n *refIno, f wal.File) {
+func (r *refRun) keep(n *refIno, f vfs.File) {
 	r.open = append(r.open, refHandle{n, f})
 	if len(r.open) > 4 {
 		r.must(r.open[0].f.Close())
@@ -307,7 +307,7 @@ func TestPowerLossMatchesReferenceModel(t *testing.T) {
 	t.Logf("seed %d (FAULTFS_SEED=%d replays the first run; run i uses seed+i)", base, base)
 	for i := range runs {
 		seed := base + uint64(i)
-		r := &refRun{t: t, rng: rand.New(rand.NewPCG(seed, 0)), fs: New(wal.OSFS{}), dir: t.TempDir(), root: newRefDir()}
+		r := &refRun{t: t, rng: rand.New(rand.NewPCG(seed, 0)), fs: New(vfs.OSFS{}), dir: t.TempDir(), root: newRefDir()}
 		r.note("seed %d", seed)
 		r.seed()
 		steps := 10 + r.rng.IntN(50)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
 // pl is one power-loss test: an FS over a fresh directory and helpers that
@@ -20,12 +20,12 @@ type pl struct {
 }
 
 func newPL(t *testing.T) *pl {
-	return &pl{t: t, fs: New(wal.OSFS{}), dir: t.TempDir()}
+	return &pl{t: t, fs: New(vfs.OSFS{}), dir: t.TempDir()}
 }
 
 func (h *pl) path(name string) string { return filepath.Join(h.dir, name) }
 
-func (h *pl) open(name string, flag int) wal.File {
+func (h *pl) open(name string, flag int) vfs.File {
 	h.t.Helper()
 	f, err := h.fs.OpenFile(h.path(name), flag, 0o600)
 	if err != nil {
@@ -34,16 +34,16 @@ func (h *pl) open(name string, flag int) wal.File {
 	return f
 }
 
-func (h *pl) create(name string) wal.File { return h.open(name, os.O_CREATE|os.O_RDWR) }
+func (h *pl) create(name string) vfs.File { return h.open(name, os.O_CREATE|os.O_RDWR) }
 
-func (h *pl) writeAt(f wal.File, off int64, s string) {
+func (h *pl) writeAt(f vfs.File, off int64, s string) {
 	h.t.Helper()
 	if _, err := f.WriteAt([]byte(s), off); err != nil {
 		h.t.Fatal(err)
 	}
 }
 
-func (h *pl) sync(f wal.File) {
+func (h *pl) sync(f vfs.File) {
 	h.t.Helper()
 	if err := f.Sync(); err != nil {
 		h.t.Fatal(err)
@@ -65,7 +65,7 @@ func (h *pl) do(err error) {
 }
 
 // synced creates name holding s, durable (file and directory synced).
-func (h *pl) synced(name, s string) wal.File {
+func (h *pl) synced(name, s string) vfs.File {
 	h.t.Helper()
 	f := h.create(name)
 	h.writeAt(f, 0, s)

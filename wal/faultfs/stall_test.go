@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/internal/vfs"
 )
 
 // A stall delays the next Sync only: the one after it is not stalled (the
 // stall is spent), and a Sync that fails does not spend it.
 func TestStallNextSyncOnce(t *testing.T) {
-	fs := New(wal.OSFS{})
+	fs := New(vfs.OSFS{})
 	f, err := fs.OpenFile(filepath.Join(t.TempDir(), "seg"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/wal/segment"
 )
 
 const secret = "SECRET-PAYLOAD-"
@@ -31,7 +32,7 @@ func member(t *testing.T, dir string, tip, floor, odd uint64) {
 			data = []byte(secret + "other!")
 		}
 		e := &raft.Log{Index: ix, Term: 1, Type: raft.LogCommand, Data: data}
-		wal.Stamp(e)
+		segment.Stamp(e)
 		if err := l.StoreLogs([]*raft.Log{e}); err != nil {
 			t.Fatal(err)
 		}
