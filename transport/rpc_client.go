@@ -226,9 +226,11 @@ func (pc *peerConn) wait(ctx context.Context, id uint64, ch chan response, writt
 	default:
 	}
 	if err := ctx.Err(); err != nil {
-		// The peer has been silent since our write: assume the connection is
-		// dead (half-open) rather than let later calls queue on it.
-		if pc.lastRead.Load() < written.UnixNano() {
+		// Timed out with the peer silent since our write: assume the
+		// connection is dead (half-open) rather than let later calls queue
+		// on it. A caller's cancellation says nothing of the peer, and
+		// other calls share the connection.
+		if errors.Is(err, context.DeadlineExceeded) && pc.lastRead.Load() < written.UnixNano() {
 			pc.fail(fmt.Errorf("no frame from peer since a request timed out: %w", err))
 		}
 		return nil, indeterminate("wait", pc.addr, method, err)

@@ -292,3 +292,45 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 		})
 	}
 }
+
+// A call its caller canceled says nothing of the peer: the connection and
+// the calls sharing it live on. (A call that timed out with the peer
+// silent since its write still fails the connection as half-open.)
+// Before, any ended context failed the connection, and every call in
+// flight on it ended indeterminate: jobd's member list saw a live member
+// "down" after another request's status call was canceled.
+func TestCanceledCallLeavesTheConnectionToOthers(t *testing.T) {
+	srv, _ := newTestMux(t, "srv", Config{})
+	cli, _ := newTestMux(t, "cli", Config{})
+	ran := make(chan byte, 2)
+	release := make(chan struct{})
+	srv.Handle("slow", func(_ context.Context, req []byte) ([]byte, error) {
+		ran <- req[0]
+		<-release
+		return req, nil
+	})
+	kept := make(chan error, 1)
+	go func() {
+		got, err := cli.Call(context.Background(), srv.Addr(), "slow", []byte{1})
+		if err == nil && (len(got) != 1 || got[0] != 1) {
+			err = fmt.Errorf("reply %v", got)
+		}
+		kept <- err
+	}()
+	<-ran
+	ctx, cancel := context.WithCancel(context.Background())
+	canceled := make(chan error, 1)
+	go func() {
+		_, err := cli.Call(ctx, srv.Addr(), "slow", []byte{2})
+		canceled <- err
+	}()
+	<-ran // both written, the peer silent since
+	cancel()
+	if err := <-canceled; !errors.Is(err, ErrIndeterminate) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("the canceled call: %v, want indeterminate, canceled", err)
+	}
+	close(release)
+	if err := <-kept; err != nil {
+		t.Fatalf("the call sharing the connection: %v, want its answer", err)
+	}
+}
