@@ -161,25 +161,17 @@ func (s Schedule) linkCut(x, y int, t time.Duration) bool {
 		if t < a.At || t >= a.End() {
 			continue
 		}
-		has := func(m int) bool {
-			for _, v := range a.Members {
-				if v == m {
-					return true
-				}
-			}
-			return false
-		}
 		switch a.Kind {
 		case Partition:
-			if has(x) != has(y) {
+			if a.has(x) != a.has(y) {
 				return true
 			}
 		case Bridge, OneWay:
-			if has(x) && has(y) {
+			if a.has(x) && a.has(y) {
 				return true
 			}
 		case Mute:
-			if has(x) || has(y) {
+			if a.has(x) || a.has(y) {
 				return true
 			}
 		}

@@ -78,27 +78,19 @@ func (s Schedule) linkHealthy(x, y int, t time.Duration) bool {
 		if t < a.At || t >= a.End() {
 			continue
 		}
-		has := func(m int) bool {
-			for _, v := range a.Members {
-				if v == m {
-					return true
-				}
-			}
-			return false
-		}
 		switch a.Kind {
 		case Net:
 			return false
 		case Partition:
-			if has(x) != has(y) {
+			if a.has(x) != a.has(y) {
 				return false
 			}
 		case Bridge, OneWay, Flap:
-			if has(x) && has(y) {
+			if a.has(x) && a.has(y) {
 				return false
 			}
 		case Mute:
-			if has(x) || has(y) {
+			if a.has(x) || a.has(y) {
 				return false
 			}
 		}

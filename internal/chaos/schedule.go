@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -132,6 +133,9 @@ type Action struct {
 
 // End is when the action's fault is undone.
 func (a Action) End() time.Duration { return a.At + a.For }
+
+// has reports whether member m is one of the action's Members.
+func (a Action) has(m int) bool { return slices.Contains(a.Members, m) }
 
 // Schedule is a seeded fault schedule: data, printed and parsed by
 // String/Parse, replayed exactly (the faults; the workload and the
