@@ -9,7 +9,7 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/transport/faultnet"
 )
 
@@ -23,11 +23,11 @@ import (
 // different acks answered success and one worker was told a result was
 // recorded that was not.)
 func TestDifferentAcksOnTwoMembers(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
 	f1, f2 := (l+1)%3, (l+2)%3
 	pairs := [][2]int{{l, f1}, {f2, l}, {f1, f2}}
-	ctx := ctltest.Ctx(t, 3*wait)
+	ctx := clustertest.Ctx(t, 3*wait)
 	conclusive := 0
 	for round := 0; conclusive < 6; round++ {
 		if ctx.Err() != nil {
@@ -127,9 +127,9 @@ func TestDifferentAcksOnTwoMembers(t *testing.T) {
 // kind of end alone and told this worker its result was recorded.)
 func TestUnknownAckLosingToAnotherAckIsStale(t *testing.T) {
 	fn := faultnet.New(seed(t))
-	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) { patientLeader(cfg) })
+	c := clustertest.StartCtlsWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) { patientLeader(cfg) })
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, 3*wait)
+	ctx := clustertest.Ctx(t, 3*wait)
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "two", Kind: "k"})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestUnknownAckLosingToAnotherAckIsStale(t *testing.T) {
 	fn.Isolate(addr)
 	ackErr := make(chan error, 1)
 	go func() { ackErr <- w1.Ack(ctx, []byte("from-w1")) }()
-	ctltest.WaitFor(t, wait, "the isolated leader to step down", func() bool {
+	clustertest.WaitFor(t, wait, "the isolated leader to step down", func() bool {
 		return c.Ctls[l].Node().Status().Role != "Leader"
 	})
 	appended := holdsAck(t, c.Ctls[l], before, w1.Token)
@@ -189,10 +189,10 @@ func TestUnknownAckLosingToAnotherAckIsStale(t *testing.T) {
 // porcupine refused.)
 func TestUnknownNakRepeatAfterALaterLeaseEndedIsNotSuccess(t *testing.T) {
 	fn := faultnet.New(seed(t))
-	c := ctltest.StartWithFaults(t, 3, fn, nil)
+	c := clustertest.StartCtlsWithFaults(t, 3, fn, nil)
 	l := c.WaitLeader(wait)
 	f := c.Follower()
-	ctx := ctltest.Ctx(t, 2*wait)
+	ctx := clustertest.Ctx(t, 2*wait)
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "again", Kind: "k"})
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +207,7 @@ func TestUnknownNakRepeatAfterALaterLeaseEndedIsNotSuccess(t *testing.T) {
 	}
 	// The follower applied the ack: its own read of the job, and the
 	// history its resolver reads, show both ends.
-	ctltest.WaitFor(t, wait, "the ack applied on the follower", func() bool {
+	clustertest.WaitFor(t, wait, "the ack applied on the follower", func() bool {
 		g, err := c.Ctls[f].Get(ctx, j.ID, jobraft.Local)
 		return err == nil && g.State == jobraft.StateSucceeded
 	})

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -27,9 +26,9 @@ func TestBackupLarge(t *testing.T) {
 	if n == 0 {
 		t.Skip("measurement: set -jobraft.backupjobs=N")
 	}
-	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) { cfg.ProposeTimeout = 30 * time.Second })
+	c := clustertest.StartCtls(t, 3, func(i int, cfg *jobraft.Config) { cfg.ProposeTimeout = 30 * time.Second })
 	leader := c.WaitLeader(10 * time.Second)
-	ctx := ctltest.Ctx(t, 50*time.Minute)
+	ctx := clustertest.Ctx(t, 50*time.Minute)
 	fill := time.Now()
 	payload := make([]byte, 64)
 	const batch = 1000
@@ -73,7 +72,7 @@ func TestBackupLarge(t *testing.T) {
 	var members []raft.Member
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("r%d", i)
-		cfg := ctltest.Config(t, id, filepath.Join(base, id), nodetest.FreeAddr(t))
+		cfg := clustertest.CtlConfig(t, id, filepath.Join(base, id), clustertest.FreeAddr(t))
 		cfgs = append(cfgs, cfg)
 		members = append(members, raft.Member{ID: id, Address: cfg.BindAddr, Voter: true})
 	}

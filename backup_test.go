@@ -12,8 +12,7 @@ import (
 
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/backup"
-	"github.com/jobraft/jobraft/internal/ctltest"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -23,9 +22,9 @@ import (
 // state digest on every member, has every job with its state, and keeps
 // working (a submit after the restore commits).
 func TestBackupRestoreNewCluster(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	leader := c.WaitLeader(10 * time.Second)
-	ctx := ctltest.Ctx(t, 60*time.Second)
+	ctx := clustertest.Ctx(t, 60*time.Second)
 	var acked []jobraft.Job
 	for i := 0; i < 50; i++ {
 		j, err := c.Ctls[leader].Submit(ctx, jobraft.SubmitRequest{ID: fmt.Sprintf("j%03d", i), Queue: "q", Kind: "k", Payload: []byte{byte(i)}})
@@ -62,7 +61,7 @@ func TestBackupRestoreNewCluster(t *testing.T) {
 	var members []raft.Member
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("r%d", i)
-		cfg := ctltest.Config(t, id, filepath.Join(base, id), nodetest.FreeAddr(t))
+		cfg := clustertest.CtlConfig(t, id, filepath.Join(base, id), clustertest.FreeAddr(t))
 		cfgs = append(cfgs, cfg)
 		members = append(members, raft.Member{ID: id, Address: cfg.BindAddr, Voter: true})
 	}
@@ -110,7 +109,7 @@ func TestBackupRestoreNewCluster(t *testing.T) {
 	if err != nil || j.Duplicate {
 		t.Fatalf("submit on the restored cluster: %+v %v", j, err)
 	}
-	ctltest.WaitFor(t, 20*time.Second, "every restored member applies the new job", func() bool {
+	clustertest.WaitFor(t, 20*time.Second, "every restored member applies the new job", func() bool {
 		for _, ctl := range ctls {
 			if _, err := ctl.Get(ctx, "new", jobraft.Local); err != nil {
 				return false
@@ -124,9 +123,9 @@ func TestBackupRestoreNewCluster(t *testing.T) {
 // (header, manifest, artifact), truncated, or with a trailing byte is
 // refused with backup.ErrCorrupt and the data dir is not created.
 func TestRestoreRefusesCorruptBackup(t *testing.T) {
-	c := ctltest.Start(t, 1, nil)
+	c := clustertest.StartCtls(t, 1, nil)
 	c.WaitLeader(10 * time.Second)
-	ctx := ctltest.Ctx(t, 30*time.Second)
+	ctx := clustertest.Ctx(t, 30*time.Second)
 	for i := 0; i < 20; i++ {
 		if _, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{ID: fmt.Sprintf("j%d", i), Queue: "q", Kind: "k", Payload: []byte("p")}); err != nil {
 			t.Fatal(err)

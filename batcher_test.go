@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // TestBatchingNeverExceedsMaxCommandSize: with a MaxCommandSize below the
@@ -14,9 +14,9 @@ import (
 // into an entry the node refuses as too large, and every one of them
 // failed ErrNotSubmitted.
 func TestBatchingNeverExceedsMaxCommandSize(t *testing.T) {
-	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) { cfg.MaxCommandSize = 64 << 10 })
+	c := clustertest.StartCtls(t, 3, func(i int, cfg *jobraft.Config) { cfg.MaxCommandSize = 64 << 10 })
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	const clients = 32
 	errs := make(chan error, clients)
 	for i := 0; i < clients; i++ {
@@ -43,9 +43,9 @@ func TestBatchingNeverExceedsMaxCommandSize(t *testing.T) {
 func TestHoldGathersClosedLoopSubmitters(t *testing.T) {
 	const clients, each = 32, 30
 	perEntry := func(hold time.Duration) float64 {
-		c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) { cfg.BatchHold = hold })
+		c := clustertest.StartCtls(t, 3, func(i int, cfg *jobraft.Config) { cfg.BatchHold = hold })
 		l := c.WaitLeader(wait)
-		ctx := ctltest.Ctx(t, wait)
+		ctx := clustertest.Ctx(t, wait)
 		before := c.Ctls[l].LocalStats()
 		var wg sync.WaitGroup
 		errs := make(chan error, clients)

@@ -11,8 +11,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/jobraft/jobraft/fsm"
-	"github.com/jobraft/jobraft/internal/ctltest"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // bareCluster is the baseline: bare hashicorp/raft over its TCP transport
@@ -37,9 +36,9 @@ func startBare(tb testing.TB, n int) *bareCluster {
 	c := &bareCluster{}
 	dir := tb.TempDir()
 	var servers []hraft.Server
-	fast := ctltest.Config(tb, "x", dir, "127.0.0.1:0").Config
+	fast := clustertest.CtlConfig(tb, "x", dir, "127.0.0.1:0").Config
 	for i := 0; i < n; i++ {
-		tr, err := hraft.NewTCPTransport(nodetest.FreeAddr(tb), nil, 3, 10*time.Second, io.Discard)
+		tr, err := hraft.NewTCPTransport(clustertest.FreeAddr(tb), nil, 3, 10*time.Second, io.Discard)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -68,7 +67,7 @@ func startBare(tb testing.TB, n int) *bareCluster {
 		c.rafts = append(c.rafts, r)
 	}
 	tb.Cleanup(c.close)
-	ctltest.WaitFor(tb, wait, "a bare leader", func() bool { return c.leader() != nil })
+	clustertest.WaitFor(tb, wait, "a bare leader", func() bool { return c.leader() != nil })
 	return c
 }
 

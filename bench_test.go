@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // Benchmarks: 3 members on loopback, fsync on, closed-loop clients.
@@ -42,7 +42,7 @@ func benchTweak(_ int, c *jobraft.Config) { c.BatchInflight, c.BatchHold = *benc
 
 func BenchmarkSubmit(b *testing.B) {
 	payload := make([]byte, benchPayload)
-	ctl := ctltest.Start(b, 3, benchTweak)
+	ctl := clustertest.StartCtls(b, 3, benchTweak)
 	bare := startBare(b, 3)
 	for _, n := range benchClients {
 		b.Run(fmt.Sprintf("jobraft/c=%d", n), func(b *testing.B) {
@@ -88,16 +88,16 @@ func BenchmarkSubmit(b *testing.B) {
 // and entries/cycle: what the leader's log grew by per cycle.
 func BenchmarkCycle(b *testing.B) {
 	payload := make([]byte, benchPayload)
-	ctl := ctltest.Start(b, 3, benchTweak)
+	ctl := clustertest.StartCtls(b, 3, benchTweak)
 	for _, n := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("c=%d", n), func(b *testing.B) {
 			l := ctl.WaitLeader(wait)
 			c := ctl.Ctls[l]
-			before, tally := ctltest.LastIndex(c), logTally(ctl, l)
+			before, tally := clustertest.LastIndex(c), logTally(ctl, l)
 			runClients(b, n, func(client, _ int) error {
-				return ctltest.Cycle(context.Background(), c, fmt.Sprint("cy", client), payload)
+				return clustertest.Cycle(context.Background(), c, fmt.Sprint("cy", client), payload)
 			})
-			b.ReportMetric(float64(ctltest.LastIndex(c)-before)/float64(b.N), "entries/cycle")
+			b.ReportMetric(float64(clustertest.LastIndex(c)-before)/float64(b.N), "entries/cycle")
 			logTally(ctl, l).report(b, tally)
 		})
 	}
@@ -106,11 +106,11 @@ func BenchmarkCycle(b *testing.B) {
 	b.Run("shared/c=64", func(b *testing.B) {
 		l := ctl.WaitLeader(wait)
 		c := ctl.Ctls[l]
-		before, tally := ctltest.LastIndex(c), logTally(ctl, l)
+		before, tally := clustertest.LastIndex(c), logTally(ctl, l)
 		runClients(b, 64, func(client, _ int) error {
 			return sharedCycle(context.Background(), c, fmt.Sprint("w", client), payload)
 		})
-		b.ReportMetric(float64(ctltest.LastIndex(c)-before)/float64(b.N), "entries/cycle")
+		b.ReportMetric(float64(clustertest.LastIndex(c)-before)/float64(b.N), "entries/cycle")
 		logTally(ctl, l).report(b, tally)
 	})
 }
@@ -136,7 +136,7 @@ type tally struct {
 
 // logTally adds up every member's log fsyncs (wal.Log.Syncs) and the
 // leader l's holds.
-func logTally(c *ctltest.Cluster, l int) tally {
+func logTally(c *clustertest.CtlCluster, l int) tally {
 	var t tally
 	for _, ctl := range c.Ctls {
 		t.syncs += ctl.Node().Log().Syncs()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
@@ -62,7 +62,7 @@ func submitAll(ctx context.Context, ctl func() *jobraft.Controller, ids []string
 //     in a catch-up window's CPU profile). Submits per CPU-second while
 //     each caught up against just before: reported, not bounded: that is
 //     the test's layout, not the leader.
-//   - m5 runs in its own process (ctltest.StartJoiner), niced, as on a
+//   - m5 runs in its own process (clustertest.StartJoiner), niced, as on a
 //     machine of its own (its CPU is not counted): what its catch-up costs
 //     the cluster is the leader's stream, the membership changes and one
 //     more member to replicate to. Bounded: from the add until its
@@ -77,7 +77,7 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 	if *longFlag {
 		preload, bound = 1_000_000, 40*wait
 	}
-	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) { cfg.TrailingLogs = 8 })
+	c := clustertest.StartCtls(t, 3, func(_ int, cfg *jobraft.Config) { cfg.TrailingLogs = 8 })
 	c.WaitLeader(wait)
 	// The three original members, fixed before c.NewMember grows c.Ctls
 	// (never restarted in this test).
@@ -167,7 +167,7 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 		w, t0 := window(), time.Now()
 		go func() { done <- c.Ctls[0].Node().AddMember(ctx, id, addr) }()
 		var err error
-		ctltest.WaitFor(t, bound, id+" to be promoted", func() bool {
+		clustertest.WaitFor(t, bound, id+" to be promoted", func() bool {
 			if l := c.Leader(); l >= 0 {
 				if p := progressLine(c.Ctls[l].Node().Status(), id); p != nil {
 					peak, sent = max(peak, p.BytesPerSecond), max(sent, p.SnapshotBytesSent)
@@ -205,9 +205,9 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 	// per cent of one, cannot keep up with the loaded cluster's appends,
 	// and the catch-up policy rightly refused to promote it (too_slow;
 	// promoted after 21 s in another loaded run, 3 s at nice 0).
-	m5 := ctltest.StartJoiner(t, "m5", nil)
-	ctltest.WaitFor(t, bound, "m5 to serve", func() bool {
-		_, err := m5.CallT(0, "/status", ctltest.Request{}, wait)
+	m5 := clustertest.StartJoiner(t, "m5", nil)
+	clustertest.WaitFor(t, bound, "m5 to serve", func() bool {
+		_, err := m5.CallT(0, "/status", clustertest.Request{}, wait)
 		return err == nil
 	})
 	// The cost around the catch-up is fitted on six windows: three of 2 s
@@ -233,7 +233,7 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 	lwg.Wait()
 
 	want := preload + int(loaded.Load())
-	ctltest.WaitFor(t, bound, "six members holding every job once, at one digest", func() bool {
+	clustertest.WaitFor(t, bound, "six members holding every job once, at one digest", func() bool {
 		var first *raft.Status
 		for _, ctl := range c.Ctls {
 			st := ctl.Node().Status()
@@ -246,10 +246,10 @@ func TestCatchUpAddsMembersToALoadedCluster(t *testing.T) {
 				return false
 			}
 		}
-		rep, err := m5.CallT(0, "/status", ctltest.Request{}, wait)
+		rep, err := m5.CallT(0, "/status", clustertest.Request{}, wait)
 		return err == nil && rep.DigestIndex == first.Digest.Index && rep.Digest == fmt.Sprintf("%x", first.Digest.Sum)
 	})
-	c.CheckApplied(true)
+	c.RequireApplied(true)
 }
 
 func progressLine(st raft.Status, id string) *raft.MemberProgress {

@@ -10,21 +10,21 @@ import (
 
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/fsm"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 const wait = 20 * time.Second
 
 func claimOne(t *testing.T, c *jobraft.Controller, queue string, w time.Duration) *jobraft.Lease {
 	t.Helper()
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	deadline := time.Now().Add(w)
 	ls, err := c.Claim(ctx, jobraft.ClaimRequest{Queues: []string{queue}, Worker: "w", Wait: w})
 	for errors.Is(err, jobraft.ErrOutcomeUnknown) || errors.Is(err, jobraft.ErrNotApplied) {
 		// A claim is not idempotent: one whose outcome is unknown (its
 		// leader lost the lease under load) may have leased the job to
 		// nobody, and then the job comes back when that lease expires
-		// (ctltest's TTL is 5 s, within w). Claim again for what is left.
+		// (clustertest's TTL is 5 s, within w). Claim again for what is left.
 		t.Logf("claim on %s: %v; claiming again", queue, err)
 		ls, err = c.Claim(ctx, jobraft.ClaimRequest{Queues: []string{queue}, Worker: "w", Wait: max(time.Until(deadline), time.Second)})
 	}
@@ -41,10 +41,10 @@ func claimOne(t *testing.T, c *jobraft.Controller, queue string, w time.Duration
 // outcome linearizably on a third; every member's watch shows the same
 // events in index order.
 func TestSubmitClaimAckAcrossMembers(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
 	a, b := (l+1)%3, (l+2)%3
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	watch, err := c.Ctls[b].Watch(ctx, 1, jobraft.WatchFilter{Queues: []string{"q"}})
 	if err != nil {
 		t.Fatal(err)
@@ -98,10 +98,10 @@ func TestSubmitClaimAckAcrossMembers(t *testing.T) {
 }
 
 func TestDelayedAndRetriedJobs(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	c.WaitLeader(wait)
 	f := c.Follower()
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	start := time.Now()
 	j, err := c.Ctls[f].Submit(ctx, jobraft.SubmitRequest{Queue: "d", Kind: "k", Delay: 400 * time.Millisecond, MaxAttempts: 5})
 	if err != nil || j.State != jobraft.StateScheduled {
@@ -143,9 +143,9 @@ func TestDelayedAndRetriedJobs(t *testing.T) {
 }
 
 func TestDeadAfterMaxAttemptsThenRetry(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	j, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{Queue: "x", Kind: "k", MaxAttempts: 2, Backoff: fsm.Backoff{Base: time.Nanosecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -177,9 +177,9 @@ func TestDeadAfterMaxAttemptsThenRetry(t *testing.T) {
 // Canceling a running job fences its worker: the handler's context is
 // canceled with ErrLeaseLost, and the lease's ack is refused.
 func TestCancelRunningJobFencesWorker(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	started := make(chan *jobraft.Lease, 1)
 	cause := make(chan error, 1)
 	j, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{Queue: "c", Kind: "k"})
@@ -223,9 +223,9 @@ func TestCancelRunningJobFencesWorker(t *testing.T) {
 }
 
 func TestLeaseExpiryReclaims(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	if _, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{Queue: "e", Kind: "k", Backoff: fsm.Backoff{Base: time.Nanosecond}}); err != nil {
 		t.Fatal(err)
 	}
@@ -255,9 +255,9 @@ func TestLeaseExpiryReclaims(t *testing.T) {
 }
 
 func TestSubmitIdempotentAndBatch(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	j1, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{ID: "job-1", Queue: "i", Kind: "k"})
 	if err != nil {
 		t.Fatal(err)
@@ -294,9 +294,9 @@ func TestSubmitIdempotentAndBatch(t *testing.T) {
 
 // Concurrent submits share raft entries.
 func TestConcurrentSubmitsAreBatched(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	var wg sync.WaitGroup
 	const clients, each = 64, 10
 	errs := make(chan error, clients*each)
@@ -339,9 +339,9 @@ func TestConcurrentSubmitsAreBatched(t *testing.T) {
 // race detector, which make test runs, reports such a read every time,
 // the wrong answers only when the timing is unlucky).
 func TestConcurrentBatchesGetTheirOwnAnswers(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	var wg sync.WaitGroup
 	const clients, rounds = 32, 20
 	errs := make(chan error, clients)
@@ -385,9 +385,9 @@ func TestConcurrentBatchesGetTheirOwnAnswers(t *testing.T) {
 }
 
 func TestWatchResumeAndCompacted(t *testing.T) {
-	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) { cfg.WatchRetainEntries = 8 })
+	c := clustertest.StartCtls(t, 3, func(_ int, cfg *jobraft.Config) { cfg.WatchRetainEntries = 8 })
 	c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	var ids []string
 	for k := 0; k < 20; k++ {
 		j, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{Queue: "w", Kind: "k"})
@@ -422,9 +422,9 @@ func TestWatchResumeAndCompacted(t *testing.T) {
 }
 
 func TestWorkerRun(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	var mu sync.Mutex
 	running, peak := 0, 0
 	seen := map[string]int{}
@@ -468,7 +468,7 @@ func TestWorkerRun(t *testing.T) {
 		}
 		ids = append(ids, j.ID)
 	}
-	ctltest.WaitFor(t, wait, "every job finished", func() bool {
+	clustertest.WaitFor(t, wait, "every job finished", func() bool {
 		st, err := c.Ctls[0].Stats(ctx)
 		return err == nil && len(st.Queues) == 1 && st.Queues[0].Counts.Succeeded == 19 && st.Queues[0].Counts.Dead == 1
 	})

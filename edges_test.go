@@ -11,16 +11,16 @@ import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/fsm"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // A worker configuration that cannot work (a queue with concurrency 0 or
 // below) is refused with ErrInvalidConfig at once: Run claims nothing and
 // the job waiting in the queue stays pending.
 func TestRunRefusesInvalidConcurrency(t *testing.T) {
-	c := ctltest.Start(t, 1, nil)
+	c := clustertest.StartCtls(t, 1, nil)
 	c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	j, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{Queue: "z", Kind: "k"})
 	if err != nil {
 		t.Fatal(err)
@@ -46,9 +46,9 @@ func TestRunRefusesInvalidConcurrency(t *testing.T) {
 // for a worker that handles it, while the worker's own kinds are worked
 // on, including a job submitted after it.
 func TestRunLeavesUnhandledKindsPending(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	other, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "mixed", Kind: "other"})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestRunLeavesUnhandledKindsPending(t *testing.T) {
 		done <- c.Ctls[w].Run(rctx, jobraft.WorkerConfig{Queues: map[string]int{"mixed": 1}, PollWait: time.Second,
 			Handlers: map[string]jobraft.Handler{"mine": func(context.Context, jobraft.Job) ([]byte, error) { return []byte("ok"), nil }}})
 	}()
-	ctltest.WaitFor(t, wait, "the handled job to succeed", func() bool {
+	clustertest.WaitFor(t, wait, "the handled job to succeed", func() bool {
 		j, err := c.Ctls[w].Get(ctx, mine.ID, jobraft.Local)
 		return err == nil && j.State == jobraft.StateSucceeded
 	})
@@ -83,9 +83,9 @@ func TestRunLeavesUnhandledKindsPending(t *testing.T) {
 // is proposed only when this member's applied state shows something
 // claimable). A job submitted afterwards is still claimed promptly.
 func TestIdleWorkersWriteNothing(t *testing.T) {
-	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) { cfg.ClaimPollInterval = 100 * time.Millisecond })
+	c := clustertest.StartCtls(t, 3, func(_ int, cfg *jobraft.Config) { cfg.ClaimPollInterval = 100 * time.Millisecond })
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, 2*wait)
+	ctx := clustertest.Ctx(t, 2*wait)
 	handled := runIdleWorkers(t, ctx, c, l)
 	// The window: 20 heartbeat intervals and at least 3 s, over which
 	// every worker long-polls several times and rechecks every
@@ -113,15 +113,15 @@ func TestIdleWorkersWriteNothing(t *testing.T) {
 // a claim of a worker long-polling on any member. assertQuietLog lets
 // exactly these through when an election lands in its window.
 func TestIdleElectionWritesNoCommand(t *testing.T) {
-	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) { cfg.ClaimPollInterval = 100 * time.Millisecond })
+	c := clustertest.StartCtls(t, 3, func(_ int, cfg *jobraft.Config) { cfg.ClaimPollInterval = 100 * time.Millisecond })
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, 2*wait)
+	ctx := clustertest.Ctx(t, 2*wait)
 	runIdleWorkers(t, ctx, c, l)
 	base := termAndLast(c)
 	if err := c.Ctls[l].Node().TransferLeadership(ctx, c.Cfgs[(l+1)%3].ID); err != nil {
 		t.Fatal(err)
 	}
-	ctltest.WaitFor(t, wait, "a leader of a later term", func() bool {
+	clustertest.WaitFor(t, wait, "a leader of a later term", func() bool {
 		nl := c.Leader()
 		return nl >= 0 && c.Ctls[nl].Node().Status().Term > base[0]
 	})
@@ -143,7 +143,7 @@ func TestIdleElectionWritesNoCommand(t *testing.T) {
 // "idle2", kind "k", long-polling) until ctx ends, and returns once every
 // member has applied leader l's whole log. The returned channel receives
 // the ID of every job a worker handled.
-func runIdleWorkers(t *testing.T, ctx context.Context, c *ctltest.Cluster, l int) <-chan string {
+func runIdleWorkers(t *testing.T, ctx context.Context, c *clustertest.CtlCluster, l int) <-chan string {
 	t.Helper()
 	handled := make(chan string, 16)
 	for i := range c.Ctls {
@@ -153,7 +153,7 @@ func runIdleWorkers(t *testing.T, ctx context.Context, c *ctltest.Cluster, l int
 				return nil, nil
 			}}})
 	}
-	ctltest.WaitFor(t, wait, "members to apply the leader's log", func() bool {
+	clustertest.WaitFor(t, wait, "members to apply the leader's log", func() bool {
 		lead := c.Ctls[l].Node().Status()
 		for i := range c.Ctls {
 			if s := c.Ctls[i].Node().Status(); s.AppliedIndex != lead.LastIndex {
@@ -168,9 +168,9 @@ func runIdleWorkers(t *testing.T, ctx context.Context, c *ctltest.Cluster, l int
 // Every other configuration Run cannot work with is refused the same way,
 // before any claim.
 func TestRunRefusesInvalidConfig(t *testing.T) {
-	c := ctltest.Start(t, 1, nil)
+	c := clustertest.StartCtls(t, 1, nil)
 	c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	h := func(context.Context, jobraft.Job) ([]byte, error) { return nil, nil }
 	many := map[string]jobraft.Handler{}
 	for i := range 65 {
@@ -214,9 +214,9 @@ func TestRunRefusesInvalidConfig(t *testing.T) {
 // it waits and answers ErrQueuePaused when the wait ends; a resume applied
 // meanwhile wakes it and it claims the job.
 func TestLongPollOnPausedQueue(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	f := (l + 1) % 3
 	if err := c.Ctls[l].Pause(ctx, "p"); err != nil {
 		t.Fatal(err)
@@ -262,12 +262,12 @@ func TestLongPollOnPausedQueue(t *testing.T) {
 // sweep interval comes round; once one is old enough it is swept.
 func TestIdleLeaderSweepsOnlyWhatIsDue(t *testing.T) {
 	const retain = 3 * time.Second
-	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) {
+	c := clustertest.StartCtls(t, 3, func(_ int, cfg *jobraft.Config) {
 		cfg.SweepInterval = 50 * time.Millisecond
 		cfg.RetainFor = retain
 	})
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "s", Kind: "k"})
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +279,7 @@ func TestIdleLeaderSweepsOnlyWhatIsDue(t *testing.T) {
 	// Until the job is RetainFor old (less a margin for the loaded
 	// machine), nothing is sweepable: the log must not move.
 	assertQuietLog(t, c, retain-time.Second-time.Since(finished), false)
-	ctltest.WaitFor(t, wait, "the finished job to be swept", func() bool {
+	clustertest.WaitFor(t, wait, "the finished job to be swept", func() bool {
 		_, err := c.Ctls[l].Get(ctx, j.ID, jobraft.Local)
 		return errors.Is(err, jobraft.ErrNotFound)
 	})
@@ -287,7 +287,7 @@ func TestIdleLeaderSweepsOnlyWhatIsDue(t *testing.T) {
 
 // termAndLast returns the highest term and the highest last index of the
 // running members.
-func termAndLast(c *ctltest.Cluster) [2]uint64 {
+func termAndLast(c *clustertest.CtlCluster) [2]uint64 {
 	var out [2]uint64
 	for _, ctl := range c.Ctls {
 		if ctl != nil {
@@ -302,7 +302,7 @@ func termAndLast(c *ctltest.Cluster) [2]uint64 {
 // base (termAndLast when a quiet stretch began) with leaderRun and
 // describes them, or says which member holds a write. newTerm is the
 // highest term whose no-op is past base (0: none).
-func leaderEntries(c *ctltest.Cluster, base [2]uint64) (seen string, newTerm uint64, err error) {
+func leaderEntries(c *clustertest.CtlCluster, base [2]uint64) (seen string, newTerm uint64, err error) {
 	var all []string
 	for _, ctl := range c.Ctls {
 		if ctl == nil {
@@ -390,7 +390,7 @@ func openRun(get func(uint64, *hraft.Log) error, i uint64) (run, term uint64) {
 // within it is not a write: a new leader's own entries are let through
 // (leaderEntries), and with restart the window starts again at each new
 // term (at most 3 elections).
-func assertQuietLog(t *testing.T, c *ctltest.Cluster, window time.Duration, restart bool) {
+func assertQuietLog(t *testing.T, c *clustertest.CtlCluster, window time.Duration, restart bool) {
 	t.Helper()
 	base := termAndLast(c)
 	term, seen := base[0], "nothing"

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 var (
@@ -12,6 +12,6 @@ var (
 	longFlag = flag.Bool("jobraft.long", false, "run the long failover/linearizability rounds")
 )
 
-func TestMain(m *testing.M) { ctltest.Main(m) }
+func TestMain(m *testing.M) { clustertest.Main(m) }
 
-func seed(t *testing.T) int64 { return ctltest.Seed(t, *seedFlag, "jobraft.seed") }
+func seed(t *testing.T) int64 { return clustertest.Seed(t, *seedFlag, "jobraft.seed") }

@@ -8,7 +8,7 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/transport/faultnet"
 )
 
@@ -19,7 +19,7 @@ import (
 // the partition heals finds at most one job.
 func TestSubmitContextEndsAfterAppendIsMayExist(t *testing.T) {
 	fn := faultnet.New(seed(t))
-	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
+	c := clustertest.StartCtlsWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
 		patientLeader(cfg)
 	})
 	l := c.WaitLeader(wait)
@@ -34,7 +34,7 @@ func TestSubmitContextEndsAfterAppendIsMayExist(t *testing.T) {
 		_, err := c.Ctls[l].Submit(sctx, jobraft.SubmitRequest{ID: "maybe", Queue: "m", Kind: "k"})
 		done <- err
 	}()
-	ctltest.WaitFor(t, wait, "the cut-off leader to append the submit", func() bool {
+	clustertest.WaitFor(t, wait, "the cut-off leader to append the submit", func() bool {
 		return c.Ctls[l].Node().Status().LastIndex > before
 	})
 	cancel()
@@ -51,7 +51,7 @@ func TestSubmitContextEndsAfterAppendIsMayExist(t *testing.T) {
 	}
 
 	fn.Heal()
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{ID: se.ID, Queue: "m", Kind: "k"})
 	if err != nil || j.ID != "maybe" {
 		t.Fatalf("resubmit: %+v %v", j, err)
@@ -68,9 +68,9 @@ func TestSubmitContextEndsAfterAppendIsMayExist(t *testing.T) {
 func TestSubmitDuplicateByKeyAfterUnknownAttempt(t *testing.T) {
 	s := seed(t)
 	fn := faultnet.New(s)
-	c := ctltest.StartWithFaults(t, 3, fn, nil)
+	c := clustertest.StartCtlsWithFaults(t, 3, fn, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, 2*wait)
+	ctx := clustertest.Ctx(t, 2*wait)
 	first, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{ID: "first", Queue: "dup", Kind: "k", IdempotencyKey: "K"})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestSubmitDuplicateByKeyAfterUnknownAttempt(t *testing.T) {
 		}
 		done <- res{r, err}
 	}()
-	ctltest.WaitFor(t, wait, "the isolated leader to step down", func() bool {
+	clustertest.WaitFor(t, wait, "the isolated leader to step down", func() bool {
 		return c.Ctls[l].Node().Status().Role != "Leader"
 	})
 	if after := c.Ctls[l].Node().Status().LastIndex; after <= before {
@@ -113,9 +113,9 @@ func TestSubmitDuplicateByKeyAfterUnknownAttempt(t *testing.T) {
 // never leads first, and its Submit pauses HeartbeatTimeout/10 (3 s)
 // between attempts, a window a test can end a context in. It returns the
 // cluster and the leader.
-func startSlowFollower(t *testing.T, fn *faultnet.Network) (*ctltest.Cluster, int) {
+func startSlowFollower(t *testing.T, fn *faultnet.Network) (*clustertest.CtlCluster, int) {
 	t.Helper()
-	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
+	c := clustertest.StartCtlsWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
 		if i == 2 {
 			cfg.HeartbeatTimeout, cfg.ElectionTimeout = slowTimer, slowTimer
 		}
@@ -124,7 +124,7 @@ func startSlowFollower(t *testing.T, fn *faultnet.Network) (*ctltest.Cluster, in
 	if l == 2 {
 		t.Fatalf("m2 (election timeout %v) led first", slowTimer)
 	}
-	ctltest.WaitFor(t, wait, "m2 to follow the leader", func() bool {
+	clustertest.WaitFor(t, wait, "m2 to follow the leader", func() bool {
 		return c.Ctls[2].LocalStats().Leader == c.Cfgs[l].ID
 	})
 	return c, l
@@ -144,7 +144,7 @@ func TestSubmitRetryFindingItsOwnUnknownAttemptIsNotADuplicate(t *testing.T) {
 	fn.LoseCallResponses(from, to, "jr.propose", 1)
 	lost := fn.StatsFrom(from)[faultnet.KindCall].Lost
 	entries := c.Ctls[2].LocalStats().SubmitEntries
-	ctx := ctltest.Ctx(t, 2*wait)
+	ctx := clustertest.Ctx(t, 2*wait)
 	j, err := c.Ctls[2].Submit(ctx, jobraft.SubmitRequest{ID: "own", Queue: "u", Kind: "k"})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
@@ -184,7 +184,7 @@ func TestSubmitContextEndsAfterAnUnknownAttemptIsMayExist(t *testing.T) {
 	}()
 	// The attempt ended (its answer lost) and the job reached m2's state:
 	// the submit now waits its retry pause (3 s) with nothing in flight.
-	ctltest.WaitFor(t, wait, "the first attempt's answer to be lost and the job to reach m2", func() bool {
+	clustertest.WaitFor(t, wait, "the first attempt's answer to be lost and the job to reach m2", func() bool {
 		if fn.StatsFrom(from)[faultnet.KindCall].Lost == lost {
 			return false
 		}
@@ -203,7 +203,7 @@ func TestSubmitContextEndsAfterAnUnknownAttemptIsMayExist(t *testing.T) {
 	if !errors.As(err, &se) || se.ID != "unknown" || se.Class != jobraft.ErrMayExist || !errors.Is(err, context.Canceled) {
 		t.Fatalf("submit error %v (%#v): want ErrMayExist for %q caused by the context", err, se, "unknown")
 	}
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	if _, err := c.Ctls[l].Get(ctx, "unknown", jobraft.Linearizable); err != nil {
 		t.Fatalf("the job of the unknown attempt: %v (it was applied on the leader)", err)
 	}

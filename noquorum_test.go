@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
@@ -25,9 +25,9 @@ import (
 // are back, the job refused is not found, and the same calls succeed.
 func TestNoQuorumEndsWithinLeaderWait(t *testing.T) {
 	const leaderWait = 2 * time.Second
-	c := ctltest.Start(t, 3, func(_ int, cfg *jobraft.Config) { cfg.LeaderWait = leaderWait })
+	c := clustertest.StartCtls(t, 3, func(_ int, cfg *jobraft.Config) { cfg.LeaderWait = leaderWait })
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{ID: "before", Queue: "q", Kind: "k"})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestNoQuorumEndsWithinLeaderWait(t *testing.T) {
 		}
 	}
 	c.WaitLeader(wait)
-	ctx = ctltest.Ctx(t, wait)
+	ctx = clustertest.Ctx(t, wait)
 	if _, err := s.Get(ctx, refused, jobraft.Linearizable); !errors.Is(err, jobraft.ErrNotFound) {
 		t.Errorf("the submit refused without a quorum: %v, want ErrNotFound", err)
 	}
@@ -138,14 +138,14 @@ func TestFrozenLeaderWithoutQuorumEndsWithinLeaderWait(t *testing.T) {
 	const leaderWait = 2 * time.Second
 	// A one-second heartbeat gives the submit sent right after the
 	// freeze a second to be forwarded while the leader is still known.
-	p := ctltest.StartProcs(t, 3, func(_ int, mc *ctltest.MemberConfig) {
-		mc.Timing = ctltest.Timing{Heartbeat: time.Second, Election: time.Second, LeaderLease: 500 * time.Millisecond,
+	p := clustertest.StartCtlProcs(t, 3, func(_ int, mc *clustertest.MemberConfig) {
+		mc.Timing = clustertest.Timing{Heartbeat: time.Second, Election: time.Second, LeaderLease: 500 * time.Millisecond,
 			ProposeTimeout: 10 * time.Second, LeaderWait: leaderWait}
 	})
 	l := p.WaitLeader(wait)
 	s, o := (l+1)%3, (l+2)%3
 	p.Kill(o)
-	if rep, err := p.CallT(s, "/submit", ctltest.Request{ID: "warm", Queue: "fz"}, wait); err != nil || rep.Outcome != ctltest.OutcomeOK {
+	if rep, err := p.CallT(s, "/submit", clustertest.Request{ID: "warm", Queue: "fz"}, wait); err != nil || rep.Outcome != clustertest.OutcomeOK {
 		t.Fatalf("a submit with the leader and one follower: %+v %v", rep, err)
 	}
 	stalltest.Watch()
@@ -155,7 +155,7 @@ func TestFrozenLeaderWithoutQuorumEndsWithinLeaderWait(t *testing.T) {
 	timed := func(id string, bound time.Duration, want ...string) {
 		t.Helper()
 		start := time.Now()
-		rep, err := p.CallT(s, "/submit", ctltest.Request{ID: id, Queue: "fz"}, time.Minute)
+		rep, err := p.CallT(s, "/submit", clustertest.Request{ID: id, Queue: "fz"}, time.Minute)
 		took := time.Since(start)
 		stall := stalltest.Between(start, time.Now())
 		t.Logf("submit %s without a quorum, the leader frozen: %s %q after %v (%s)", id, rep.Outcome, rep.Error, took.Round(time.Millisecond), stall)
@@ -179,16 +179,16 @@ func TestFrozenLeaderWithoutQuorumEndsWithinLeaderWait(t *testing.T) {
 	// Sent while s still knows the frozen leader: forwarded. Its
 	// outcome is unknown (the forward lapsed), or, had s noticed the
 	// freeze first on a loaded machine, not submitted.
-	timed("forwarded", 2*(leaderWait+probe)+slack, ctltest.OutcomeMayExist, ctltest.OutcomeNotSubmitted)
+	timed("forwarded", 2*(leaderWait+probe)+slack, clustertest.OutcomeMayExist, clustertest.OutcomeNotSubmitted)
 	waitNoLeader(t, p, s, from)
-	timed("leaderless", leaderWait+probe+slack, ctltest.OutcomeNotSubmitted)
+	timed("leaderless", leaderWait+probe+slack, clustertest.OutcomeNotSubmitted)
 
 	p.Resume(l)
 	p.Start(o)
 	p.WaitLeader(wait)
 	p.WaitConverged(wait)
 	for i := 0; i < 3; i++ {
-		rep, err := p.CallT(i, "/get", ctltest.Request{ID: "leaderless", Local: true}, wait)
+		rep, err := p.CallT(i, "/get", clustertest.Request{ID: "leaderless", Local: true}, wait)
 		if err != nil || rep.Job != nil {
 			t.Errorf("m%d: the submit refused without a quorum: %+v %v, want no such job", i, rep.Job, err)
 		}
@@ -196,10 +196,10 @@ func TestFrozenLeaderWithoutQuorumEndsWithinLeaderWait(t *testing.T) {
 }
 
 // waitNoLeader polls member i's status until it knows no leader.
-func waitNoLeader(t *testing.T, p *ctltest.Procs, i int, from time.Time) {
+func waitNoLeader(t *testing.T, p *clustertest.CtlProcs, i int, from time.Time) {
 	t.Helper()
-	ctltest.WaitFor(t, wait, fmt.Sprintf("m%d to know no leader after the freeze at %v", i, from.Format(time.StampMilli)), func() bool {
-		rep, err := p.CallT(i, "/status", ctltest.Request{}, 5*time.Second)
+	clustertest.WaitFor(t, wait, fmt.Sprintf("m%d to know no leader after the freeze at %v", i, from.Format(time.StampMilli)), func() bool {
+		rep, err := p.CallT(i, "/status", clustertest.Request{}, 5*time.Second)
 		return err == nil && rep.Leader == ""
 	})
 }

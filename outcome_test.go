@@ -10,7 +10,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/fsm"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport/faultnet"
 )
@@ -51,10 +51,10 @@ func patientLeader(cfg *jobraft.Config) {
 
 // leaderOf waits for a leader other than member not whose first entry of
 // its term is committed.
-func leaderOf(t *testing.T, c *ctltest.Cluster, not int) int {
+func leaderOf(t *testing.T, c *clustertest.CtlCluster, not int) int {
 	t.Helper()
 	n := -1
-	ctltest.WaitFor(t, wait, "a leader among the majority", func() bool {
+	clustertest.WaitFor(t, wait, "a leader among the majority", func() bool {
 		for i, ctl := range c.Ctls {
 			if i != not && ctl.Node().Status().Role == "Leader" {
 				rctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -78,12 +78,12 @@ func leaderOf(t *testing.T, c *ctltest.Cluster, not int) int {
 // made porcupine refuse legal histories and jobd answer 409.
 func TestUnknownAckRetriedStaleIsOnlyUnknown(t *testing.T) {
 	fn := faultnet.New(seed(t))
-	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
+	c := clustertest.StartCtlsWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
 		cfg.WatchRetainEntries = 2 // the history forgets the lease quickly
 		patientLeader(cfg)
 	})
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, 3*wait)
+	ctx := clustertest.Ctx(t, 3*wait)
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "u", Kind: "k"})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestUnknownAckRetriedStaleIsOnlyUnknown(t *testing.T) {
 	fn.Isolate(addr)
 	ackErr := make(chan error, 1)
 	go func() { ackErr <- w1.Ack(ctx, []byte("w1")) }()
-	ctltest.WaitFor(t, wait, "the isolated leader to step down", func() bool {
+	clustertest.WaitFor(t, wait, "the isolated leader to step down", func() bool {
 		return c.Ctls[l].Node().Status().Role != "Leader"
 	})
 	// Under load the leader may step down before it appends the ack (after
@@ -156,10 +156,10 @@ func TestUnknownAckRetriedStaleIsOnlyUnknown(t *testing.T) {
 // answers success and changes nothing; a finish by an older token stays
 // ErrStaleLease (fencing).
 func TestRepeatedFinishIsIdempotent(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
 	f := c.Follower()
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	watch, err := c.Ctls[f].Watch(ctx, 0, jobraft.WatchFilter{Queues: []string{"rep"}})
 	if err != nil {
 		t.Fatal(err)
@@ -231,12 +231,12 @@ func TestRepeatedFinishIsIdempotent(t *testing.T) {
 // the state machine can tell that this token's ack finished the job).
 func TestAckAnswerLostThenRetriedSucceeds(t *testing.T) {
 	fn := faultnet.New(seed(t))
-	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
+	c := clustertest.StartCtlsWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
 		cfg.WatchRetainEntries = 2
 	})
 	l := c.WaitLeader(wait)
 	f := c.Follower()
-	ctx := ctltest.Ctx(t, 3*wait)
+	ctx := clustertest.Ctx(t, 3*wait)
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "lost", Kind: "k"})
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestAckAnswerLostThenRetriedSucceeds(t *testing.T) {
 	fn.Cut(la, fa)
 	ackErr := make(chan error, 1)
 	go func() { ackErr <- lease.Ack(ctx, []byte("r")) }()
-	ctltest.WaitFor(t, wait, "the ack applied on the leader", func() bool {
+	clustertest.WaitFor(t, wait, "the ack applied on the leader", func() bool {
 		g, err := c.Ctls[l].Get(ctx, j.ID, jobraft.Local)
 		return err == nil && g.State == jobraft.StateSucceeded
 	})
@@ -309,9 +309,9 @@ func holdsAck(t *testing.T, ctl *jobraft.Controller, from, token uint64) bool {
 func TestStaleAckNotResolvedAsSuccess(t *testing.T) {
 	s := seed(t)
 	fn := faultnet.New(s)
-	c := ctltest.StartWithFaults(t, 3, fn, nil)
+	c := clustertest.StartCtlsWithFaults(t, 3, fn, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, 2*wait)
+	ctx := clustertest.Ctx(t, 2*wait)
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "stale", Kind: "k"})
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +333,7 @@ func TestStaleAckNotResolvedAsSuccess(t *testing.T) {
 	fn.Isolate(addr)
 	ackErr := make(chan error, 1)
 	go func() { ackErr <- w1.Ack(ctx, nil) }()
-	ctltest.WaitFor(t, wait, "the isolated leader to step down", func() bool {
+	clustertest.WaitFor(t, wait, "the isolated leader to step down", func() bool {
 		return c.Ctls[l].Node().Status().Role != "Leader"
 	})
 	if after := c.Ctls[l].Node().Status().LastIndex; after <= before {
@@ -343,7 +343,7 @@ func TestStaleAckNotResolvedAsSuccess(t *testing.T) {
 	// The majority elects a leader; the job is canceled, retried, claimed
 	// by another worker and acked with the same (empty) result.
 	var n int
-	ctltest.WaitFor(t, wait, "a leader among the majority", func() bool {
+	clustertest.WaitFor(t, wait, "a leader among the majority", func() bool {
 		for i, ctl := range c.Ctls {
 			if i != l && ctl.Node().Status().Role == "Leader" {
 				n = i
@@ -399,17 +399,17 @@ func TestStaleAckNotResolvedAsSuccess(t *testing.T) {
 // that leaves the job leased to nobody until its TTL.
 func TestClaimAnswerLostThenRetriedAnswersItsLease(t *testing.T) {
 	fn := faultnet.New(seed(t))
-	c := ctltest.StartWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
+	c := clustertest.StartCtlsWithFaults(t, 3, fn, func(i int, cfg *jobraft.Config) {
 		cfg.LeaseTTL = time.Minute // the lost lease must not expire meanwhile
 	})
 	l := c.WaitLeader(wait)
 	f := c.Follower()
-	ctx := ctltest.Ctx(t, 3*wait)
+	ctx := clustertest.Ctx(t, 3*wait)
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "lost", Kind: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctltest.WaitFor(t, wait, "the follower to apply the submit", func() bool {
+	clustertest.WaitFor(t, wait, "the follower to apply the submit", func() bool {
 		_, err := c.Ctls[f].Get(ctx, j.ID, jobraft.Local)
 		return err == nil
 	})
@@ -426,7 +426,7 @@ func TestClaimAnswerLostThenRetriedAnswersItsLease(t *testing.T) {
 		done <- claimed{ls, err}
 	}()
 	var running jobraft.Job
-	ctltest.WaitFor(t, wait, "the claim applied on the leader", func() bool {
+	clustertest.WaitFor(t, wait, "the claim applied on the leader", func() bool {
 		running, err = c.Ctls[l].Get(ctx, j.ID, jobraft.Local)
 		return err == nil && running.State == jobraft.StateRunning
 	})

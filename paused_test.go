@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // A worker process (a follower member holding a lease) is SIGSTOPped past
@@ -13,15 +13,15 @@ import (
 // stale and the job keeps the second worker's result.
 func TestPausedWorkerLateAckRefused(t *testing.T) {
 	const ttl = 1500 * time.Millisecond
-	p := ctltest.StartProcs(t, 3, func(_ int, mc *ctltest.MemberConfig) { mc.LeaseTTL = ttl })
+	p := clustertest.StartCtlProcs(t, 3, func(_ int, mc *clustertest.MemberConfig) { mc.LeaseTTL = ttl })
 	l := p.WaitLeader(wait)
 	w1, w2 := (l+1)%3, (l+2)%3
-	rep, err := p.CallT(l, "/submit", ctltest.Request{Queue: "pw", Payload: "x"}, wait)
-	if err != nil || rep.Outcome != ctltest.OutcomeOK {
+	rep, err := p.CallT(l, "/submit", clustertest.Request{Queue: "pw", Payload: "x"}, wait)
+	if err != nil || rep.Outcome != clustertest.OutcomeOK {
 		t.Fatalf("submit: %v %+v", err, rep)
 	}
 	id := rep.Job.ID
-	rep, err = p.CallT(w1, "/claim", ctltest.Request{Queue: "pw", Worker: "paused", TTL: ttl}, wait)
+	rep, err = p.CallT(w1, "/claim", clustertest.Request{Queue: "pw", Worker: "paused", TTL: ttl}, wait)
 	if err != nil || len(rep.Jobs) != 1 {
 		t.Fatalf("claim: %v %+v", err, rep)
 	}
@@ -34,7 +34,7 @@ func TestPausedWorkerLateAckRefused(t *testing.T) {
 		}
 	}()
 	// The job runs again elsewhere.
-	rep, err = p.CallT(w2, "/claim", ctltest.Request{Queue: "pw", Worker: "second", TTL: 10 * time.Second, Wait: 15 * time.Second}, wait)
+	rep, err = p.CallT(w2, "/claim", clustertest.Request{Queue: "pw", Worker: "second", TTL: 10 * time.Second, Wait: 15 * time.Second}, wait)
 	if err != nil || len(rep.Jobs) != 1 {
 		t.Fatalf("second claim: %v %+v", err, rep)
 	}
@@ -54,19 +54,19 @@ func TestPausedWorkerLateAckRefused(t *testing.T) {
 	if second.ID != id || second.Token <= first.Token || second.Attempts != 2 {
 		t.Fatalf("second lease %+v, first %+v", second, first)
 	}
-	if rep, err := p.CallT(w2, "/ack", ctltest.Request{ID: id, Token: second.Token, Result: "second"}, wait); err != nil || rep.Outcome != ctltest.OutcomeOK {
+	if rep, err := p.CallT(w2, "/ack", clustertest.Request{ID: id, Token: second.Token, Result: "second"}, wait); err != nil || rep.Outcome != clustertest.OutcomeOK {
 		t.Fatalf("second ack: %v %+v", err, rep)
 	}
 	p.Resume(w1)
 	resumed = true
-	rep, err = p.CallT(w1, "/ack", ctltest.Request{ID: id, Token: first.Token, Result: "late"}, wait)
-	if err != nil || rep.Outcome != ctltest.OutcomeStale {
+	rep, err = p.CallT(w1, "/ack", clustertest.Request{ID: id, Token: first.Token, Result: "late"}, wait)
+	if err != nil || rep.Outcome != clustertest.OutcomeStale {
 		t.Fatalf("late ack from the resumed worker: %v %+v", err, rep)
 	}
-	rep, err = p.CallT(w1, "/get", ctltest.Request{ID: id}, wait)
+	rep, err = p.CallT(w1, "/get", clustertest.Request{ID: id}, wait)
 	if err != nil || rep.Job == nil || rep.Job.State != "succeeded" || rep.Job.Result != "second" {
 		t.Fatalf("job after both acks: %v %+v", err, rep.Job)
 	}
 	p.WaitConverged(wait)
-	p.CheckApplied(true)
+	p.RequireApplied(true)
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // TestSubmitRefusesOutOfRangeAndContradictoryRequests: a negative delay, a
@@ -15,9 +15,9 @@ import (
 // ErrNotSubmitted) and create nothing; they used to be dropped or changed
 // silently.
 func TestSubmitRefusesOutOfRangeAndContradictoryRequests(t *testing.T) {
-	c := ctltest.Start(t, 1, nil)
+	c := clustertest.StartCtls(t, 1, nil)
 	ctl := c.Ctls[c.WaitLeader(10*time.Second)]
-	ctx := ctltest.Ctx(t, 10*time.Second)
+	ctx := clustertest.Ctx(t, 10*time.Second)
 	base := jobraft.SubmitRequest{Queue: "q", Kind: "k"}
 	for _, tc := range []struct {
 		name string

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
@@ -30,10 +30,10 @@ const (
 )
 
 // defaultTiming is the library's default raft timing (or -jobraft.timing),
-// with the library's default propose timeout (ctltest members otherwise
+// with the library's default propose timeout (clustertest members otherwise
 // run the test timing).
-func defaultTiming() ctltest.Timing {
-	tm := ctltest.Timing{
+func defaultTiming() clustertest.Timing {
+	tm := clustertest.Timing{
 		Heartbeat: raft.DefaultHeartbeatTimeout, Election: raft.DefaultElectionTimeout,
 		LeaderLease: raft.DefaultLeaderLeaseTimeout, ProposeTimeout: 10 * time.Second,
 	}
@@ -53,7 +53,7 @@ func defaultTiming() ctltest.Timing {
 // cluster converges.
 func TestFailoverWithDefaults(t *testing.T) {
 	tm := defaultTiming()
-	p := ctltest.StartProcs(t, 3, func(_ int, mc *ctltest.MemberConfig) { mc.Timing = tm })
+	p := clustertest.StartCtlProcs(t, 3, func(_ int, mc *clustertest.MemberConfig) { mc.Timing = tm })
 	stalltest.Watch()
 	var took, allowed []time.Duration
 	for k := 0; k < *killsFlag; k++ {
@@ -69,8 +69,8 @@ func TestFailoverWithDefaults(t *testing.T) {
 		for _, m := range []int{(l + 1) % 3, (l + 2) % 3} {
 			go func() {
 				for n := 0; w.Elapsed() < wait; n++ {
-					rep, err := p.CallT(m, "/submit", ctltest.Request{Queue: "fo", Payload: fmt.Sprintf("k%d-p%d-%d", k, m, n)}, 10*time.Second)
-					if err == nil && rep.Outcome == ctltest.OutcomeOK {
+					rep, err := p.CallT(m, "/submit", clustertest.Request{Queue: "fo", Payload: fmt.Sprintf("k%d-p%d-%d", k, m, n)}, 10*time.Second)
+					if err == nil && rep.Outcome == clustertest.OutcomeOK {
 						res <- sample{w.Elapsed(), w.Stall()}
 						return
 					}
@@ -92,7 +92,7 @@ func TestFailoverWithDefaults(t *testing.T) {
 	}
 	p.WaitLeader(wait)
 	p.WaitConverged(wait)
-	p.CheckApplied(true)
+	p.RequireApplied(true)
 	slices.Sort(took)
 	slices.Sort(allowed)
 	med, medAllowed := took[len(took)/2], allowed[len(allowed)/2]
@@ -115,12 +115,12 @@ func TestFailoverWithDefaults(t *testing.T) {
 // lease-long stretch, and is logged either way.
 func TestNoChurnWithDefaults(t *testing.T) {
 	tm := defaultTiming()
-	p := ctltest.StartProcs(t, 3, func(_ int, mc *ctltest.MemberConfig) { mc.Timing = tm })
+	p := clustertest.StartCtlProcs(t, 3, func(_ int, mc *clustertest.MemberConfig) { mc.Timing = tm })
 	l := p.WaitLeader(wait)
 	p.WaitConverged(wait)
 	stalltest.Watch()
-	status := func(i int) ctltest.Reply {
-		rep, err := p.CallT(i, "/status", ctltest.Request{}, 5*time.Second)
+	status := func(i int) clustertest.Reply {
+		rep, err := p.CallT(i, "/status", clustertest.Request{}, 5*time.Second)
 		if err != nil {
 			rep.Role = "no_reply"
 		}
@@ -148,7 +148,7 @@ func TestNoChurnWithDefaults(t *testing.T) {
 					return
 				default:
 				}
-				rep, err := p.CallT(m, "/submit", ctltest.Request{Queue: "churn", Payload: fmt.Sprintf("c%d-%d", c, n)}, 10*time.Second)
+				rep, err := p.CallT(m, "/submit", clustertest.Request{Queue: "churn", Payload: fmt.Sprintf("c%d-%d", c, n)}, 10*time.Second)
 				if err != nil {
 					rep.Outcome = "no_reply"
 				}
@@ -167,12 +167,12 @@ func TestNoChurnWithDefaults(t *testing.T) {
 					return
 				default:
 				}
-				rep, err := p.CallT(m, "/claim", ctltest.Request{Queue: "churn", Worker: fmt.Sprint("w", c), TTL: 10 * time.Second, Wait: 200 * time.Millisecond}, 10*time.Second)
+				rep, err := p.CallT(m, "/claim", clustertest.Request{Queue: "churn", Worker: fmt.Sprint("w", c), TTL: 10 * time.Second, Wait: 200 * time.Millisecond}, 10*time.Second)
 				if err != nil || len(rep.Jobs) == 0 {
 					continue
 				}
 				j := rep.Jobs[0]
-				rep, err = p.CallT(m, "/ack", ctltest.Request{ID: j.ID, Token: j.Token, Result: "ok"}, 10*time.Second)
+				rep, err = p.CallT(m, "/ack", clustertest.Request{ID: j.ID, Token: j.Token, Result: "ok"}, 10*time.Second)
 				if err != nil {
 					rep.Outcome = "no_reply"
 				}
@@ -204,7 +204,7 @@ func TestNoChurnWithDefaults(t *testing.T) {
 	// of each member process (its own watcher, over /status).
 	worst := stalltest.Worst(start.Add(-2*lease), end, lease)
 	for i := 0; i < 3; i++ {
-		rep, err := p.CallT(i, "/status", ctltest.Request{TTL: lease, Wait: time.Since(start) + 2*lease}, 5*time.Second)
+		rep, err := p.CallT(i, "/status", clustertest.Request{TTL: lease, Wait: time.Since(start) + 2*lease}, 5*time.Second)
 		if err == nil && rep.WorstStall > worst {
 			worst = rep.WorstStall
 		}
@@ -222,5 +222,5 @@ func TestNoChurnWithDefaults(t *testing.T) {
 		t.Errorf("%d leadership changes under normal load, and no measured stall explains them", len(changes))
 	}
 	p.WaitConverged(wait)
-	p.CheckApplied(true)
+	p.RequireApplied(true)
 }

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // Submit says whether the job existed before the call: by its ID, or by
 // its idempotency key under another ID; a new job is not a duplicate.
 func TestSubmitReportsDuplicate(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	f := (l + 1) % 3
 	first, err := c.Ctls[f].Submit(ctx, jobraft.SubmitRequest{ID: "dup-1", Queue: "d", Kind: "k", IdempotencyKey: "K"})
 	if err != nil || first.Duplicate || first.ID != "dup-1" || first.State != jobraft.StatePending {
@@ -40,9 +40,9 @@ func TestSubmitReportsDuplicate(t *testing.T) {
 // canceled; at once for a job already finished. A job that does not exist
 // is ErrNotFound; a job that does not finish ends with the context.
 func TestWaitReturnsOutcome(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	a, b := (l+1)%3, (l+2)%3
 	type outcome struct {
 		j   jobraft.Job

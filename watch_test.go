@@ -8,16 +8,16 @@ import (
 	"testing"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // Watch's retained window, at its boundary: from the oldest retained index
 // it starts; from one below it, ErrCompacted naming that oldest index.
 func TestWatchCompactedBoundary(t *testing.T) {
-	c := ctltest.Start(t, 1, func(_ int, cfg *jobraft.Config) { cfg.WatchRetainEntries = 4 })
+	c := clustertest.StartCtls(t, 1, func(_ int, cfg *jobraft.Config) { cfg.WatchRetainEntries = 4 })
 	c.WaitLeader(wait)
 	ctl := c.Ctls[0]
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	var ids []string
 	for k := 0; k < 10; k++ {
 		// One at a time: one entry each.
@@ -63,7 +63,7 @@ func TestWatchCompactedBoundary(t *testing.T) {
 // waited on it: a Watch either starts (and ends with ErrClosed) or is
 // refused with ErrClosed.
 func TestWatchRacingCloseIsSafe(t *testing.T) {
-	ctl := ctltest.Start(t, 1, nil)
+	ctl := clustertest.StartCtls(t, 1, nil)
 	c := ctl.Ctls[0]
 	ctl.WaitLeader(wait)
 	var wg sync.WaitGroup

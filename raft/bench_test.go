@@ -26,8 +26,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"github.com/jobraft/jobraft/internal/nodetest"
-	"github.com/jobraft/jobraft/internal/proctest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -108,7 +107,7 @@ func benchConfig(cfg *raft.Config) {
 }
 
 func BenchmarkPropose(b *testing.B) {
-	node := nodetest.Start(b, 3, nil, benchConfig)
+	node := clustertest.StartNodes(b, 3, nil, benchConfig)
 	nl := node.WaitLeader(wait)
 	bare := startBare(b, 3, node.Cfgs[0])
 	var ids atomic.Uint64
@@ -161,7 +160,7 @@ func startBare(b *testing.B, n int, like raft.Config) *hraft.Raft {
 		rc.LeaderLeaseTimeout, rc.CommitTimeout = like.LeaderLeaseTimeout, like.CommitTimeout
 		rc.SnapshotInterval, rc.SnapshotThreshold = like.SnapshotInterval, like.SnapshotThreshold
 		rc.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: io.Discard})
-		r, err := hraft.NewRaft(rc, &bareFSM{kv: nodetest.NewKV()}, store, store, snaps, trans[i])
+		r, err := hraft.NewRaft(rc, &bareFSM{kv: clustertest.NewKV()}, store, store, snaps, trans[i])
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -175,7 +174,7 @@ func startBare(b *testing.B, n int, like raft.Config) *hraft.Raft {
 		})
 	}
 	var leader *hraft.Raft
-	nodetest.WaitFor(b, wait, "a bare leader", func() bool {
+	clustertest.WaitFor(b, wait, "a bare leader", func() bool {
 		for _, r := range rafts {
 			if r.State() == hraft.Leader {
 				leader = r
@@ -188,7 +187,7 @@ func startBare(b *testing.B, n int, like raft.Config) *hraft.Raft {
 }
 
 // bareFSM is the same KV as the node's, as a plain hashicorp/raft FSM.
-type bareFSM struct{ kv *nodetest.KV }
+type bareFSM struct{ kv *clustertest.KV }
 
 func (f *bareFSM) Apply(l *hraft.Log) interface{} {
 	return f.kv.Apply(raft.Entry{Index: l.Index, Term: l.Term, Cmd: l.Data})
@@ -221,19 +220,19 @@ func (s bareSnap) Release() { s.s.Release() }
 // survivor (forwarded to the new leader once there is one), then restarts
 // the victim and waits for convergence.
 func BenchmarkFailover(b *testing.B) {
-	h := proctest.New(b)
+	h := clustertest.NewNodeProcs(b)
 	ms := h.StartCluster(3, nil)
 	var times []time.Duration
 	var term uint64
 	for round := 0; round < *failoverRounds; round++ {
-		leader, st := h.Leader(wait, term)
+		leader, st := h.LeaderProc(wait, term)
 		wctx, wcancel := context.WithTimeout(context.Background(), wait)
 		if _, err := leader.Propose(wctx, []byte(fmt.Sprintf("warm%d=v", round))); err != nil {
 			b.Fatal(err)
 		}
 		wcancel()
 		h.WaitConverged(wait)
-		var survivor *proctest.Member
+		var survivor *clustertest.NodeProc
 		for _, m := range ms {
 			if m != leader {
 				survivor = m

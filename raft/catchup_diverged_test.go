@@ -9,7 +9,7 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -21,7 +21,7 @@ import (
 // again it is never promoted: AddMember returns ErrMemberDiverged and it
 // stays a non-voter whose log is not repaired in place.
 func TestDivergedMemberIsNamedAndNeverPromoted(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeN(t, c, l, "a", 10)
 	c.WaitConverged(wait)
@@ -30,7 +30,7 @@ func TestDivergedMemberIsNamedAndNeverPromoted(t *testing.T) {
 	before := c.Nodes[d].Status()
 	n, oldTerm := before.LastIndex, before.LastTerm
 	c.StopMember(d)
-	nodetest.WaitFor(t, wait, "a leader in a higher term", func() bool {
+	clustertest.WaitFor(t, wait, "a leader in a higher term", func() bool {
 		if l = c.Leader(); l < 0 {
 			return false
 		}
@@ -51,7 +51,7 @@ func TestDivergedMemberIsNamedAndNeverPromoted(t *testing.T) {
 	c.StartMember(d)
 
 	var p raft.MemberProgress
-	nodetest.WaitFor(t, wait, "the leader to name the member diverged", func() bool {
+	clustertest.WaitFor(t, wait, "the leader to name the member diverged", func() bool {
 		var ok bool
 		p, ok = progressOf(c.Nodes[l].Status(), dID)
 		return ok && p.State == raft.StateDiverged
@@ -80,7 +80,7 @@ func TestDivergedMemberIsNamedAndNeverPromoted(t *testing.T) {
 		t.Fatalf("the diverged member's entry %d: term %d, %v; want its own (term %d), not repaired", n+1, ghost.Term, err, oldTerm)
 	}
 	seen := false
-	nodetest.WaitFor(t, wait, "EventMemberDiverged", func() bool {
+	clustertest.WaitFor(t, wait, "EventMemberDiverged", func() bool {
 		for {
 			select {
 			case e := <-events:

@@ -14,7 +14,7 @@ import (
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/jobraft/jobraft/catchup"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport/faultnet"
@@ -43,7 +43,7 @@ type progressSampler struct {
 
 // sampleProgress polls the leader among the cluster's members as they are
 // now (a copy: Join grows c.Nodes meanwhile).
-func sampleProgress(c *nodetest.Cluster, id string, stop <-chan struct{}) (*progressSampler, *sync.WaitGroup) {
+func sampleProgress(c *clustertest.NodeCluster, id string, stop <-chan struct{}) (*progressSampler, *sync.WaitGroup) {
 	s := &progressSampler{}
 	nodes := append([]*raft.Node(nil), c.Nodes...)
 	var wg sync.WaitGroup
@@ -89,14 +89,14 @@ func sampleProgress(c *nodetest.Cluster, id string, stop <-chan struct{}) (*prog
 // holds against what every member applied. The time to promote and the
 // stream rates are reported.
 func TestAddMembersUnderLoadArePromotedByThePolicy(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) { cfg.TrailingLogs = 32 })
+	c := clustertest.StartNodes(t, 3, nil, func(cfg *raft.Config) { cfg.TrailingLogs = 32 })
 	l := c.WaitLeader(wait)
 	events, cancelEvents := c.Nodes[l].Events(1024)
 	defer cancelEvents()
 	led := newLedger()
 	stop := make(chan struct{})
 	wg := loadNodes(c, "x", 3, led, stop)
-	nodetest.WaitFor(t, wait, "some load committed", func() bool { return led.successes() >= 200 })
+	clustertest.WaitFor(t, wait, "some load committed", func() bool { return led.successes() >= 200 })
 	if err := c.Nodes[l].Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestAddMembersUnderLoadArePromotedByThePolicy(t *testing.T) {
 	c.WaitConverged(2 * wait)
 	led.check(t, dumpAll(c))
 	l = c.WaitLeader(wait)
-	nodetest.WaitFor(t, wait, "m3 and m4 caught-up voters in the leader's progress", func() bool {
+	clustertest.WaitFor(t, wait, "m3 and m4 caught-up voters in the leader's progress", func() bool {
 		st := c.Nodes[l].Status()
 		for _, id := range []string{"m3", "m4"} {
 			p, ok := progressOf(st, id)
@@ -131,7 +131,7 @@ func TestAddMembersUnderLoadArePromotedByThePolicy(t *testing.T) {
 		return true
 	})
 	promoted := map[string]bool{}
-	nodetest.WaitFor(t, wait, "promotion events", func() bool {
+	clustertest.WaitFor(t, wait, "promotion events", func() bool {
 		for {
 			select {
 			case e := <-events:
@@ -199,8 +199,8 @@ func cpuRate(led *ledger, d time.Duration) stalltest.Rate {
 // AddMember returns ErrStalled; what the attempt costs the cluster stays
 // within 20% (neverPromoted).
 func TestSlowMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
-	var c *nodetest.Cluster
-	c = nodetest.StartWAL(t, 3, nil, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} }, func(i int) []wal.Option {
+	var c *clustertest.NodeCluster
+	c = clustertest.StartNodesWAL(t, 3, nil, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} }, func(i int) []wal.Option {
 		if i < 3 {
 			return nil // the slow disk is the added member's (m3) only
 		}
@@ -216,7 +216,7 @@ func TestSlowMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 // election timeouts), its cost held within 20%.
 func TestCutOffMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 	faults := faultnet.New(time.Now().UnixNano())
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{UnreachableRounds: 10} })
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{UnreachableRounds: 10} })
 	checkCost(t, neverPromoted(t, c, nil, func(from, n int) { c.Faults.Cut(addr(c.Nodes[from]), addr(c.Nodes[n])) }, catchup.ReasonUnreachable))
 }
 
@@ -227,7 +227,7 @@ func TestCutOffMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 func TestLossyLinkMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 	s, _ := scenarioRand(t) // logs the seed; -raft.seed replays it
 	faults := faultnet.New(s)
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} })
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) { cfg.CatchUp = catchup.Policy{MaxRounds: 4} })
 	checkCost(t, neverPromoted(t, c, nil, func(from, n int) { c.Faults.DropLink(addr(c.Nodes[from]), addr(c.Nodes[n]), 0.9) }, catchup.ReasonTooSlow))
 }
 
@@ -242,7 +242,7 @@ func TestLossyLinkMemberIsNeverPromotedAndNamedStalled(t *testing.T) {
 // the whole cluster and the impaired member: the machine's other load
 // moves the share of the cores it gets, not the CPU a proposal costs
 // (docs/catchup.md, "Measuring what catch-up costs").
-func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), impair func(from, member int), want catchup.Reason) (cost stalltest.Judgement) {
+func neverPromoted(t *testing.T, c *clustertest.NodeCluster, tweak func(*raft.Config), impair func(from, member int), want catchup.Reason) (cost stalltest.Judgement) {
 	t.Helper()
 	sink := metrics.NewInmemSink(time.Hour, time.Hour)
 	mcfg := metrics.DefaultConfig("test")
@@ -271,7 +271,7 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 			wg.Wait()
 		}
 	}()
-	nodetest.WaitFor(t, wait, "some load committed", func() bool { return led.successes() >= 100 })
+	clustertest.WaitFor(t, wait, "some load committed", func() bool { return led.successes() >= 100 })
 	// The windows around the attempt: three before it, three after the
 	// member's removal (aroundWindow each).
 	around := []stalltest.Rate{cpuRate(led, aroundWindow), cpuRate(led, aroundWindow), cpuRate(led, aroundWindow)}
@@ -293,7 +293,7 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 		done <- result{c.Nodes[(l+1)%3].AddMember(ctx, "m3", c.Nodes[slow].Addr())}
 	}()
 	var res result
-	nodetest.WaitFor(t, 4*wait, "AddMember to give up", func() bool {
+	clustertest.WaitFor(t, 4*wait, "AddMember to give up", func() bool {
 		select {
 		case res = <-done:
 			return true
@@ -318,7 +318,7 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 			t.Logf("the leader's last progress of m3: %+v", p)
 		}
 	}()
-	nodetest.WaitFor(t, wait, "the leader's progress naming m3 a stalled non-voter, reason "+string(want), func() bool {
+	clustertest.WaitFor(t, wait, "the leader's progress naming m3 a stalled non-voter, reason "+string(want), func() bool {
 		l := c.Leader()
 		if l < 0 {
 			return false
@@ -338,7 +338,7 @@ func neverPromoted(t *testing.T, c *nodetest.Cluster, tweak func(*raft.Config), 
 		}
 	}
 	var stalled *raft.Event
-	nodetest.WaitFor(t, wait, "EventMemberStalled for m3", func() bool {
+	clustertest.WaitFor(t, wait, "EventMemberStalled for m3", func() bool {
 		for _, ch := range events {
 		drain:
 			for {
@@ -402,7 +402,7 @@ func checkCost(t *testing.T, cost stalltest.Judgement) {
 // old leader, is asked again of the new one (it is idempotent) and ends
 // with the member a voter, promoted by the new leader's policy.
 func TestAddWhileTheLeaderChanges(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeN(t, c, l, "a", 50)
 	n := c.NewMember("m3", nil)
@@ -413,7 +413,7 @@ func TestAddWhileTheLeaderChanges(t *testing.T) {
 		done <- c.Nodes[(l+1)%3].AddMember(ctx, "m3", c.Nodes[n].Addr())
 	}()
 	to := (l + 2) % 3
-	nodetest.WaitFor(t, wait, "the leadership to move", func() bool {
+	clustertest.WaitFor(t, wait, "the leadership to move", func() bool {
 		cur := c.Leader()
 		if cur == to {
 			return true
@@ -428,7 +428,7 @@ func TestAddWhileTheLeaderChanges(t *testing.T) {
 		return false
 	})
 	var err error
-	nodetest.WaitFor(t, 3*wait, "AddMember to return", func() bool {
+	clustertest.WaitFor(t, 3*wait, "AddMember to return", func() bool {
 		select {
 		case err = <-done:
 			return true
@@ -450,7 +450,7 @@ func TestAddWhileTheLeaderChanges(t *testing.T) {
 // progress line) and shows it caught up once it converged.
 func TestReturningMemberGetsASnapshotAndIsShownCaughtUp(t *testing.T) {
 	faults := faultnet.New(time.Now().UnixNano())
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) {
 		cfg.TrailingLogs = 8
 		cfg.CatchUp = catchup.Policy{UnreachableRounds: 4}
 	})
@@ -468,13 +468,13 @@ func TestReturningMemberGetsASnapshotAndIsShownCaughtUp(t *testing.T) {
 	if first := c.Nodes[l].Status().FirstIndex; first <= c.Nodes[gone].Status().LastIndex+1 {
 		t.Fatalf("leader log starts at %d: no install would be needed", first)
 	}
-	nodetest.WaitFor(t, wait, "the leader to name the cut-off member unreachable", func() bool {
+	clustertest.WaitFor(t, wait, "the leader to name the cut-off member unreachable", func() bool {
 		p, ok := progressOf(c.Nodes[l].Status(), id)
 		return ok && p.State == raft.StateStalled && p.Reason == string(catchup.ReasonUnreachable)
 	})
 	faults.Heal()
 	c.WaitConverged(wait)
-	nodetest.WaitFor(t, wait, "the returned member caught up in the leader's progress, its snapshot counted", func() bool {
+	clustertest.WaitFor(t, wait, "the returned member caught up in the leader's progress, its snapshot counted", func() bool {
 		l := c.Leader()
 		if l < 0 {
 			return false
@@ -491,7 +491,7 @@ func TestReturningMemberGetsASnapshotAndIsShownCaughtUp(t *testing.T) {
 // with a fresh data dir (and a new address) is added under the same ID. It
 // joins as a non-voter, is promoted by the policy, and the three converge.
 func TestReplaceDeadMemberUnderItsOwnID(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeN(t, c, l, "a", 20)
 	dead := (l + 1) % 3

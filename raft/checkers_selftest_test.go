@@ -6,7 +6,7 @@ import (
 
 	"github.com/jobraft/jobraft/transport/faultnet"
 
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // The committed-prefix and applied-history checkers pass on a healthy
@@ -16,7 +16,7 @@ import (
 // apply.)
 func TestCheckersOnHealthyCluster(t *testing.T) {
 	faults := faultnet.New(7)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	led := newLedger()
 	for k := 0; k < 20; k++ {

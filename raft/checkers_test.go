@@ -8,9 +8,8 @@ import (
 
 	"github.com/jobraft/jobraft/transport/faultnet"
 
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/history"
-	"github.com/jobraft/jobraft/internal/nodetest"
-	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/walcompare"
@@ -22,7 +21,7 @@ import (
 //	acked-set        ledger.check (ledger_test.go)
 //	committed prefix checkCommittedPrefix: walcompare over every running member
 //	election safety  checkElectionSafety: at most one append-entries sender per term
-//	state digest     nodetest.Cluster.WaitConverged: equal digest at equal index
+//	state digest     clustertest.NodeCluster.WaitConverged: equal digest at equal index
 //	applied history  checkAppliedHistory, checkAppliedProcs: every entry a
 //	                 member's state machine applied is the committed entry at
 //	                 its index (internal/history); the convergence waits also
@@ -32,7 +31,7 @@ import (
 // checkCommittedPrefix compares the logs of every running in-process
 // member with walcompare while they run: no committed divergence, no
 // payload lost anywhere.
-func checkCommittedPrefix(t testing.TB, c *nodetest.Cluster) *walcompare.Report {
+func checkCommittedPrefix(t testing.TB, c *clustertest.NodeCluster) *walcompare.Report {
 	t.Helper()
 	var members []walcompare.Member
 	for _, i := range c.Running() {
@@ -43,7 +42,7 @@ func checkCommittedPrefix(t testing.TB, c *nodetest.Cluster) *walcompare.Report 
 
 // checkProcDirs stops the member processes gracefully and compares their
 // data dirs offline with walcompare (see checkReport).
-func checkProcDirs(t testing.TB, ms []*proctest.Member, commit uint64) *walcompare.Report {
+func checkProcDirs(t testing.TB, ms []*clustertest.NodeProc, commit uint64) *walcompare.Report {
 	t.Helper()
 	var members []walcompare.Member
 	for _, m := range ms {
@@ -82,9 +81,9 @@ func checkReport(t testing.TB, members []walcompare.Member, commit uint64) *walc
 }
 
 // dumpProcs returns every member process's KV (through its control RPC).
-func dumpProcs(t testing.TB, ms []*proctest.Member) map[string]map[string]nodetest.Entry {
+func dumpProcs(t testing.TB, ms []*clustertest.NodeProc) map[string]map[string]clustertest.Entry {
 	t.Helper()
-	dumps := map[string]map[string]nodetest.Entry{}
+	dumps := map[string]map[string]clustertest.Entry{}
 	for _, m := range ms {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		d, err := m.Dump(ctx)
@@ -107,12 +106,12 @@ func checkElectionSafety(t testing.TB, faults *faultnet.Network) {
 }
 
 // liveness measures how long cond takes to hold, failing past bound plus
-// the scheduling stalls measured meanwhile (nodetest.WaitFor); it logs the
+// the scheduling stalls measured meanwhile (clustertest.WaitFor); it logs the
 // stall with the time.
 func liveness(t testing.TB, what string, bound time.Duration, cond func() bool) time.Duration {
 	t.Helper()
 	w := stalltest.Start()
-	nodetest.WaitFor(t, bound, what, cond)
+	clustertest.WaitFor(t, bound, what, cond)
 	d := w.Elapsed()
 	t.Logf("liveness: %s in %v (bound %v, %v)", what, d.Round(time.Millisecond), bound, w.Stall())
 	return d
@@ -140,10 +139,10 @@ func checkNoGuardRefusals(t testing.TB, who string, events <-chan raft.Event) {
 // checkAppliedHistory runs the final applied-history check of an
 // in-process cluster (every member, running or stopped, against the
 // leader's log; after convergence): a violation is a safety failure.
-func checkAppliedHistory(t testing.TB, c *nodetest.Cluster) history.Stats {
+func checkAppliedHistory(t testing.TB, c *clustertest.NodeCluster) history.Stats {
 	t.Helper()
 	if vs := c.CheckApplied(true); len(vs) > 0 {
-		t.Fatal(nodetest.ViolationReport(vs))
+		t.Fatal(clustertest.ViolationReport(vs))
 	}
 	return appliedStats(t, c.AppliedStats())
 }
@@ -151,10 +150,10 @@ func checkAppliedHistory(t testing.TB, c *nodetest.Cluster) history.Stats {
 // checkAppliedProcs is checkAppliedHistory for member processes: their
 // history files against the running leader's log, read over RPC. Run it
 // before checkProcDirs stops them.
-func checkAppliedProcs(t testing.TB, h *proctest.Harness) history.Stats {
+func checkAppliedProcs(t testing.TB, h *clustertest.NodeProcs) history.Stats {
 	t.Helper()
 	if vs := h.CheckApplied(true); len(vs) > 0 {
-		t.Fatal(nodetest.ViolationReport(vs))
+		t.Fatal(clustertest.ViolationReport(vs))
 	}
 	return appliedStats(t, h.AppliedStats())
 }

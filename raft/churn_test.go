@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
@@ -27,7 +27,7 @@ import (
 // cores. The threshold is a judgement, printed with every verdict.
 
 // leaseOf returns the members' LeaderLeaseTimeout.
-func leaseOf(c *nodetest.Cluster) time.Duration { return c.Cfgs[0].LeaderLeaseTimeout }
+func leaseOf(c *clustertest.NodeCluster) time.Duration { return c.Cfgs[0].LeaderLeaseTimeout }
 
 // churnExplained reports whether the stalls measured in [from, to) explain
 // a leader losing its lease, and describes what was measured. The search
@@ -55,7 +55,7 @@ func checkChurn(t *testing.T, from, to time.Time, lease time.Duration, msg strin
 // stays leader in term; a loss is checked with checkChurn (the loss must
 // be explained by a stall measured before it was seen), and the hold lasts
 // d either way. It reports whether the leader kept its term.
-func holdLeader(t *testing.T, c *nodetest.Cluster, ld int, term uint64, d time.Duration, what string) bool {
+func holdLeader(t *testing.T, c *clustertest.NodeCluster, ld int, term uint64, d time.Duration, what string) bool {
 	t.Helper()
 	stalltest.Watch()
 	start := time.Now()
@@ -83,7 +83,7 @@ type leadership struct {
 	at   time.Time
 }
 
-func leadershipOf(c *nodetest.Cluster) leadership {
+func leadershipOf(c *clustertest.NodeCluster) leadership {
 	l := leadership{ld: c.Leader(), at: time.Now()}
 	if l.ld >= 0 {
 		l.term = c.Nodes[l.ld].Status().Term
@@ -95,7 +95,7 @@ func leadershipOf(c *nodetest.Cluster) leadership {
 // as an outcome left unknown by a leadership change since l, which
 // checkChurn must find explained by a measured stall; it then waits for a
 // leader. Any other failure fails the test now.
-func (l leadership) excuse(t *testing.T, c *nodetest.Cluster, err error, what string) {
+func (l leadership) excuse(t *testing.T, c *clustertest.NodeCluster, err error, what string) {
 	t.Helper()
 	moved := l.ld >= 0 && (c.Nodes[l.ld] == nil || c.Nodes[l.ld].Status().Role != "Leader" || c.Nodes[l.ld].Status().Term != l.term)
 	if !errors.Is(err, raft.ErrIndeterminate) || !moved {
@@ -109,7 +109,7 @@ func (l leadership) excuse(t *testing.T, c *nodetest.Cluster, err error, what st
 // excused by a leadership change (leadership.excuse) is proposed again.
 // cmd must be idempotent (a KV set). retried reports a second attempt: its
 // result may then show the first attempt's effect.
-func proposeAcrossChurn(t *testing.T, c *nodetest.Cluster, i int, cmd string, d time.Duration) (res raft.Result, retried bool) {
+func proposeAcrossChurn(t *testing.T, c *clustertest.NodeCluster, i int, cmd string, d time.Duration) (res raft.Result, retried bool) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
 		l := leadershipOf(c)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -19,7 +19,7 @@ import (
 // answer is refused too (ErrMemberUnreachable): its cluster ID cannot be
 // checked. One of the cluster's own ID joins.
 func TestAddMemberRefusesAnotherCluster(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) { cfg.ClusterID = "blue" })
+	c := clustertest.StartNodes(t, 3, nil, func(cfg *raft.Config) { cfg.ClusterID = "blue" })
 	l := c.WaitLeader(wait)
 	f := (l + 1) % 3
 	j := c.NewMember("m3", func(cfg *raft.Config) { cfg.ClusterID = "green" })
@@ -38,7 +38,7 @@ func TestAddMemberRefusesAnotherCluster(t *testing.T) {
 	if st := c.Nodes[l].Status(); len(st.Members) != 3 {
 		t.Fatalf("the configuration changed: %+v", st.Members)
 	}
-	if err := c.Nodes[l].AddMember(ctx, "m9", nodetest.FreeAddr(t)); !errors.Is(err, raft.ErrMemberUnreachable) {
+	if err := c.Nodes[l].AddMember(ctx, "m9", clustertest.FreeAddr(t)); !errors.Is(err, raft.ErrMemberUnreachable) {
 		t.Fatalf("add of a member that does not run: %v; want ErrMemberUnreachable", err)
 	}
 	if st := c.Nodes[l].Status(); len(st.Members) != 3 {
@@ -61,7 +61,7 @@ func TestAddMemberRefusesAnotherCluster(t *testing.T) {
 // appends it refuses. The member removed, one of the cluster's own ID
 // added the same way joins and catches up.
 func TestJoinerRefusesLeaderOfAnotherCluster(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) { cfg.ClusterID = "blue" })
+	c := clustertest.StartNodes(t, 3, nil, func(cfg *raft.Config) { cfg.ClusterID = "blue" })
 	l := c.WaitLeader(wait)
 	j := c.NewMember("m3", func(cfg *raft.Config) { cfg.ClusterID = "green" })
 	events, stop := c.Nodes[j].Events(64)
@@ -71,7 +71,7 @@ func TestJoinerRefusesLeaderOfAnotherCluster(t *testing.T) {
 	add := func(id, addr string) {
 		t.Helper()
 		var err error
-		nodetest.WaitFor(t, wait, "AddNonvoter "+id+" on the leader", func() bool {
+		clustertest.WaitFor(t, wait, "AddNonvoter "+id+" on the leader", func() bool {
 			err = c.Nodes[c.WaitLeader(wait)].Raft().AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, wait).Error()
 			return !errors.Is(err, hraft.ErrNotLeader) && !errors.Is(err, hraft.ErrLeadershipLost)
 		})
@@ -80,7 +80,7 @@ func TestJoinerRefusesLeaderOfAnotherCluster(t *testing.T) {
 		}
 	}
 	add("m3", c.Nodes[j].Addr())
-	nodetest.WaitFor(t, wait, "m3 to refuse the leader", func() bool { return c.Nodes[j].Status().ClusterRefused != "" })
+	clustertest.WaitFor(t, wait, "m3 to refuse the leader", func() bool { return c.Nodes[j].Status().ClusterRefused != "" })
 	for k := range 20 {
 		if _, err := c.Propose(l, fmt.Sprintf("set k%d v", k), wait); err != nil {
 			t.Fatal(err)
@@ -119,7 +119,7 @@ func TestJoinerRefusesLeaderOfAnotherCluster(t *testing.T) {
 	}
 	k := c.NewMember("m4", nil)
 	add("m4", c.Nodes[k].Addr())
-	nodetest.WaitFor(t, wait, "m4 to catch up", func() bool {
+	clustertest.WaitFor(t, wait, "m4 to catch up", func() bool {
 		return c.Nodes[k].Status().LastIndex >= c.Nodes[l].Status().CommitIndex
 	})
 	if st := c.Nodes[k].Status(); st.ClusterRefused != "" {

@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/nodetest"
-	"github.com/jobraft/jobraft/internal/proctest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // loadProcs proposes unique keys from workers goroutines, round-robin over
 // the running members, until stop is closed; every outcome goes to the
 // ledger.
-func loadProcs(members []*proctest.Member, workers int, l *ledger, stop <-chan struct{}) *sync.WaitGroup {
+func loadProcs(members []*clustertest.NodeProc, workers int, l *ledger, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for g := 0; g < workers; g++ {
 		wg.Add(1)
@@ -52,9 +51,9 @@ func TestCrashLeaderProcess(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
-	h := proctest.New(t)
+	h := clustertest.NewNodeProcs(t)
 	ms := h.StartCluster(3, nil)
-	leader, st := h.Leader(wait, 0)
+	leader, st := h.LeaderProc(wait, 0)
 	l := newLedger()
 	stop := make(chan struct{})
 	wg := loadProcs(ms, 6, l, stop)
@@ -68,21 +67,21 @@ func TestCrashLeaderProcess(t *testing.T) {
 	}()
 	for round := 0; round < 2; round++ {
 		base := l.successes()
-		nodetest.WaitFor(t, wait, "20 acknowledged proposals", func() bool { return l.successes() >= base+20 })
+		clustertest.WaitFor(t, wait, "20 acknowledged proposals", func() bool { return l.successes() >= base+20 })
 		delay := time.Duration(rng.Intn(200)) * time.Millisecond
 		time.Sleep(delay) // a random kill point: the fault, not a wait for state
 		leader.Kill()
 		t.Logf("round %d: killed leader %s (term %d) after %v; %d acknowledged so far", round, leader.Cfg.ID, st.Term, delay, l.successes())
-		nl, nst := h.Leader(wait, st.Term)
+		nl, nst := h.LeaderProc(wait, st.Term)
 		if nl == leader {
 			t.Fatalf("killed member %s reported leader", leader.Cfg.ID)
 		}
 		t.Logf("round %d: new leader %s in term %d (was %d)", round, nl.Cfg.ID, nst.Term, st.Term)
 		base = l.successes()
-		nodetest.WaitFor(t, wait, "20 acknowledged proposals under the new leader", func() bool { return l.successes() >= base+20 })
+		clustertest.WaitFor(t, wait, "20 acknowledged proposals under the new leader", func() bool { return l.successes() >= base+20 })
 		leader.Restart()
 		base = l.successes()
-		nodetest.WaitFor(t, wait, "10 more acknowledged proposals", func() bool { return l.successes() >= base+10 })
+		clustertest.WaitFor(t, wait, "10 more acknowledged proposals", func() bool { return l.successes() >= base+10 })
 		leader, st = nl, nst
 	}
 	close(stop)

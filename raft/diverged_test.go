@@ -15,7 +15,7 @@ import (
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/segment"
@@ -44,7 +44,7 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	t.Cleanup(func() { metrics.NewGlobal(mcfg, &metrics.BlackholeSink{}) })
 
 	faults := faultnet.New(seed)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	led := newLedger()
 	// An indeterminate outcome (a leader change under load) is the
 	// ledger's to check; a rejection after wait is unavailability.
@@ -73,7 +73,7 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	c.StopMember(d)
 
 	// The others move to a higher term and commit past n.
-	nodetest.WaitFor(t, wait, "a leader in a higher term", func() bool {
+	clustertest.WaitFor(t, wait, "a leader in a higher term", func() bool {
 		if l = c.Leader(); l < 0 {
 			return false
 		}
@@ -112,7 +112,7 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	faults.Rejoin(dAddr)
 
 	var div raft.Divergence
-	nodetest.WaitFor(t, wait, "the member to report its divergence", func() bool {
+	clustertest.WaitFor(t, wait, "the member to report its divergence", func() bool {
 		st := c.Nodes[d].Status()
 		if st.Diverged == nil {
 			return false
@@ -137,7 +137,7 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	t.Logf("diverged: %+v", div)
 
 	// The leader keeps retrying; every retry is refused, none announced.
-	nodetest.WaitFor(t, wait, "three refused truncations", func() bool { return c.Nodes[d].Status().Diverged.Refusals >= 3 })
+	clustertest.WaitFor(t, wait, "three refused truncations", func() bool { return c.Nodes[d].Status().Diverged.Refusals >= 3 })
 	// The cluster stays available, proposals forwarded by the diverged
 	// member included.
 	for k := 0; k < 5; k++ {
@@ -168,7 +168,7 @@ func TestDivergedMemberIsLoudAndRecoverable(t *testing.T) {
 	// Two refusals: the leader retries only once its first install attempt
 	// has returned, so whatever that attempt did is done when the checks
 	// below run. The leader's backoff reaches ~10 s after many refusals.
-	nodetest.WaitFor(t, 3*wait, "the diverged member to refuse two snapshots", func() bool {
+	clustertest.WaitFor(t, 3*wait, "the diverged member to refuse two snapshots", func() bool {
 		return len(events.of(func(e raft.Event) bool {
 			return e.Kind == raft.EventSnapshotRejected && errors.Is(e.Err, raft.ErrDiverged) && e.Index > n+1
 		})) >= 2

@@ -10,7 +10,7 @@ import (
 	"github.com/jobraft/jobraft/transport/faultnet"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -31,7 +31,7 @@ func TestDivergentFollowerInstallsSnapshot(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	faults := faultnet.New(seed)
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 4 })
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 4 })
 	old := c.WaitLeader(wait)
 	events, cancelEvents := c.Nodes[old].Events(4096)
 	defer func() { cancelEvents() }()
@@ -77,7 +77,7 @@ func TestDivergentFollowerInstallsSnapshot(t *testing.T) {
 
 	// The majority commits into the tail's range, snapshots and compacts.
 	var nl int
-	nodetest.WaitFor(t, wait, "a leader among the others", func() bool {
+	clustertest.WaitFor(t, wait, "a leader among the others", func() bool {
 		nl = c.Leader()
 		return nl >= 0 && nl != old && c.Nodes[nl].Status().Term > oldTerm
 	})
@@ -92,7 +92,7 @@ func TestDivergentFollowerInstallsSnapshot(t *testing.T) {
 			// stall (legal, churn_test.go; the ledger judges the outcome):
 			// carry on with its successor. Any other failure is one.
 			lead.excuse(t, c, err, fmt.Sprintf("proposal %s on m%d", key, nl))
-			nodetest.WaitFor(t, wait, "a leader among the others", func() bool {
+			clustertest.WaitFor(t, wait, "a leader among the others", func() bool {
 				nl = c.Leader()
 				return nl >= 0 && nl != old && c.Nodes[nl].Status().Term > oldTerm
 			})

@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/faultfs"
 )
 
-func startHeldCluster(t *testing.T) (*nodetest.Cluster, [3]*faultfs.FS) {
+func startHeldCluster(t *testing.T) (*clustertest.NodeCluster, [3]*faultfs.FS) {
 	var ffs [3]*faultfs.FS
-	c := nodetest.StartWAL(t, 3, nil, nil, func(i int) []wal.Option {
+	c := clustertest.StartNodesWAL(t, 3, nil, nil, func(i int) []wal.Option {
 		ffs[i] = faultfs.New(wal.OSFS{})
 		return []wal.Option{wal.WithFS(ffs[i])}
 	})
@@ -34,7 +34,7 @@ func startHeldCluster(t *testing.T) (*nodetest.Cluster, [3]*faultfs.FS) {
 }
 
 // proposeAsync proposes on member i and reports the result on the channel.
-func proposeAsync(c *nodetest.Cluster, i int, cmd string) <-chan error {
+func proposeAsync(c *clustertest.NodeCluster, i int, cmd string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Propose(i, cmd, wait)
@@ -65,7 +65,7 @@ func TestLeaderAppliesOnlyWhatItsOwnDiskHolds(t *testing.T) {
 	done := proposeAsync(c, l, "set held v")
 	// raft counts the leader as soon as its (deferred) append returns: with
 	// one follower's answer its commit index passes the leader's disk.
-	nodetest.WaitFor(t, wait, "raft to commit past the leader's durable index", func() bool {
+	clustertest.WaitFor(t, wait, "raft to commit past the leader's durable index", func() bool {
 		return n.Raft().CommitIndex() > durable
 	})
 	entry := n.Raft().CommitIndex()
@@ -111,7 +111,7 @@ func TestLeadersFloorStaysWithinItsDurableIndex(t *testing.T) {
 	defer release()
 	durable := n.Log().Durable()
 	done := proposeAsync(c, l, "set held v")
-	nodetest.WaitFor(t, wait, "raft to commit past the leader's durable index", func() bool {
+	clustertest.WaitFor(t, wait, "raft to commit past the leader's durable index", func() bool {
 		return n.Raft().CommitIndex() > durable
 	})
 	entry := n.Raft().CommitIndex()
@@ -133,7 +133,7 @@ func TestLeadersFloorStaysWithinItsDurableIndex(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("propose after the leader's disk caught up: %v", err)
 	}
-	nodetest.WaitFor(t, wait, "the leader's floor to reach the entry once its disk holds it", func() bool {
+	clustertest.WaitFor(t, wait, "the leader's floor to reach the entry once its disk holds it", func() bool {
 		return n.Log().Floor() >= entry
 	})
 	c.WaitConverged(wait)
@@ -155,7 +155,7 @@ func TestFollowerAnswersOnlyWhatItsDiskHolds(t *testing.T) {
 	}()
 	before := c.Nodes[l].Raft().CommitIndex()
 	done := proposeAsync(c, l, "set held v")
-	nodetest.WaitFor(t, wait, "the leader to append the entry", func() bool {
+	clustertest.WaitFor(t, wait, "the leader to append the entry", func() bool {
 		last, _ := c.Nodes[l].Log().LastIndex()
 		return last > before
 	})
@@ -197,7 +197,7 @@ func TestDeferredLeaderAppendsConverge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	idx := c.WaitConverged(wait)
+	idx := c.WaitConverged(wait).Digest.Index
 	for i, m := range c.Nodes {
 		if d := m.Log().Durable(); d < idx {
 			t.Fatalf("m%d applied %d but its log is durable only through %d", i, idx, d)

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport/faultnet"
 	"github.com/jobraft/jobraft/wal"
@@ -35,7 +35,7 @@ import (
 func isSegment(name string) bool { return strings.HasSuffix(name, ".seg") }
 
 // termOf is the term of the entry at index in member i's log (0: none).
-func termOf(c *nodetest.Cluster, i int, index uint64) uint64 {
+func termOf(c *clustertest.NodeCluster, i int, index uint64) uint64 {
 	var l hraft.Log
 	if err := c.Nodes[i].Log().GetLog(index, &l); err != nil {
 		return 0
@@ -51,7 +51,7 @@ func TestFigure8PowerLossNeverAppliesAnEarlierTermEntry(t *testing.T) {
 	// Longer timeouts than the package's: an isolated leader must append X
 	// before its lease ends, and a loaded machine must not depose the
 	// leaders this test elects on purpose.
-	c := nodetest.StartWAL(t, 3, net, func(cfg *raft.Config) {
+	c := clustertest.StartNodesWAL(t, 3, net, func(cfg *raft.Config) {
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = time.Second, time.Second, time.Second
 	}, func(i int) []wal.Option {
 		ffs[i] = faultfs.New(wal.OSFS{})
@@ -74,7 +74,7 @@ func TestFigure8PowerLossNeverAppliesAnEarlierTermEntry(t *testing.T) {
 	k := c.Nodes[a].Status().LastIndex + 1
 	net.Isolate(addr(a))
 	xDone := proposeAsync(c, a, "x=1")
-	nodetest.WaitFor(t, wait, "X on the cut-off leader's disk", func() bool {
+	clustertest.WaitFor(t, wait, "X on the cut-off leader's disk", func() bool {
 		return termOf(c, a, k) == termA && c.Nodes[a].Log().Durable() >= k
 	})
 
@@ -84,7 +84,7 @@ func TestFigure8PowerLossNeverAppliesAnEarlierTermEntry(t *testing.T) {
 	net.CutKind(addr(w), addr(b), faultnet.KindRequestPreVote)
 	net.CutKind(addr(w), addr(b), faultnet.KindRequestVote)
 	var termB uint64
-	nodetest.WaitFor(t, wait, "B's no-op of a later term at k on B's disk", func() bool {
+	clustertest.WaitFor(t, wait, "B's no-op of a later term at k on B's disk", func() bool {
 		termB = termOf(c, b, k)
 		return termB > termA && c.Nodes[b].Log().Durable() >= k
 	})
@@ -103,11 +103,11 @@ func TestFigure8PowerLossNeverAppliesAnEarlierTermEntry(t *testing.T) {
 	release := ffs[a].HoldSyncs()
 	defer release()
 	net.Heal()
-	nodetest.WaitFor(t, wait, "A to lead again in a later term", func() bool {
+	clustertest.WaitFor(t, wait, "A to lead again in a later term", func() bool {
 		s := c.Nodes[a].Status()
 		return s.Role == "Leader" && s.Term > termB
 	})
-	nodetest.WaitFor(t, wait, "A's replication to give C the entry X", func() bool {
+	clustertest.WaitFor(t, wait, "A's replication to give C the entry X", func() bool {
 		return termOf(c, w, k) == termA
 	})
 	readDone := make(chan error, 1)
@@ -181,7 +181,7 @@ func TestFigure8PowerLossNeverAppliesAnEarlierTermEntry(t *testing.T) {
 	net.Isolate(addr(w))
 	c.StartMember(a)
 	c.StartMember(b)
-	nodetest.WaitFor(t, wait, "B to lead with A's vote", func() bool {
+	clustertest.WaitFor(t, wait, "B to lead with A's vote", func() bool {
 		return c.Nodes[b].Status().Role == "Leader"
 	})
 	if _, err := c.Propose(b, "y=2", wait); err != nil {
@@ -195,7 +195,7 @@ func TestFigure8PowerLossNeverAppliesAnEarlierTermEntry(t *testing.T) {
 	net.Heal()
 	c.WaitConverged(wait)
 	if v := c.CheckApplied(true); len(v) > 0 {
-		t.Fatalf("applied history:\n%s", nodetest.ViolationReport(v))
+		t.Fatalf("applied history:\n%s", clustertest.ViolationReport(v))
 	}
 	for i := range c.Nodes {
 		if v, ok := c.KVs[i].Get("x"); ok {

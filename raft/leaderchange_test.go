@@ -11,13 +11,13 @@ import (
 	"github.com/jobraft/jobraft/transport/faultnet"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
 // loadNodes proposes unique keys (prefix-g-k) from workers goroutines,
 // round-robin over the members of c at the call, until stop is closed.
-func loadNodes(c *nodetest.Cluster, prefix string, workers int, l *ledger, stop <-chan struct{}) *sync.WaitGroup {
+func loadNodes(c *clustertest.NodeCluster, prefix string, workers int, l *ledger, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	nodes := append([]*raft.Node(nil), c.Nodes...)
 	n := len(nodes)
@@ -44,11 +44,11 @@ func loadNodes(c *nodetest.Cluster, prefix string, workers int, l *ledger, stop 
 
 func addr(n *raft.Node) hraft.ServerAddress { return hraft.ServerAddress(n.Addr()) }
 
-func dumpAll(c *nodetest.Cluster, members ...int) map[string]map[string]nodetest.Entry {
+func dumpAll(c *clustertest.NodeCluster, members ...int) map[string]map[string]clustertest.Entry {
 	if len(members) == 0 {
 		members = c.Running()
 	}
-	out := map[string]map[string]nodetest.Entry{}
+	out := map[string]map[string]clustertest.Entry{}
 	for _, i := range members {
 		out[c.Cfgs[i].ID] = c.KVs[i].Dump()
 	}
@@ -69,7 +69,7 @@ func TestProposalInFlightAcrossLeaderChange(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
 	faults := faultnet.New(seed)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	c.WaitLeader(wait)
 	l := newLedger()
 	stop := make(chan struct{})
@@ -85,7 +85,7 @@ func TestProposalInFlightAcrossLeaderChange(t *testing.T) {
 		ld := c.WaitLeader(wait)
 		term := c.Nodes[ld].Status().Term
 		base := l.successes()
-		nodetest.WaitFor(t, wait, "acknowledged proposals under the current leader", func() bool { return l.successes() >= base+10 })
+		clustertest.WaitFor(t, wait, "acknowledged proposals under the current leader", func() bool { return l.successes() >= base+10 })
 		time.Sleep(time.Duration(rng.Intn(20)) * time.Millisecond) // a random fault point
 		how := "cut"
 		if round%2 == 0 {
@@ -102,7 +102,7 @@ func TestProposalInFlightAcrossLeaderChange(t *testing.T) {
 			}
 			cancel()
 		}
-		nodetest.WaitFor(t, wait, "a leader in a higher term", func() bool {
+		clustertest.WaitFor(t, wait, "a leader in a higher term", func() bool {
 			nl := c.Leader()
 			return nl >= 0 && c.Nodes[nl].Status().Term > term
 		})
@@ -133,7 +133,7 @@ func TestPartitionedLeaderProposalIndeterminate5(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	faults := faultnet.New(seed)
-	c := nodetest.Start(t, 5, faults, nil)
+	c := clustertest.StartNodes(t, 5, faults, nil)
 	c.WaitLeader(wait)
 	l := newLedger()
 	for k := 0; k < 10; k++ {
@@ -175,7 +175,7 @@ func TestPartitionedLeaderProposalIndeterminate5(t *testing.T) {
 	}
 	wg.Wait()
 	var nl int
-	nodetest.WaitFor(t, wait, "a leader of a higher term in the majority", func() bool {
+	clustertest.WaitFor(t, wait, "a leader of a higher term in the majority", func() bool {
 		nl = c.Leader()
 		return nl >= 0 && !minority[nl] && c.Nodes[nl].Status().Term > term
 	})

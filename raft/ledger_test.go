@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -53,7 +53,7 @@ func (c outcomeCounts) String() string {
 }
 
 // check compares the ledger with each member's dump (member name → KV).
-func (l *ledger) check(t testing.TB, dumps map[string]map[string]nodetest.Entry) outcomeCounts {
+func (l *ledger) check(t testing.TB, dumps map[string]map[string]clustertest.Entry) outcomeCounts {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -9,7 +9,7 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/wal"
@@ -22,7 +22,7 @@ import (
 // Restarted over a healthy disk it converges and the field is gone.
 func TestLogFailedIsInStatusAndClearsOnRestart(t *testing.T) {
 	var ffs [3]*faultfs.FS
-	c := nodetest.StartWAL(t, 3, nil, nil, func(i int) []wal.Option {
+	c := clustertest.StartNodesWAL(t, 3, nil, nil, func(i int) []wal.Option {
 		ffs[i] = faultfs.New(wal.OSFS{})
 		return []wal.Option{wal.WithFS(ffs[i])}
 	})
@@ -42,7 +42,7 @@ func TestLogFailedIsInStatusAndClearsOnRestart(t *testing.T) {
 
 	ffs[f].FailSyncs(syscall.EIO)
 	proposed := 5
-	nodetest.WaitFor(t, wait, "the follower's log to fail closed", func() bool {
+	clustertest.WaitFor(t, wait, "the follower's log to fail closed", func() bool {
 		l := c.Leader()
 		if l < 0 {
 			return false
@@ -56,7 +56,7 @@ func TestLogFailedIsInStatusAndClearsOnRestart(t *testing.T) {
 		t.Fatalf("Status.LogFailed = %q, want %q", got, wal.FailSync)
 	}
 	var ev raft.Event
-	nodetest.WaitFor(t, wait, "EventLogFailed", func() bool {
+	clustertest.WaitFor(t, wait, "EventLogFailed", func() bool {
 		for {
 			select {
 			case e := <-events:
@@ -100,9 +100,9 @@ func TestLogFailedIsInStatusAndClearsOnRestart(t *testing.T) {
 // must never lead. The healthy member leads once its own timeout passes,
 // and with the stopped one back leadership stays.
 func TestMemberWithFailedLogIsNeverElected(t *testing.T) {
-	const et = 300 * time.Millisecond // nodetest's timeouts; m1 and m2 get 10×
+	const et = 300 * time.Millisecond // clustertest's timeouts; m1 and m2 get 10×
 	var ffs [3]*faultfs.FS
-	c := nodetest.StartWAL(t, 3, nil, func(cfg *raft.Config) {
+	c := clustertest.StartNodesWAL(t, 3, nil, func(cfg *raft.Config) {
 		if cfg.ID != "m0" {
 			cfg.HeartbeatTimeout, cfg.ElectionTimeout = 10*et, 10*et
 		}
@@ -111,7 +111,7 @@ func TestMemberWithFailedLogIsNeverElected(t *testing.T) {
 		return []wal.Option{wal.WithFS(ffs[i])}
 	})
 	const bad, healthy, down = 0, 1, 2
-	nodetest.WaitFor(t, wait, "m0 (the shortest timeout) to lead", func() bool { return c.Leader() == bad })
+	clustertest.WaitFor(t, wait, "m0 (the shortest timeout) to lead", func() bool { return c.Leader() == bad })
 	for i := 0; i < 3; i++ {
 		if _, err := c.Propose(bad, fmt.Sprintf("set k%d v", i), wait); err != nil {
 			t.Fatal(err)
@@ -128,7 +128,7 @@ func TestMemberWithFailedLogIsNeverElected(t *testing.T) {
 	if _, err := c.Propose(bad, "set lost v", wait); err == nil {
 		t.Fatal("a propose on the leader whose fsync fails was acknowledged")
 	}
-	nodetest.WaitFor(t, wait, "the leader's log to fail closed and it to step down", func() bool {
+	clustertest.WaitFor(t, wait, "the leader's log to fail closed and it to step down", func() bool {
 		return c.Nodes[bad].Status().LogFailed != "" && c.Nodes[bad].Raft().State() != hraft.Leader
 	})
 	drain := func() {
@@ -150,7 +150,7 @@ func TestMemberWithFailedLogIsNeverElected(t *testing.T) {
 	// bound, two, failed under load at 7.9 s with the healthy member's
 	// first election not yet started).
 	bound := 3*10*et + 6*et
-	nodetest.WaitFor(t, wait, "the healthy member to lead", func() bool {
+	clustertest.WaitFor(t, wait, "the healthy member to lead", func() bool {
 		select {
 		case <-obs:
 			t.Fatal("the member with a failed log leads again")

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft/catchup"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport/faultnet"
 )
 
-func proposeN(t *testing.T, c *nodetest.Cluster, on int, prefix string, n int) {
+func proposeN(t *testing.T, c *clustertest.NodeCluster, on int, prefix string, n int) {
 	t.Helper()
 	for k := 0; k < n; k++ {
 		proposeAcrossChurn(t, c, on, fmt.Sprintf("%s%d=v", prefix, k), wait)
@@ -37,10 +37,10 @@ func voters(st raft.Status) ([]string, int) {
 	return ids, non
 }
 
-func waitVoters(t *testing.T, c *nodetest.Cluster, on int, want ...string) {
+func waitVoters(t *testing.T, c *clustertest.NodeCluster, on int, want ...string) {
 	t.Helper()
 	sort.Strings(want)
-	nodetest.WaitFor(t, wait, fmt.Sprintf("m%d to see voters %v", on, want), func() bool {
+	clustertest.WaitFor(t, wait, fmt.Sprintf("m%d to see voters %v", on, want), func() bool {
 		ids, non := voters(c.Nodes[on].Status())
 		return non == 0 && fmt.Sprint(ids) == fmt.Sprint(want)
 	})
@@ -50,7 +50,7 @@ func waitVoters(t *testing.T, c *nodetest.Cluster, on int, want ...string) {
 // non-voter first, promoted once caught up) and the dead one removed. The
 // cluster ends with three voters, the new one holding every key.
 func TestReplaceDeadMember(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeN(t, c, l, "a", 20)
 	dead := (l + 1) % 3
@@ -75,7 +75,7 @@ func TestReplaceDeadMember(t *testing.T) {
 	}
 	// The remaining three tolerate one more failure.
 	c.StopMember(l)
-	nodetest.WaitFor(t, wait, "a leader among the two others", func() bool { return c.Leader() >= 0 })
+	clustertest.WaitFor(t, wait, "a leader among the two others", func() bool { return c.Leader() >= 0 })
 	proposeN(t, c, n, "d", 5)
 }
 
@@ -83,7 +83,7 @@ func TestReplaceDeadMember(t *testing.T) {
 // other two elect a leader and keep committing; the removed member serves
 // no more proposals.
 func TestRemoveLeader(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeN(t, c, l, "a", 10)
 	term := c.Nodes[l].Status().Term
@@ -100,9 +100,9 @@ func TestRemoveLeader(t *testing.T) {
 			ids = append(ids, c.Cfgs[i].ID)
 		}
 	}
-	nodetest.WaitFor(t, wait, "the removed leader to step down", func() bool { return c.Nodes[l].Status().Role != "Leader" })
+	clustertest.WaitFor(t, wait, "the removed leader to step down", func() bool { return c.Nodes[l].Status().Role != "Leader" })
 	var nl int
-	nodetest.WaitFor(t, wait, "a new leader among the others", func() bool {
+	clustertest.WaitFor(t, wait, "a new leader among the others", func() bool {
 		nl = c.Leader()
 		return nl >= 0 && nl != l && c.Nodes[nl].Status().Term > term
 	})
@@ -128,7 +128,7 @@ func TestRemoveLeader(t *testing.T) {
 // under a load of proposals), then two of the original followers are
 // removed; the leader reports each change as an event.
 func TestFiveMemberAddRemove(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	events, cancelEvents := c.Nodes[l].Events(256)
 	defer cancelEvents()
@@ -172,7 +172,7 @@ func TestFiveMemberAddRemove(t *testing.T) {
 		}
 	}
 	added, removed := map[string]bool{}, map[string]bool{}
-	nodetest.WaitFor(t, wait, "member events on the leader", func() bool {
+	clustertest.WaitFor(t, wait, "member events on the leader", func() bool {
 		for {
 			select {
 			case e := <-events:
@@ -198,7 +198,7 @@ func TestFiveMemberAddRemove(t *testing.T) {
 func TestForwardedAddOutlivingItsLeaderIsAskedOfTheNext(t *testing.T) {
 	const leaderWait = time.Second
 	faults := faultnet.New(time.Now().UnixNano())
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) {
 		cfg.LeaderWait = leaderWait
 		cfg.CatchUp = catchup.Policy{UnreachableRounds: 20}
 	})
@@ -215,7 +215,7 @@ func TestForwardedAddOutlivingItsLeaderIsAskedOfTheNext(t *testing.T) {
 		defer cancel()
 		done <- c.Nodes[f].AddMember(ctx, "m3", c.Nodes[k].Addr())
 	}()
-	nodetest.WaitFor(t, wait, "the add to run on the leader for more than LeaderWait", func() bool {
+	clustertest.WaitFor(t, wait, "the add to run on the leader for more than LeaderWait", func() bool {
 		in := false
 		for _, m := range c.Nodes[l].Status().Members {
 			in = in || m.ID == "m3"

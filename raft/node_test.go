@@ -10,7 +10,7 @@ import (
 	"github.com/jobraft/jobraft/transport/faultnet"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -19,7 +19,7 @@ const wait = 15 * time.Second
 func TestClusterProposalsFromEveryMember(t *testing.T) {
 	for _, size := range []int{3, 5} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			c := nodetest.Start(t, size, nil, nil)
+			c := clustertest.StartNodes(t, size, nil, nil)
 			c.WaitLeader(wait)
 			for i := 0; i < size; i++ {
 				for k := 0; k < 10; k++ {
@@ -45,7 +45,7 @@ func TestClusterProposalsFromEveryMember(t *testing.T) {
 }
 
 func TestLinearizableReadOnFollower(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	f := (l + 1) % 3
 	for k := 0; k < 20; k++ {
@@ -66,7 +66,7 @@ func TestLinearizableReadOnFollower(t *testing.T) {
 // over, nothing acknowledged is lost, and the old leader restarts from its
 // data dir and converges.
 func TestLeaderStopAndRestart(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	for k := 0; k < 50; k++ {
 		proposeAcrossChurn(t, c, (l+k)%3, fmt.Sprintf("a%d=1", k), wait)
@@ -95,7 +95,7 @@ func TestLeaderStopAndRestart(t *testing.T) {
 // and it converges.
 func TestPartitionedLeaderProposalIndeterminate(t *testing.T) {
 	faults := faultnet.New(1)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	proposeAcrossChurn(t, c, l, "before=1", wait)
 	c.WaitConverged(wait)
@@ -109,7 +109,7 @@ func TestPartitionedLeaderProposalIndeterminate(t *testing.T) {
 	}
 	t.Logf("isolated leader's proposal: %v", err)
 	var nl int
-	nodetest.WaitFor(t, wait, "a leader among the others", func() bool {
+	clustertest.WaitFor(t, wait, "a leader among the others", func() bool {
 		for i, n := range c.Nodes {
 			if i != l && n.Status().Role == "Leader" {
 				nl = i
@@ -130,7 +130,7 @@ func TestPartitionedLeaderProposalIndeterminate(t *testing.T) {
 }
 
 func TestStatusOverRPCAndEvents(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	events, cancel := c.Nodes[0].Events(64)
 	defer cancel()
 	l := c.WaitLeader(wait)
@@ -152,7 +152,7 @@ func TestStatusOverRPCAndEvents(t *testing.T) {
 	// not replayed; on a loaded machine the members open slowly): hand the
 	// leadership on, and m0 must report that change.
 	to := (l + 1) % 3
-	nodetest.WaitFor(t, wait, fmt.Sprintf("m0's leader-change event naming m%d", to), func() bool {
+	clustertest.WaitFor(t, wait, fmt.Sprintf("m0's leader-change event naming m%d", to), func() bool {
 		for {
 			select {
 			case e := <-events:
@@ -174,13 +174,13 @@ func TestStatusOverRPCAndEvents(t *testing.T) {
 }
 
 func TestAddAndRemoveMember(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	for k := 0; k < 30; k++ {
 		proposeAcrossChurn(t, c, l, fmt.Sprintf("m%d=1", k), wait)
 	}
-	cfg := nodetest.FastConfig(t, "m3", t.TempDir(), nodetest.FreeAddr(t))
-	kv := nodetest.NewKV()
+	cfg := clustertest.FastConfig(t, "m3", t.TempDir(), clustertest.FreeAddr(t))
+	kv := clustertest.NewKV()
 	n4, err := raft.Open(cfg, kv)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestAddAndRemoveMember(t *testing.T) {
 	if err := c.Nodes[(l+1)%3].AddMember(ctx, "m3", n4.Addr()); err != nil {
 		t.Fatal(err)
 	}
-	nodetest.WaitFor(t, wait, "m3 to apply every key", func() bool { return kv.Len() == 30 })
+	clustertest.WaitFor(t, wait, "m3 to apply every key", func() bool { return kv.Len() == 30 })
 	st := c.Nodes[l].Status()
 	voters := 0
 	for _, m := range st.Members {
@@ -215,7 +215,7 @@ func TestAddAndRemoveMember(t *testing.T) {
 // through the sealed store and converges.
 func TestSnapshotInstallToLaggingMember(t *testing.T) {
 	faults := faultnet.New(2)
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 8 })
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 8 })
 	l := c.WaitLeader(wait)
 	lag := (l + 1) % 3
 	faults.Isolate(hraft.ServerAddress(c.Nodes[lag].Addr()))
@@ -243,12 +243,12 @@ func TestSnapshotInstallToLaggingMember(t *testing.T) {
 // the last entries (a new leader's no-op) never reach the state machine:
 // readiness checks compare the two.
 func TestAppliedIndexReachesCommitWhenIdle(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeAcrossChurn(t, c, l, "x=1", wait)
 	c.StopMember(l) // the next leader commits a no-op of its term and nothing else
 	nl := c.WaitLeader(wait)
-	nodetest.WaitFor(t, wait, "applied to reach commit on every member", func() bool {
+	clustertest.WaitFor(t, wait, "applied to reach commit on every member", func() bool {
 		for i, n := range c.Nodes {
 			if n == nil {
 				continue

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -15,7 +15,7 @@ import (
 // buffer, sealed in place (the command is not copied); a buffer without
 // room for the envelope is refused and proposes nothing.
 func TestProposeOwned(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	f := (l + 1) % 3
 	ctx, cancel := context.WithTimeout(context.Background(), wait)

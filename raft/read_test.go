@@ -11,9 +11,8 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/nodeopt"
-	"github.com/jobraft/jobraft/internal/nodetest"
-	"github.com/jobraft/jobraft/internal/proctest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/transport/faultnet"
@@ -26,9 +25,9 @@ import (
 // read index covers the write's index; the killed member, restarted from
 // its data dir, reads it too.
 func TestLinearizableReadAfterLeaderKill(t *testing.T) {
-	h := proctest.New(t)
+	h := clustertest.NewNodeProcs(t)
 	ms := h.StartCluster(3, nil)
-	leader, st := h.Leader(wait, 0)
+	leader, st := h.LeaderProc(wait, 0)
 	for round := 0; round < 3; round++ {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
@@ -36,7 +35,7 @@ func TestLinearizableReadAfterLeaderKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		leader.Kill()
-		var live []*proctest.Member
+		var live []*clustertest.NodeProc
 		for _, m := range ms {
 			if m.Running() {
 				live = append(live, m)
@@ -58,7 +57,7 @@ func TestLinearizableReadAfterLeaderKill(t *testing.T) {
 				t.Fatalf("round %d: write after the kill: %v", round, err)
 			}
 		}
-		check := func(m *proctest.Member) {
+		check := func(m *clustertest.NodeProc) {
 			t.Helper()
 			v, found, ridx, err := m.Read(ctx, key)
 			if err != nil {
@@ -73,7 +72,7 @@ func TestLinearizableReadAfterLeaderKill(t *testing.T) {
 		}
 		leader.Restart()
 		check(leader)
-		leader, st = h.Leader(wait, st.Term)
+		leader, st = h.LeaderProc(wait, st.Term)
 	}
 	h.WaitConverged(wait)
 	h.CheckAlive()
@@ -102,7 +101,7 @@ func (c termLiar) Call(ctx context.Context, addr, method string, req []byte) ([]
 // read under load).
 func TestReadNeedsAMajorityInTheLeadersTermNow(t *testing.T) {
 	var lying atomic.Bool
-	c := nodetest.StartOpts(t, 3, nil, nil, nil, func(int) []nodeopt.Option {
+	c := clustertest.StartNodesOpts(t, 3, nil, nil, nil, func(int) []nodeopt.Option {
 		return []nodeopt.Option{nodeopt.WrapCaller(func(_ string, inner transport.Caller) transport.Caller {
 			return termLiar{Caller: inner, lying: &lying}
 		})}
@@ -151,7 +150,7 @@ func (c termLiarTo) Call(ctx context.Context, addr, method string, req []byte) (
 // of them truthful again, three of four confirm and the read is served.
 func TestReadWithFourVotersNeedsThreeOfThem(t *testing.T) {
 	var lying sync.Map
-	c := nodetest.StartOpts(t, 4, nil, nil, nil, func(int) []nodeopt.Option {
+	c := clustertest.StartNodesOpts(t, 4, nil, nil, nil, func(int) []nodeopt.Option {
 		return []nodeopt.Option{nodeopt.WrapCaller(func(_ string, inner transport.Caller) transport.Caller {
 			return termLiarTo{Caller: inner, lying: &lying}
 		})}
@@ -196,7 +195,7 @@ func TestReadWithFourVotersNeedsThreeOfThem(t *testing.T) {
 // (read.go, readyFlight). Each read used to write its own.
 func TestNewLeaderWritesOneBarrierForConcurrentReads(t *testing.T) {
 	faults := faultnet.New(7)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 3)
 	c.WaitConverged(wait)
@@ -209,7 +208,7 @@ func TestNewLeaderWritesOneBarrierForConcurrentReads(t *testing.T) {
 	if err := c.Nodes[l].TransferLeadership(ctx, c.Cfgs[to].ID); err != nil {
 		t.Fatal(err)
 	}
-	nodetest.WaitFor(t, wait, "the new leader", func() bool { return c.Nodes[to].Status().Role == "Leader" })
+	clustertest.WaitFor(t, wait, "the new leader", func() bool { return c.Nodes[to].Status().Role == "Leader" })
 	term := c.Nodes[to].Status().Term
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -15,7 +15,7 @@ import (
 // Before, a removed member ran on knowing no leader, its status saying
 // nothing.
 func TestRemovedMemberLearnsIt(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	if _, err := c.Propose(l, "set a 1", wait); err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestRemovedMemberLearnsIt(t *testing.T) {
 	if err := c.Nodes[l].RemoveMember(ctx, c.Cfgs[f].ID); err != nil {
 		t.Fatal(err)
 	}
-	nodetest.WaitFor(t, wait, "the removed follower to learn it", func() bool { return c.Nodes[f].Status().Removed != nil })
+	clustertest.WaitFor(t, wait, "the removed follower to learn it", func() bool { return c.Nodes[f].Status().Removed != nil })
 	t.Logf("follower: %+v", *c.Nodes[f].Status().Removed)
 
 	// The leader removes itself: it steps down, its own committed
@@ -41,8 +41,8 @@ func TestRemovedMemberLearnsIt(t *testing.T) {
 	if err := c.Nodes[l].RemoveMember(ctx, c.Cfgs[l].ID); err != nil {
 		t.Fatal(err)
 	}
-	nodetest.WaitFor(t, wait, "the removed leader to learn it", func() bool { return c.Nodes[l].Status().Removed != nil })
-	nodetest.WaitFor(t, wait, "the last member to lead", func() bool { return c.Nodes[other].Status().Role == "Leader" })
+	clustertest.WaitFor(t, wait, "the removed leader to learn it", func() bool { return c.Nodes[l].Status().Removed != nil })
+	clustertest.WaitFor(t, wait, "the last member to lead", func() bool { return c.Nodes[other].Status().Role == "Leader" })
 	if _, err := c.Propose(other, "set b 2", wait); err != nil {
 		t.Fatal(err)
 	}

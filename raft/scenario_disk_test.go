@@ -19,8 +19,7 @@ import (
 	"github.com/jobraft/jobraft/wal/faultfs"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
-	"github.com/jobraft/jobraft/internal/proctest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/snapshot"
 	"github.com/jobraft/jobraft/wal"
@@ -121,10 +120,10 @@ func (d *diskLoad) acked() map[string]uint64 {
 func waitAcks(t *testing.T, l *ledger, n int, what string) {
 	t.Helper()
 	base := l.successes()
-	nodetest.WaitFor(t, wait, fmt.Sprintf("%d more acknowledged proposals (%s)", n, what), func() bool { return l.successes() >= base+n })
+	clustertest.WaitFor(t, wait, fmt.Sprintf("%d more acknowledged proposals (%s)", n, what), func() bool { return l.successes() >= base+n })
 }
 
-func nodesOf(c *nodetest.Cluster, idx []int) []*raft.Node {
+func nodesOf(c *clustertest.NodeCluster, idx []int) []*raft.Node {
 	var out []*raft.Node
 	for _, i := range idx {
 		out = append(out, c.Nodes[i])
@@ -145,10 +144,10 @@ func others(n, f int) []int {
 // finishInProcess runs the checkers over every member of c: converged
 // (equal digest at equal index), acked-set, committed prefix, applied
 // history, election safety.
-func finishInProcess(t *testing.T, c *nodetest.Cluster, faults *faultnet.Network, l *ledger) {
+func finishInProcess(t *testing.T, c *clustertest.NodeCluster, faults *faultnet.Network, l *ledger) {
 	t.Helper()
 	c.Settle(wait) // proposals given up on may still commit
-	idx := c.WaitConverged(wait)
+	idx := c.WaitConverged(wait).Digest.Index
 	counts := l.check(t, dumpAll(c))
 	rep := checkCommittedPrefix(t, c)
 	checkAppliedHistory(t, c)
@@ -242,7 +241,7 @@ func bitFlipSnapshotCompacted(t *testing.T) {
 	faults := faultnet.New(seed)
 	// Few trailing logs: each snapshot compacts the log to 8 entries
 	// before it. Small segments so compaction also removes files.
-	c := nodetest.StartWAL(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 8 },
+	c := clustertest.StartNodesWAL(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 8 },
 		func(int) []wal.Option { return []wal.Option{wal.WithSegmentSize(4 << 10)} })
 	lead := c.WaitLeader(wait)
 	victim := (lead + 1) % 3
@@ -262,7 +261,7 @@ func bitFlipSnapshotCompacted(t *testing.T) {
 	var older uint64
 	for k := 0; k < 2; k++ {
 		before := c.Nodes[victim].Status().LastIndex
-		nodetest.WaitFor(t, wait, "entries to snapshot", func() bool { return c.Nodes[victim].Status().LastIndex > before+20 })
+		clustertest.WaitFor(t, wait, "entries to snapshot", func() bool { return c.Nodes[victim].Status().LastIndex > before+20 })
 		if err := c.Nodes[victim].Raft().Snapshot().Error(); err != nil {
 			t.Fatal(err)
 		}
@@ -306,7 +305,7 @@ func bitFlipSnapshotCompacted(t *testing.T) {
 	// Refused with a typed error, never a panic, never the flipped state,
 	// never the older snapshot (it does not reach the log): nothing was
 	// restored, and the diagnostic names both snapshots.
-	n, err := raft.Open(cfg, nodetest.NewKV())
+	n, err := raft.Open(cfg, clustertest.NewKV())
 	if !errors.Is(err, raft.ErrUnrestorable) {
 		if n != nil {
 			n.Close()
@@ -344,7 +343,7 @@ func bitFlipLog(t *testing.T, running bool) {
 	faults := faultnet.New(seed)
 	// Small segments so the flip lands in a sealed one; no cache so a
 	// running member reads the flipped record from disk.
-	c := nodetest.StartWAL(t, 3, faults, nil,
+	c := clustertest.StartNodesWAL(t, 3, faults, nil,
 		func(int) []wal.Option { return []wal.Option{wal.WithSegmentSize(16 << 10), wal.WithCacheSize(0)} })
 	leader := c.WaitLeader(wait)
 	f := (leader + 1 + rng.Intn(2)) % 3
@@ -352,13 +351,13 @@ func bitFlipLog(t *testing.T, running bool) {
 	l := newLedger()
 	load := startDiskLoad(l, "a", nodesOf(c, healthy), 4)
 	defer load.halt()
-	nodetest.WaitFor(t, wait, "the victim's log to span 3 segments", func() bool { return len(segments(t, c.Cfgs[f].DataDir)) >= 3 })
+	clustertest.WaitFor(t, wait, "the victim's log to span 3 segments", func() bool { return len(segments(t, c.Cfgs[f].DataDir)) >= 3 })
 	acked := load.acked()
 	var maxAcked uint64
 	for _, i := range acked {
 		maxAcked = max(maxAcked, i)
 	}
-	nodetest.WaitFor(t, wait, "the victim to apply what was acknowledged", func() bool { return c.Nodes[f].Status().AppliedIndex >= maxAcked })
+	clustertest.WaitFor(t, wait, "the victim to apply what was acknowledged", func() bool { return c.Nodes[f].Status().AppliedIndex >= maxAcked })
 	victim := c.Cfgs[f].ID
 	t.Logf("victim %s (follower; leader %s), %d acknowledged", victim, c.Cfgs[leader].ID, len(acked))
 
@@ -399,7 +398,7 @@ func bitFlipLog(t *testing.T, running bool) {
 	waitAcks(t, l, 50, "the victim stopped")
 
 	// Restart as is: refused, the member stays out (fenced).
-	if n, err := raft.Open(c.Cfgs[f], nodetest.NewKV()); err == nil {
+	if n, err := raft.Open(c.Cfgs[f], clustertest.NewKV()); err == nil {
 		n.Close()
 		t.Fatalf("%s opened over a flipped committed record", victim)
 	} else if !errors.Is(err, wal.ErrCorrupt) {
@@ -452,7 +451,7 @@ func bitFlipLog(t *testing.T, running bool) {
 func bitFlipSnapshot(t *testing.T) {
 	seed, rng := diskSeed(t)
 	faults := faultnet.New(seed)
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) {
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) {
 		cfg.TrailingLogs = 1 << 20 // the log still connects to the older snapshot
 	})
 	leader := c.WaitLeader(wait)
@@ -546,7 +545,7 @@ func diskFault(t *testing.T, leaderVictim bool, arm func(*faultfs.FS)) {
 	seed, rng := diskSeed(t)
 	faults := faultnet.New(seed)
 	var ffs [3]*faultfs.FS
-	c := nodetest.StartWAL(t, 3, faults, nil, func(i int) []wal.Option {
+	c := clustertest.StartNodesWAL(t, 3, faults, nil, func(i int) []wal.Option {
 		ffs[i] = faultfs.New(wal.OSFS{})
 		return []wal.Option{wal.WithFS(ffs[i])}
 	})
@@ -625,7 +624,7 @@ func TestScenarioPausedLeader(t *testing.T) {
 	if diskLong() {
 		rounds, hold = 4, 3*time.Second
 	}
-	h := proctest.New(t)
+	h := clustertest.NewNodeProcs(t)
 	ms := h.StartCluster(3, nil)
 	t.Cleanup(func() {
 		if !t.Failed() {
@@ -644,7 +643,7 @@ func TestScenarioPausedLeader(t *testing.T) {
 	})
 	l := newLedger()
 	var pausedMu sync.Mutex
-	var paused *proctest.Member // the load skips it: its control RPC blocks
+	var paused *clustertest.NodeProc // the load skips it: its control RPC blocks
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
@@ -686,7 +685,7 @@ func TestScenarioPausedLeader(t *testing.T) {
 	var minTerm uint64
 	var inflight sync.WaitGroup
 	for round := 0; round < rounds; round++ {
-		old, st := h.Leader(wait, minTerm)
+		old, st := h.LeaderProc(wait, minTerm)
 		waitAcks(t, l, 20, "before the pause")
 		// Proposals sent to the leader, racing the SIGSTOP.
 		for i := 0; i < 3; i++ {
@@ -710,13 +709,13 @@ func TestScenarioPausedLeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		pausedAt := time.Now()
-		var rest []*proctest.Member
+		var rest []*clustertest.NodeProc
 		for _, m := range ms {
 			if m != old {
 				rest = append(rest, m)
 			}
 		}
-		var nl *proctest.Member
+		var nl *clustertest.NodeProc
 		var nst raft.Status
 		liveness(t, fmt.Sprintf("round %d: the others elected a leader above term %d", round, st.Term), wait, func() bool {
 			for _, m := range rest {

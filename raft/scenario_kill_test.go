@@ -13,8 +13,7 @@ import (
 	"github.com/jobraft/jobraft/transport/faultnet"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
-	"github.com/jobraft/jobraft/internal/proctest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/walcompare"
 )
@@ -39,7 +38,7 @@ func killSeed(t *testing.T) (*rand.Rand, int64) {
 	return rng, seed
 }
 
-// The election timeout of nodetest.FastConfig and proctest.FastChild.
+// The election timeout of clustertest.FastConfig and clustertest.FastChild.
 const killElectionTimeout = 150 * time.Millisecond
 
 // Liveness bounds.
@@ -92,7 +91,7 @@ func killProbe(t *testing.T, l *ledger, prefix string, bound time.Duration, prop
 
 // ---- child processes ----
 
-func killStatus(m *proctest.Member) (raft.Status, error) {
+func killStatus(m *clustertest.NodeProc) (raft.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	return m.Status(ctx)
@@ -100,7 +99,7 @@ func killStatus(m *proctest.Member) (raft.Status, error) {
 
 // killProcPropose proposes through the first running member, starting at
 // ms[from].
-func killProcPropose(ms []*proctest.Member, from int) func(context.Context, []byte) error {
+func killProcPropose(ms []*clustertest.NodeProc, from int) func(context.Context, []byte) error {
 	return func(ctx context.Context, cmd []byte) error {
 		for i := range ms {
 			if m := ms[(from+i)%len(ms)]; m.Running() {
@@ -124,7 +123,7 @@ type killLeaderWatch struct {
 	done   chan struct{}
 }
 
-func killWatchLeaders(ms []*proctest.Member) *killLeaderWatch {
+func killWatchLeaders(ms []*clustertest.NodeProc) *killLeaderWatch {
 	w := &killLeaderWatch{claims: map[uint64]map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
@@ -198,9 +197,9 @@ func TestScenarioKillRandomMemberRounds(t *testing.T) {
 	if killLong() {
 		rounds = 16
 	}
-	h := proctest.New(t)
+	h := clustertest.NewNodeProcs(t)
 	ms := h.StartCluster(3, nil)
-	leader, st := h.Leader(wait, 0)
+	leader, st := h.LeaderProc(wait, 0)
 	watch := killWatchLeaders(ms)
 	defer watch.halt()
 	l := newLedger()
@@ -216,14 +215,14 @@ func TestScenarioKillRandomMemberRounds(t *testing.T) {
 		}
 		wasLeader := victim == leader
 		base := l.successes()
-		nodetest.WaitFor(t, wait, "15 acknowledged proposals", func() bool { return l.successes() >= base+15 })
+		clustertest.WaitFor(t, wait, "15 acknowledged proposals", func() bool { return l.successes() >= base+15 })
 		delay := time.Duration(rng.Intn(200)) * time.Millisecond
 		time.Sleep(delay) // a random kill point: the fault, not a wait for state
 		victim.Kill()
 		// The two others are up and connected: a leader must commit.
 		commitIn := killProbe(t, l, fmt.Sprintf("r%d-probe", round), killCommitBound, killProcPropose(ms, rng.Intn(len(ms))))
 		worstCommit = max(worstCommit, commitIn)
-		nl, nst := h.Leader(wait, 0)
+		nl, nst := h.LeaderProc(wait, 0)
 		if wasLeader && nst.Term <= st.Term {
 			t.Fatalf("round %d: leader %s in term %d after the leader of term %d was killed", round, nl.Cfg.ID, nst.Term, st.Term)
 		}
@@ -240,7 +239,7 @@ func TestScenarioKillRandomMemberRounds(t *testing.T) {
 		}
 		t.Logf("round %d: killed %s %s after %v; leader %s term %d (was %s term %d) committed in %v; %d acknowledged so far",
 			round, role, victim.Cfg.ID, delay, nl.Cfg.ID, nst.Term, leader.Cfg.ID, st.Term, commitIn.Round(time.Millisecond), l.successes())
-		leader, st = h.Leader(wait, 0)
+		leader, st = h.LeaderProc(wait, 0)
 	}
 	stopLoad()
 	start := time.Now()
@@ -269,9 +268,9 @@ func TestScenarioOverlappingFailover(t *testing.T) {
 	if killLong() {
 		rounds = 20
 	}
-	h := proctest.New(t)
+	h := clustertest.NewNodeProcs(t)
 	ms := h.StartCluster(3, nil)
-	leader, st := h.Leader(wait, 0)
+	leader, st := h.LeaderProc(wait, 0)
 	watch := killWatchLeaders(ms)
 	defer watch.halt()
 	l := newLedger()
@@ -279,12 +278,12 @@ func TestScenarioOverlappingFailover(t *testing.T) {
 	wg := loadProcs(ms, 4, l, stop)
 	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer stopLoad()
-	var prev *proctest.Member // the previous victim, down until restarted
+	var prev *clustertest.NodeProc // the previous victim, down until restarted
 	var worstCommit time.Duration
 	lagged := 0
 	for round := 0; round < rounds; round++ {
 		base := l.successes()
-		nodetest.WaitFor(t, wait, "15 acknowledged proposals", func() bool { return l.successes() >= base+15 })
+		clustertest.WaitFor(t, wait, "15 acknowledged proposals", func() bool { return l.successes() >= base+15 })
 		before := prev != nil && rng.Intn(2) == 0
 		if before {
 			prev.Restart()
@@ -318,7 +317,7 @@ func TestScenarioOverlappingFailover(t *testing.T) {
 		killProbe(t, l, fmt.Sprintf("r%d-probe", round), killProcBound, killProcPropose(ms, rng.Intn(len(ms))))
 		commitIn := time.Since(killed) // from the kill, the victim's restart included
 		worstCommit = max(worstCommit, commitIn)
-		nl, nst := h.Leader(wait, 0)
+		nl, nst := h.LeaderProc(wait, 0)
 		if nl == leader || nst.Term <= st.Term {
 			t.Fatalf("round %d: after killing %s (term %d) the leader is %s in term %d: not a strictly higher term", round, leader.Cfg.ID, st.Term, nl.Cfg.ID, nst.Term)
 		}
@@ -381,7 +380,7 @@ type killNodeLoad struct {
 	done   func()
 }
 
-func killStartNodeLoad(c *nodetest.Cluster, prefix string, workers int, l *ledger) *killNodeLoad {
+func killStartNodeLoad(c *clustertest.NodeCluster, prefix string, workers int, l *ledger) *killNodeLoad {
 	ld := &killNodeLoad{nodes: append([]*raft.Node(nil), c.Nodes...), target: make([]bool, len(c.Nodes)), stop: make(chan struct{})}
 	for i := range ld.target {
 		ld.target[i] = true
@@ -456,20 +455,20 @@ func (ld *killNodeLoad) resume() { ld.gate.Unlock() }
 func (ld *killNodeLoad) close()  { ld.done() }
 
 // killStop stops member i of c, telling the load first.
-func killStop(c *nodetest.Cluster, ld *killNodeLoad, i int) {
+func killStop(c *clustertest.NodeCluster, ld *killNodeLoad, i int) {
 	ld.set(i, nil)
 	c.StopMember(i)
 }
 
 // killStart (re)starts member i of c and tells the load.
-func killStart(c *nodetest.Cluster, ld *killNodeLoad, i int) {
+func killStart(c *clustertest.NodeCluster, ld *killNodeLoad, i int) {
 	c.StartMember(i)
 	ld.set(i, c.Nodes[i])
 }
 
 // killTransfer hands leadership from member from to member to, retrying
 // while a transfer is refused, and returns the new leader's term.
-func killTransfer(t *testing.T, c *nodetest.Cluster, from, to int) uint64 {
+func killTransfer(t *testing.T, c *clustertest.NodeCluster, from, to int) uint64 {
 	t.Helper()
 	term := c.Nodes[from].Status().Term
 	deadline := time.Now().Add(wait)
@@ -488,7 +487,7 @@ func killTransfer(t *testing.T, c *nodetest.Cluster, from, to int) uint64 {
 		}
 	}
 	var nt uint64
-	nodetest.WaitFor(t, wait, fmt.Sprintf("%s leader in a term above %d", c.Cfgs[to].ID, term), func() bool {
+	clustertest.WaitFor(t, wait, fmt.Sprintf("%s leader in a term above %d", c.Cfgs[to].ID, term), func() bool {
 		if c.Leader() != to {
 			return false
 		}
@@ -499,7 +498,7 @@ func killTransfer(t *testing.T, c *nodetest.Cluster, from, to int) uint64 {
 }
 
 // others returns the members of c other than the given ones.
-func killOthers(c *nodetest.Cluster, not ...int) []int {
+func killOthers(c *clustertest.NodeCluster, not ...int) []int {
 	var out []int
 next:
 	for i := range c.Nodes {
@@ -529,7 +528,7 @@ func TestScenarioCrossTermCatchUp(t *testing.T) {
 		reps = 8
 	}
 	faults := faultnet.New(seed)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	c.WaitLeader(wait)
 	l := newLedger()
 	ld := killStartNodeLoad(c, "x", 4, l)
@@ -540,7 +539,7 @@ func TestScenarioCrossTermCatchUp(t *testing.T) {
 		x := fs[rng.Intn(2)] // the member that falls behind
 		b := killOthers(c, a, x)[0]
 		base := l.successes()
-		nodetest.WaitFor(t, wait, "30 acknowledged proposals", func() bool { return l.successes() >= base+30 })
+		clustertest.WaitFor(t, wait, "30 acknowledged proposals", func() bool { return l.successes() >= base+30 })
 
 		// x holds everything of the current term, then hears nothing more.
 		// An entry the leader appends in its term between the convergence
@@ -576,7 +575,7 @@ func TestScenarioCrossTermCatchUp(t *testing.T) {
 		t1 := killTransfer(t, c, a, b)
 		ld.resume()
 		base = l.successes()
-		nodetest.WaitFor(t, wait, "30 acknowledged proposals in the first new term", func() bool { return l.successes() >= base+30 })
+		clustertest.WaitFor(t, wait, "30 acknowledged proposals in the first new term", func() bool { return l.successes() >= base+30 })
 		// x stops while behind.
 		if s := c.Nodes[x].Status(); s.LastIndex != xs.LastIndex || c.Nodes[b].Status().CommitIndex <= s.LastIndex {
 			t.Fatalf("%s is not behind at its stop: last %d (was %d), leader's commit %d", c.Cfgs[x].ID, s.LastIndex, xs.LastIndex, c.Nodes[b].Status().CommitIndex)
@@ -586,7 +585,7 @@ func TestScenarioCrossTermCatchUp(t *testing.T) {
 		// is no longer leading; a writes entries of a third term.
 		t2 := killTransfer(t, c, b, a)
 		base = l.successes()
-		nodetest.WaitFor(t, wait, "30 acknowledged proposals in the second new term", func() bool { return l.successes() >= base+30 })
+		clustertest.WaitFor(t, wait, "30 acknowledged proposals in the second new term", func() bool { return l.successes() >= base+30 })
 
 		// x restarts and pulls the prior-term entries from a.
 		faults.Heal()
@@ -597,7 +596,7 @@ func TestScenarioCrossTermCatchUp(t *testing.T) {
 			return c.Nodes[x].AppliedIndex() >= target
 		})
 		base = l.successes()
-		nodetest.WaitFor(t, wait, "10 acknowledged proposals after the catch-up", func() bool { return l.successes() >= base+10 })
+		clustertest.WaitFor(t, wait, "10 acknowledged proposals after the catch-up", func() bool { return l.successes() >= base+10 })
 
 		// The shape: what x fetched, (xs.LastIndex, target], is of ≥ 2
 		// distinct terms, none of them x's own last term.
@@ -640,7 +639,7 @@ func TestScenarioCrossTermCatchUp(t *testing.T) {
 	}
 	ld.close()
 	start := time.Now()
-	idx := c.WaitConverged(killConvergeBound)
+	idx := c.WaitConverged(killConvergeBound).Digest.Index
 	t.Logf("liveness: faults stopped → every member converged in %v (bound %v)", time.Since(start).Round(time.Millisecond), killConvergeBound)
 	counts := l.check(t, dumpAll(c))
 	rep := checkCommittedPrefix(t, c)
@@ -668,7 +667,7 @@ func TestScenarioOnlyCurrentMemberDies(t *testing.T) {
 		reps = 10
 	}
 	faults := faultnet.New(seed)
-	cl := nodetest.Start(t, 3, faults, nil)
+	cl := clustertest.StartNodes(t, 3, faults, nil)
 	cl.WaitLeader(wait)
 	l := newLedger()
 	ld := killStartNodeLoad(cl, "o", 4, l)
@@ -685,13 +684,13 @@ func TestScenarioOnlyCurrentMemberDies(t *testing.T) {
 			s2 = fs[rng.Intn(2)]
 			s1 = killOthers(cl, c, s2)[0]
 			base := l.successes()
-			nodetest.WaitFor(t, wait, "30 acknowledged proposals", func() bool { return l.successes() >= base+30 })
+			clustertest.WaitFor(t, wait, "30 acknowledged proposals", func() bool { return l.successes() >= base+30 })
 
 			// s2 falls behind: committed entries it lacks.
 			faults.Isolate(addr(cl.Nodes[s2]))
 			ld.only(c, s1)
 			base = l.successes()
-			nodetest.WaitFor(t, wait, "30 acknowledged proposals without s2", func() bool { return l.successes() >= base+30 })
+			clustertest.WaitFor(t, wait, "30 acknowledged proposals without s2", func() bool { return l.successes() >= base+30 })
 
 			// c's uncommitted tail: its appends stop reaching s1. It loses
 			// its lease one LeaderLeaseTimeout later: the tail is what it
@@ -712,7 +711,7 @@ func TestScenarioOnlyCurrentMemberDies(t *testing.T) {
 			}
 			wg.Wait()
 			ld.only()
-			nodetest.WaitFor(t, wait, name(c)+" to step down", func() bool { return cl.Nodes[c].Status().Role != "Leader" })
+			clustertest.WaitFor(t, wait, name(c)+" to step down", func() bool { return cl.Nodes[c].Status().Role != "Leader" })
 			cs, s1s, s2s = cl.Nodes[c].Status(), cl.Nodes[s1].Status(), cl.Nodes[s2].Status()
 			committed = max(cs.CommitIndex, s1s.CommitIndex, s2s.CommitIndex)
 			if cs.LastIndex > s1s.LastIndex && s1s.LastIndex >= committed && s2s.LastIndex < committed {
@@ -754,7 +753,7 @@ func TestScenarioOnlyCurrentMemberDies(t *testing.T) {
 			t.Fatalf("%s was elected; only %s holds the whole committed prefix", name(nl), name(s1))
 		}
 		base := l.successes()
-		nodetest.WaitFor(t, wait, "20 acknowledged proposals on the survivors", func() bool { return l.successes() >= base+20 })
+		clustertest.WaitFor(t, wait, "20 acknowledged proposals on the survivors", func() bool { return l.successes() >= base+20 })
 		ld.pause()
 		cl.WaitConverged(wait)
 		counts := l.check(t, dumpAll(cl))
@@ -778,11 +777,11 @@ func TestScenarioOnlyCurrentMemberDies(t *testing.T) {
 		ld.only(c, s1, s2)
 		ld.resume()
 		base = l.successes()
-		nodetest.WaitFor(t, wait, "10 acknowledged proposals with all three", func() bool { return l.successes() >= base+10 })
+		clustertest.WaitFor(t, wait, "10 acknowledged proposals with all three", func() bool { return l.successes() >= base+10 })
 	}
 	ld.close()
 	start := time.Now()
-	idx := cl.WaitConverged(killConvergeBound)
+	idx := cl.WaitConverged(killConvergeBound).Digest.Index
 	t.Logf("liveness: faults stopped → every member converged in %v (bound %v)", time.Since(start).Round(time.Millisecond), killConvergeBound)
 	counts := l.check(t, dumpAll(cl))
 	rep := checkCommittedPrefix(t, cl)

@@ -11,7 +11,7 @@ import (
 	"github.com/jobraft/jobraft/transport/faultnet"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
@@ -51,7 +51,7 @@ type loadRun struct {
 // round-robin over every member (followers forward), like loadNodes but
 // with a 1 s timeout per proposal: a worker stuck on a cut-off member comes
 // back soon, and stopping the load does not wait long for it.
-func startLoad(c *nodetest.Cluster, prefix string, workers int, l *ledger) *loadRun {
+func startLoad(c *clustertest.NodeCluster, prefix string, workers int, l *ledger) *loadRun {
 	r := &loadRun{stop: make(chan struct{}), wg: &sync.WaitGroup{}}
 	nodes := append([]*raft.Node(nil), c.Nodes...)
 	for g := 0; g < workers; g++ {
@@ -85,7 +85,7 @@ func (r *loadRun) Stop() {
 // startLeaderLoad proposes unique keys only on the member that is leader,
 // so that no proposal is forwarded (see TestScenarioDelayDropDuplicate for
 // why). A worker whose member lost leadership finds the new leader.
-func startLeaderLoad(c *nodetest.Cluster, prefix string, workers int, l *ledger) *loadRun {
+func startLeaderLoad(c *clustertest.NodeCluster, prefix string, workers int, l *ledger) *loadRun {
 	r := &loadRun{stop: make(chan struct{}), wg: &sync.WaitGroup{}}
 	for g := 0; g < workers; g++ {
 		r.wg.Add(1)
@@ -123,7 +123,7 @@ func startLeaderLoad(c *nodetest.Cluster, prefix string, workers int, l *ledger)
 // committedLeader returns the member that is leader in a term above
 // minTerm and has committed an entry of that term (its no-op barrier at
 // least), or -1. Members in skip are not considered.
-func committedLeader(c *nodetest.Cluster, minTerm uint64, skip ...int) int {
+func committedLeader(c *clustertest.NodeCluster, minTerm uint64, skip ...int) int {
 	ld := c.Leader()
 	if ld < 0 {
 		return -1
@@ -145,7 +145,7 @@ func committedLeader(c *nodetest.Cluster, minTerm uint64, skip ...int) int {
 }
 
 // maxTerm is the highest current term over the members.
-func maxTerm(c *nodetest.Cluster) uint64 {
+func maxTerm(c *clustertest.NodeCluster) uint64 {
 	var m uint64
 	for _, i := range c.Running() {
 		m = max(m, c.Nodes[i].Status().Term)
@@ -162,7 +162,7 @@ type leaderWatch struct {
 	wg      sync.WaitGroup
 }
 
-func watchLeaders(c *nodetest.Cluster) *leaderWatch {
+func watchLeaders(c *clustertest.NodeCluster) *leaderWatch {
 	w := &leaderWatch{seen: map[string]bool{}}
 	for _, n := range c.Nodes {
 		ch, cancel := n.Events(4096)
@@ -233,17 +233,17 @@ func hold(d time.Duration, inv func() error) error {
 func waitProgress(t *testing.T, l *ledger, n int, what string) {
 	t.Helper()
 	base := l.successes()
-	nodetest.WaitFor(t, wait, fmt.Sprintf("%d acknowledged proposals %s", n, what), func() bool { return l.successes() >= base+n })
+	clustertest.WaitFor(t, wait, fmt.Sprintf("%d acknowledged proposals %s", n, what), func() bool { return l.successes() >= base+n })
 }
 
 // converge stops the load, waits for every member to converge and reports
 // the time as a liveness figure.
-func converge(t *testing.T, c *nodetest.Cluster, load *loadRun, what string) uint64 {
+func converge(t *testing.T, c *clustertest.NodeCluster, load *loadRun, what string) uint64 {
 	t.Helper()
 	load.Stop()
 	start := time.Now()
 	c.Settle(convergeBound) // proposals given up on may still commit
-	idx := c.WaitConverged(convergeBound)
+	idx := c.WaitConverged(convergeBound).Digest.Index
 	t.Logf("liveness: converged at index %d %v after %s (bound %v)", idx, time.Since(start).Round(time.Millisecond), what, convergeBound)
 	return idx
 }
@@ -252,7 +252,7 @@ func converge(t *testing.T, c *nodetest.Cluster, load *loadRun, what string) uin
 // in-process cluster, after the faults stopped: state digest (converge),
 // acked-set (ledger), committed prefix (walcompare), applied history,
 // election safety (the network's view of append-entries senders).
-func finalChecks(t *testing.T, c *nodetest.Cluster, faults *faultnet.Network, l *ledger, load *loadRun) {
+func finalChecks(t *testing.T, c *clustertest.NodeCluster, faults *faultnet.Network, l *ledger, load *loadRun) {
 	t.Helper()
 	faults.Heal()
 	converge(t, c, load, "the faults stopped")
@@ -300,7 +300,7 @@ func finalChecks(t *testing.T, c *nodetest.Cluster, faults *faultnet.Network, l 
 func TestScenarioDivergentFormerLeaderRejoins(t *testing.T) {
 	seed := netSeed(t)
 	faults := faultnet.New(seed)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	old := c.WaitLeader(wait)
 	oldAddr := addr(c.Nodes[old])
 	events, cancelEvents := c.Nodes[old].Events(4096)
@@ -331,7 +331,7 @@ func TestScenarioDivergentFormerLeaderRejoins(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	nodetest.WaitFor(t, wait, "the isolated leader to step down", func() bool { return c.Nodes[old].Status().Role != "Leader" })
+	clustertest.WaitFor(t, wait, "the isolated leader to step down", func() bool { return c.Nodes[old].Status().Role != "Leader" })
 	so := c.Nodes[old].Status()
 	from, tailLast := so.CommitIndex+1, so.LastIndex
 	if tailLast < from {
@@ -480,7 +480,7 @@ func TestScenarioDivergentFormerLeaderRejoins(t *testing.T) {
 func TestScenarioFlappingLink(t *testing.T) {
 	seed := netSeed(t)
 	faults := faultnet.New(seed)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	ld := c.WaitLeader(wait)
 	f := (ld + 1) % 3
 	la, fa := addr(c.Nodes[ld]), addr(c.Nodes[f])
@@ -571,7 +571,7 @@ func TestScenarioPartitions(t *testing.T) {
 func partitionRounds(t *testing.T, size, rounds int) {
 	seed := netSeed(t)
 	faults := faultnet.New(seed)
-	c := nodetest.Start(t, size, faults, nil)
+	c := clustertest.StartNodes(t, size, faults, nil)
 	c.WaitLeader(wait)
 	watch := watchLeaders(c)
 	defer watch.close()
@@ -742,7 +742,7 @@ func delayDropDuplicate(t *testing.T, drop, dup float64, leaderOnly bool) {
 	if netLong() {
 		size, window = 5, 15*time.Second
 	}
-	c := nodetest.Start(t, size, faults, nil)
+	c := clustertest.StartNodes(t, size, faults, nil)
 	c.WaitLeader(wait)
 	watch := watchLeaders(c)
 	defer watch.close()

@@ -10,7 +10,7 @@ import (
 	"github.com/jobraft/jobraft/transport/faultnet"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/wal"
 )
@@ -20,7 +20,7 @@ import (
 // past the old leader's committed prefix.
 type staleTail struct {
 	faults *faultnet.Network
-	c      *nodetest.Cluster
+	c      *clustertest.NodeCluster
 	l      int         // the old leader
 	old    *raft.Node  // c.Nodes[l]
 	n      uint64      // its committed prefix
@@ -36,7 +36,7 @@ type staleTail struct {
 func startStaleTail(t *testing.T) staleTail {
 	t.Helper()
 	faults := faultnet.New(1)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	if _, err := c.Propose(l, "before=1", wait); err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func startStaleTail(t *testing.T) staleTail {
 
 	// A new leader among the others, in a higher term.
 	var nl int
-	nodetest.WaitFor(t, wait, "a leader among the others", func() bool {
+	clustertest.WaitFor(t, wait, "a leader among the others", func() bool {
 		for i, m := range c.Nodes {
 			if i != l && m.Status().Role == "Leader" && m.Status().Term > stale.Term {
 				nl = i
@@ -276,7 +276,7 @@ func waitGuardRefusal(t testing.TB, events <-chan raft.Event, want error) {
 // process. The seam refuses such an append; the member keeps serving and
 // converging.
 func TestCraftedNilEntryIsRefused(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	if _, err := c.Propose(l, "before=1", wait); err != nil {
 		t.Fatal(err)

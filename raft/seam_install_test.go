@@ -14,7 +14,7 @@ import (
 	"github.com/jobraft/jobraft/transport/faultnet"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -32,7 +32,7 @@ func sendInstall(t *testing.T, target string, req *hraft.InstallSnapshotRequest,
 // kvSnapshotAt is an honest snapshot stream of member i's state machine as
 // it is now, labelled with index: the adapter's header (the applied index,
 // little-endian) and the KV's own Persist.
-func kvSnapshotAt(t *testing.T, c *nodetest.Cluster, i int, index uint64) []byte {
+func kvSnapshotAt(t *testing.T, c *clustertest.NodeCluster, i int, index uint64) []byte {
 	t.Helper()
 	s, err := c.KVs[i].Snapshot()
 	if err != nil {
@@ -66,7 +66,7 @@ func installFrom(t *testing.T, leader *raft.Node, term, index, lastTerm uint64) 
 	}
 }
 
-func proposeKeys(t *testing.T, c *nodetest.Cluster, via int, prefix string, n int) {
+func proposeKeys(t *testing.T, c *clustertest.NodeCluster, via int, prefix string, n int) {
 	t.Helper()
 	for k := 0; k < n; k++ {
 		if _, err := c.Propose(via, fmt.Sprintf("%s%d=v", prefix, k), wait); err != nil {
@@ -128,7 +128,7 @@ const craftedTermGap = 1000
 // after leadership moves to the third member (the audit's U3(b) sequence).
 func TestStaleInstallSnapshotKeepsState(t *testing.T) {
 	faults := faultnet.New(1)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 5)
 	c.WaitConverged(wait)
@@ -174,7 +174,7 @@ func TestStaleInstallSnapshotKeepsState(t *testing.T) {
 	if err := c.Nodes[l].TransferLeadership(ctx, c.Nodes[o].ID()); err != nil {
 		t.Fatal(err)
 	}
-	nodetest.WaitFor(t, wait, "the third member leading", func() bool { return c.Leader() == o })
+	clustertest.WaitFor(t, wait, "the third member leading", func() bool { return c.Leader() == o })
 	proposeKeys(t, c, o, "c", 5)
 	c.WaitConverged(wait)
 	unchangedFirst := fol.Status().FirstIndex
@@ -202,7 +202,7 @@ func TestStaleInstallSnapshotKeepsState(t *testing.T) {
 // cluster converges.
 func TestCraftedInstallBelowTheFloor(t *testing.T) {
 	faults := faultnet.New(2)
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 4 })
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 4 })
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 5)
 	c.WaitConverged(wait)
@@ -246,7 +246,7 @@ func TestCraftedInstallBelowTheFloor(t *testing.T) {
 		t.Fatalf("install below a compacted log: success %v err %v, want refused", resp.Success, err)
 	}
 	unchanged(t, fol, before, "after an install below the compacted log")
-	nodetest.WaitFor(t, wait, "the leader's snapshot past the follower's floor", func() bool { return leaderSnap() > before.Floor })
+	clustertest.WaitFor(t, wait, "the leader's snapshot past the follower's floor", func() bool { return leaderSnap() > before.Floor })
 
 	// Another term at a committed index the log holds: refused loudly.
 	c.WaitConverged(wait) // the leader moved its log to take that snapshot
@@ -259,7 +259,7 @@ func TestCraftedInstallBelowTheFloor(t *testing.T) {
 	}
 	unchanged(t, fol, before, "after an install contradicting a committed entry")
 	var diverged *raft.Event
-	nodetest.WaitFor(t, wait, "the divergence event", func() bool {
+	clustertest.WaitFor(t, wait, "the divergence event", func() bool {
 		for {
 			select {
 			case e := <-events:
@@ -314,7 +314,7 @@ func TestStaleMatchingTailRefusesAppendAtStaleIndex(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	faults := faultnet.New(seed)
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 4 })
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 4 })
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 5)
 	c.WaitConverged(wait)
@@ -388,8 +388,8 @@ func TestStaleMatchingTailRefusesAppendAtStaleIndex(t *testing.T) {
 	}
 	events, cancelEvents := fol.Events(4096)
 	defer cancelEvents()
-	nodetest.WaitFor(t, wait, "the third member leading", func() bool { return c.Leader() == o })
-	nodetest.WaitFor(t, wait, "an append at the stale index refused", func() bool {
+	clustertest.WaitFor(t, wait, "the third member leading", func() bool { return c.Leader() == o })
+	clustertest.WaitFor(t, wait, "an append at the stale index refused", func() bool {
 		return fol.Status().Seam.StaleAppendsRefused > 0
 	})
 	proposeKeys(t, c, o, "c", 5)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
@@ -44,7 +44,7 @@ func header(id, addr string) hraft.RPCHeader {
 // follower and to the leader change no term, a transfer to a non-voter is
 // refused before raft sends one, and real transfers still work.
 func TestStrayTimeoutNowIsRefused(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	before := c.Nodes[l].Status()
 	f := (l + 1) % 3
@@ -73,13 +73,13 @@ func TestStrayTimeoutNowIsRefused(t *testing.T) {
 
 	// A non-voter: refused by TransferLeadership, and by its seam when a
 	// TimeoutNow reaches it in the leader's name.
-	cfg := nodetest.FastConfig(t, "nv", filepath.Join(t.TempDir(), "nv"), nodetest.FreeAddr(t))
+	cfg := clustertest.FastConfig(t, "nv", filepath.Join(t.TempDir(), "nv"), clustertest.FreeAddr(t))
 	cfg.Bootstrap = false
-	nv := nodetest.OpenNew(t, cfg, nodetest.NewKV())
+	nv := clustertest.OpenNew(t, cfg, clustertest.NewKV())
 	if err := c.Nodes[l].Raft().AddNonvoter(hraft.ServerID("nv"), hraft.ServerAddress(nv.Addr()), 0, wait).Error(); err != nil {
 		t.Fatal(err)
 	}
-	nodetest.WaitFor(t, wait, "the non-voter following the leader", func() bool { return nv.Status().LeaderID == before.LeaderID })
+	clustertest.WaitFor(t, wait, "the non-voter following the leader", func() bool { return nv.Status().LeaderID == before.LeaderID })
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := c.Nodes[l].TransferLeadership(ctx, "nv"); !errors.Is(err, raft.ErrNotVoter) {
@@ -101,7 +101,7 @@ func TestStrayTimeoutNowIsRefused(t *testing.T) {
 		if err := c.Nodes[cur].TransferLeadership(ctx, c.Nodes[to].ID()); err != nil {
 			t.Fatalf("transfer %d from m%d to m%d: %v", k, cur, to, err)
 		}
-		nodetest.WaitFor(t, wait, "the transfer's target leading", func() bool {
+		clustertest.WaitFor(t, wait, "the transfer's target leading", func() bool {
 			s := c.Nodes[to].Status()
 			return s.Role == "Leader" && s.Term > term
 		})
@@ -113,12 +113,12 @@ func TestStrayTimeoutNowIsRefused(t *testing.T) {
 // and the leader's address under another ID, are refused by a follower,
 // and no term changes.
 func TestTimeoutNowNeedsTheLeadersIDAndAddress(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	before := c.Nodes[l].Status()
 	f := (l + 1) % 3
 	fol := c.Nodes[f]
-	nodetest.WaitFor(t, wait, "the follower to know the leader", func() bool {
+	clustertest.WaitFor(t, wait, "the follower to know the leader", func() bool {
 		st := fol.Status()
 		return st.LeaderID == before.ID && st.LeaderAddress == before.Address
 	})
@@ -163,7 +163,7 @@ func TestTimeoutNowNeedsTheLeadersIDAndAddress(t *testing.T) {
 // scheduler stall inside raft's leader loop, so this test cannot fail
 // deterministically without the seam; the counter proves the mechanism.)
 func TestHigherTermHeartbeatTakesTheMainLoop(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	c.WaitLeader(wait)
 	nt := bareTransport(t)
 	var stop atomic.Bool
@@ -195,7 +195,7 @@ func TestHigherTermHeartbeatTakesTheMainLoop(t *testing.T) {
 			t.Fatalf("round %d: heartbeat: %v", k, err)
 		}
 		sent++
-		nodetest.WaitFor(t, wait, "the old leader in the heartbeat's term", func() bool { return c.Nodes[l].Status().Term >= s.Term+1 })
+		clustertest.WaitFor(t, wait, "the old leader in the heartbeat's term", func() bool { return c.Nodes[l].Status().Term >= s.Term+1 })
 	}
 	stop.Store(true)
 	wg.Wait()

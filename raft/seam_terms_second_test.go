@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/wal/segment"
 )
 
@@ -20,7 +20,7 @@ import (
 // next append (found by a review: the list used to answer for P1, and then
 // for every index in (P1, P2], with the first sender's terms).
 func TestSecondInstallOnAnEmptyLogDropsTheFirstTermIndex(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 5)
 	c.WaitConverged(wait)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/transport/faultnet"
@@ -26,7 +26,7 @@ import (
 // a snapshot.
 func TestInstallPastTheFloorIsCheckedAndAdoptsTheTermIndex(t *testing.T) {
 	faults := faultnet.New(3)
-	c := nodetest.Start(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 2 })
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) { cfg.TrailingLogs = 2 })
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 5)
 	c.WaitConverged(wait)
@@ -94,7 +94,7 @@ func forgedTerms(t *testing.T, known uint64, starts []segment.TermStart) (addr s
 // nothing changes); from a sender that cannot be asked, refused quietly
 // (InstallsUnasked, the leader retries).
 func TestInstallPastTheFloorFromAnotherHistoryIsRefused(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 5)
 	c.WaitConverged(wait)
@@ -137,7 +137,7 @@ func TestInstallPastTheFloorFromAnotherHistoryIsRefused(t *testing.T) {
 	}
 	unchanged(t, fol, before, "after an install from another history")
 	var diverged *raft.Event
-	nodetest.WaitFor(t, wait, "the divergence event", func() bool {
+	clustertest.WaitFor(t, wait, "the divergence event", func() bool {
 		for {
 			select {
 			case e := <-events:
@@ -168,7 +168,7 @@ func TestInstallPastTheFloorFromAnotherHistoryIsRefused(t *testing.T) {
 // install past the floor is refused loudly, the member diverged at F, and
 // nothing changes. (A check one index low would find the histories equal.)
 func TestInstallPastTheFloorFromAHistoryForkedAtTheFloorIsRefused(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 5)
 	c.WaitConverged(wait)
@@ -204,7 +204,7 @@ func TestInstallPastTheFloorFromAHistoryForkedAtTheFloorIsRefused(t *testing.T) 
 	}
 	unchanged(t, fol, before, "after an install from a history forked at the floor")
 	var diverged *raft.Event
-	nodetest.WaitFor(t, wait, "the divergence event", func() bool {
+	clustertest.WaitFor(t, wait, "the divergence event", func() bool {
 		for {
 			select {
 			case e := <-events:

@@ -7,7 +7,7 @@ import (
 	"github.com/jobraft/jobraft/transport/faultnet"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // sendAppend sends one AppendEntries from a bare raft transport (a member
@@ -32,7 +32,7 @@ func sendAppend(t *testing.T, target string, req *hraft.AppendEntriesRequest) *h
 // the stale entry and converges with no guard refusal.
 func TestCraftedCommitAheadOfVerifiedAppendIsClamped(t *testing.T) {
 	faults := faultnet.New(1)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	if _, err := c.Propose(l, "before=1", wait); err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestCraftedCommitAheadOfVerifiedAppendIsClamped(t *testing.T) {
 	if _, err := c.Propose(l, "lost=1", 2*time.Second); err == nil {
 		t.Fatal("a proposal on an isolated leader reported success")
 	}
-	nodetest.WaitFor(t, wait, "the stale entry in the old leader's log", func() bool {
+	clustertest.WaitFor(t, wait, "the stale entry in the old leader's log", func() bool {
 		return old.Status().LastIndex == n+1
 	})
 	var stale hraft.Log
@@ -60,7 +60,7 @@ func TestCraftedCommitAheadOfVerifiedAppendIsClamped(t *testing.T) {
 
 	// A new leader among the others commits past N.
 	var nl int
-	nodetest.WaitFor(t, wait, "a leader among the others", func() bool {
+	clustertest.WaitFor(t, wait, "a leader among the others", func() bool {
 		for i, m := range c.Nodes {
 			if i != l && m.Status().Role == "Leader" && m.Status().Term > stale.Term {
 				nl = i

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport/faultnet"
@@ -20,9 +20,9 @@ const slowTimer = 30 * time.Second
 // the given stickiness (0: the fast members' heartbeat timeout), commits a few entries, stops the leader (m0 or m1)
 // and returns the cluster, the other fast member, the stopped leader's
 // term and when it stopped.
-func startSilentLeader(t *testing.T, sticky time.Duration) (c *nodetest.Cluster, x int, old uint64, stopped time.Time) {
+func startSilentLeader(t *testing.T, sticky time.Duration) (c *clustertest.NodeCluster, x int, old uint64, stopped time.Time) {
 	t.Helper()
-	c = nodetest.Start(t, 3, nil, func(cfg *raft.Config) {
+	c = clustertest.StartNodes(t, 3, nil, func(cfg *raft.Config) {
 		if cfg.ID == "m2" {
 			cfg.HeartbeatTimeout, cfg.ElectionTimeout = slowTimer, slowTimer
 		}
@@ -58,7 +58,7 @@ func TestSilentLeaderDoesNotHoldTheElection(t *testing.T) {
 		c, x, old, stopped := startSilentLeader(t, 0)
 		// A liveness bound well below m2's own timer (WaitFor widens it by
 		// measured stalls; the counter below is what proves the vote's path).
-		nodetest.WaitFor(t, slowTimer/2, fmt.Sprintf("m%d elected with m2's vote", x), func() bool {
+		clustertest.WaitFor(t, slowTimer/2, fmt.Sprintf("m%d elected with m2's vote", x), func() bool {
 			return c.Leader() == x && c.Nodes[x].Status().Term > old
 		})
 		t.Logf("m%d leads term %d, %v after the leader (term %d) stopped", x, c.Nodes[x].Status().Term, time.Since(stopped).Round(time.Millisecond), old)
@@ -95,7 +95,7 @@ func TestSilentLeaderDoesNotHoldTheElection(t *testing.T) {
 // test process of half a lease (every member runs in it).
 func TestHealthyLeaderKeepsItsTermWhenOneFollowerIsCutOff(t *testing.T) {
 	faults := faultnet.New(time.Now().UnixNano())
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	l := c.WaitLeader(wait)
 	proposeN(t, c, l, "before-", 5)
 	c.WaitConverged(wait)
@@ -105,7 +105,7 @@ func TestHealthyLeaderKeepsItsTermWhenOneFollowerIsCutOff(t *testing.T) {
 	stalltest.Watch()
 	stall := stalltest.Start()
 	c.Faults.Cut(addr(c.Nodes[l]), addr(c.Nodes[x]))
-	nodetest.WaitFor(t, wait, "the cut-off follower to campaign several times, or the leadership to move", func() bool {
+	clustertest.WaitFor(t, wait, "the cut-off follower to campaign several times, or the leadership to move", func() bool {
 		return faults.StatsFrom(addr(c.Nodes[x]))[faultnet.KindRequestPreVote].Sent >= before+8 || c.Leader() != l
 	})
 	st := c.Nodes[l].Status()
@@ -136,7 +136,7 @@ func TestHealthyLeaderKeepsItsTermWhenOneFollowerIsCutOff(t *testing.T) {
 //   - after H a pre-vote and a vote are granted.
 func TestStickinessLiftsAtTheHeartbeatTimeoutNotBefore(t *testing.T) {
 	const h = 3 * time.Second // m2's stickiness: wide windows on a loaded machine
-	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) {
+	c := clustertest.StartNodes(t, 3, nil, func(cfg *raft.Config) {
 		if cfg.ID == "m2" {
 			cfg.HeartbeatTimeout, cfg.ElectionTimeout = slowTimer, slowTimer
 		}
@@ -152,7 +152,7 @@ func TestStickinessLiftsAtTheHeartbeatTimeoutNotBefore(t *testing.T) {
 	x := 1 - l
 	cand := c.Nodes[x].Status()
 	leader := c.Nodes[l].ID()
-	nodetest.WaitFor(t, wait, "m2 to follow the leader", func() bool { return m2.Status().LeaderID == leader })
+	clustertest.WaitFor(t, wait, "m2 to follow the leader", func() bool { return m2.Status().LeaderID == leader })
 	c.StopMember(x)
 	c.StopMember(l)
 	contact := m2.Raft().LastContact()

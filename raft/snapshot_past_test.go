@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/pkitest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
@@ -23,7 +23,7 @@ import (
 // the member shows) is granted once, and a second within the interval is
 // refused as rate-limited.
 func TestSnapshotPastIsBoundedByWhatTheMemberProves(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeN(t, c, l, "a", 5)
 	f := (l + 1) % 3
@@ -75,7 +75,7 @@ func TestSnapshotPastIsBoundedByWhatTheMemberProves(t *testing.T) {
 // last index would prove more) is refused, and the leader appends nothing.
 func TestSnapshotPastNamesTheCallersOwnMember(t *testing.T) {
 	ca := pkitest.NewCA(t, "jobraft cluster CA")
-	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) { cfg.TLS = ca.NodeTLS(t, cfg.ID) })
+	c := clustertest.StartNodes(t, 3, nil, func(cfg *raft.Config) { cfg.TLS = ca.NodeTLS(t, cfg.ID) })
 	l := c.WaitLeader(wait)
 	proposeN(t, c, l, "a", 5)
 	x, y := (l+1)%3, (l+2)%3
@@ -106,7 +106,7 @@ func TestSnapshotPastNamesTheCallersOwnMember(t *testing.T) {
 // log [1,120], snapshot 276, stuck for 31 s). The node resets such a log at
 // start, and the member converges.
 func TestLogBelowItsSnapshotIsResetAtStart(t *testing.T) {
-	c := nodetest.Start(t, 3, nil, nil)
+	c := clustertest.StartNodes(t, 3, nil, nil)
 	l := c.WaitLeader(wait)
 	proposeN(t, c, l, "a", 20)
 	c.WaitConverged(wait)

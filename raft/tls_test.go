@@ -11,7 +11,7 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/pkitest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
@@ -24,7 +24,7 @@ import (
 // and commit no proposal; the cluster keeps committing throughout.
 func TestMutualTLS(t *testing.T) {
 	ca := pkitest.NewCA(t, "jobraft cluster CA")
-	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) { cfg.TLS = ca.NodeTLS(t, cfg.ID) })
+	c := clustertest.StartNodes(t, 3, nil, func(cfg *raft.Config) { cfg.TLS = ca.NodeTLS(t, cfg.ID) })
 	l := c.WaitLeader(wait)
 	for i := range c.Nodes {
 		proposeN(t, c, i, "tls"+c.Cfgs[i].ID+"-", 5)
@@ -41,13 +41,13 @@ func TestMutualTLS(t *testing.T) {
 
 	other := pkitest.NewCA(t, "some other CA")
 	outsiders := map[string]*raft.Config{}
-	rogueCfg := nodetest.FastConfig(t, "rogue", filepath.Join(t.TempDir(), "rogue"), nodetest.FreeAddr(t))
+	rogueCfg := clustertest.FastConfig(t, "rogue", filepath.Join(t.TempDir(), "rogue"), clustertest.FreeAddr(t))
 	rogueCfg.TLS = other.NodeTLS(t, "rogue")
-	plainCfg := nodetest.FastConfig(t, "plain", filepath.Join(t.TempDir(), "plain"), nodetest.FreeAddr(t))
+	plainCfg := clustertest.FastConfig(t, "plain", filepath.Join(t.TempDir(), "plain"), clustertest.FreeAddr(t))
 	outsiders["rogue"], outsiders["plain"] = &rogueCfg, &plainCfg
 	for id, cfg := range outsiders {
-		kv := nodetest.NewKV()
-		n := nodetest.OpenNew(t, *cfg, kv)
+		kv := clustertest.NewKV()
+		n := clustertest.OpenNew(t, *cfg, kv)
 		var wg sync.WaitGroup
 		for i, m := range c.Nodes {
 			wg.Add(2)
@@ -128,7 +128,7 @@ func TestMutualTLS(t *testing.T) {
 //     same address with its own certificate, catches up.
 func TestMutualTLSMemberIdentity(t *testing.T) {
 	ca := pkitest.NewCA(t, "jobraft cluster CA")
-	c := nodetest.Start(t, 3, nil, func(cfg *raft.Config) { cfg.TLS = ca.NodeTLS(t, cfg.ID) })
+	c := clustertest.StartNodes(t, 3, nil, func(cfg *raft.Config) { cfg.TLS = ca.NodeTLS(t, cfg.ID) })
 	l := c.WaitLeader(wait)
 	x, y := (l+1)%3, (l+2)%3
 	proposeN(t, c, l, "before-", 5)
@@ -192,7 +192,7 @@ func TestMutualTLSMemberIdentity(t *testing.T) {
 	xAddr := c.Nodes[x].Addr()
 	c.StopMember(x)
 	var imp *transport.Mux
-	nodetest.WaitFor(t, wait, "the impostor listening at x's address", func() bool {
+	clustertest.WaitFor(t, wait, "the impostor listening at x's address", func() bool {
 		imp, err = transport.Listen(transport.Config{BindAddr: xAddr, TLS: ca.NodeTLS(t, c.Cfgs[y].ID)})
 		return err == nil // the port may linger after the stop
 	})
@@ -213,7 +213,7 @@ func TestMutualTLSMemberIdentity(t *testing.T) {
 	}()
 	outBefore := c.Nodes[l].Status().IdentityRefused.Outbound
 	proposeN(t, c, y, "impostor-up-", 5)
-	nodetest.WaitFor(t, wait, "the leader refusing the impostor at x's address", func() bool {
+	clustertest.WaitFor(t, wait, "the leader refusing the impostor at x's address", func() bool {
 		return c.Nodes[l].Status().IdentityRefused.Outbound > outBefore
 	})
 	sctx, scancel := context.WithTimeout(context.Background(), wait)

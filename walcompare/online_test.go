@@ -10,7 +10,7 @@ import (
 	"github.com/jobraft/jobraft/transport/faultnet"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodetest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/walcompare"
 )
@@ -51,7 +51,7 @@ func sameDivergences(t *testing.T, what string, a, b *walcompare.Report) {
 // stopped, their data dirs compared offline give the same report.
 func TestOnlineMatchesOffline(t *testing.T) {
 	faults := faultnet.New(1)
-	c := nodetest.Start(t, 3, faults, nil)
+	c := clustertest.StartNodes(t, 3, faults, nil)
 	old := c.WaitLeader(10 * time.Second)
 	for i := 0; i < 20; i++ {
 		if _, err := c.Propose(old, fmt.Sprintf("set k%d v%d", i, i), 5*time.Second); err != nil {
@@ -72,7 +72,7 @@ func TestOnlineMatchesOffline(t *testing.T) {
 	}
 	wg.Wait()
 	var leader int
-	nodetest.WaitFor(t, 10*time.Second, "a new leader", func() bool {
+	clustertest.WaitFor(t, 10*time.Second, "a new leader", func() bool {
 		leader = c.Leader()
 		return leader >= 0 && leader != old
 	})

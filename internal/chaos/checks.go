@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/jobmodel"
 )
 
@@ -45,7 +45,7 @@ func (r *runner) ackedSet(ops []Op, lieAt time.Duration) Verdict {
 		switch {
 		case op.Kind == "submit" && len(op.Tags) == 1, op.Kind == "batch-job":
 			want[op.Tags[0]], ret[op.Tags[0]] = op.Outcome, op.Return
-		case op.Kind == "submit" && op.Outcome == ctltest.OutcomeOK:
+		case op.Kind == "submit" && op.Outcome == clustertest.OutcomeOK:
 			if at, ok := models[op.Job]; !ok || op.Return < at {
 				models[op.Job] = op.Return
 			}
@@ -55,7 +55,7 @@ func (r *runner) ackedSet(ops []Op, lieAt time.Duration) Verdict {
 	excused := 0
 	acked := 0
 	for _, o := range want {
-		if o == ctltest.OutcomeOK {
+		if o == clustertest.OutcomeOK {
 			acked++
 		}
 	}
@@ -82,7 +82,7 @@ func (r *runner) ackedSet(ops []Op, lieAt time.Duration) Verdict {
 			if !ok {
 				return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d holds job %s (payload of %d bytes) that no client submitted", i, j.ID, len(j.Payload))}
 			}
-			if o == ctltest.OutcomeNotSubmitted && count[j.Payload] == 1 {
+			if o == clustertest.OutcomeNotSubmitted && count[j.Payload] == 1 {
 				return Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d holds job %s whose submit was answered not_submitted (tag %s)", i, j.ID, j.Payload)}
 			}
 			if count[j.Payload] > 1 {
@@ -90,7 +90,7 @@ func (r *runner) ackedSet(ops []Op, lieAt time.Duration) Verdict {
 			}
 		}
 		for tag, o := range want {
-			if o == ctltest.OutcomeOK && count[tag] != 1 {
+			if o == clustertest.OutcomeOK && count[tag] != 1 {
 				if count[tag] == 0 && lost(ret[tag]) {
 					excused++
 					continue
@@ -128,7 +128,7 @@ func fencing(ops []Op, lieAt time.Duration) Verdict {
 	claims := map[string][]claim{}
 	cancels := map[string][]time.Duration{}
 	for _, op := range ops {
-		if op.Outcome != ctltest.OutcomeOK {
+		if op.Outcome != clustertest.OutcomeOK {
 			continue
 		}
 		switch op.Kind {
@@ -143,7 +143,7 @@ func fencing(ops []Op, lieAt time.Duration) Verdict {
 	checked, excused := 0, 0
 	lost := func(at time.Duration) bool { return lieAt >= 0 && at >= lieAt }
 	for _, op := range ops {
-		if op.Outcome != ctltest.OutcomeOK || (op.Kind != "ack" && op.Kind != "extend") {
+		if op.Outcome != clustertest.OutcomeOK || (op.Kind != "ack" && op.Kind != "extend") {
 			continue
 		}
 		checked++

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/jobmodel"
 )
 
@@ -144,23 +144,23 @@ func TestAckedSetUnderALie(t *testing.T) {
 		return Op{Kind: "submit", Tags: []string{tag}, Call: ret - ms, Return: ret, Outcome: "ok"}
 	}
 	ops := []Op{sub("early", 10*ms), sub("late", 30*ms)}
-	job := func(tag string) ctltest.JobView {
-		return ctltest.JobView{ID: "id-" + tag, Queue: bulkQueue, Payload: tag}
+	job := func(tag string) clustertest.JobView {
+		return clustertest.JobView{ID: "id-" + tag, Queue: bulkQueue, Payload: tag}
 	}
 	for _, c := range []struct {
 		name  string
 		lieAt time.Duration
-		jobs  []ctltest.JobView
+		jobs  []clustertest.JobView
 		ok    bool
 	}{
-		{"no lie, both held", -1, []ctltest.JobView{job("early"), job("late")}, true},
-		{"no lie, one lost", -1, []ctltest.JobView{job("early")}, false},
-		{"lost after the lie began", 20 * ms, []ctltest.JobView{job("early")}, true},
-		{"lost before the lie began", 20 * ms, []ctltest.JobView{job("late")}, false},
-		{"twice under a lie", 20 * ms, []ctltest.JobView{job("early"), job("late"), {ID: "id-2", Queue: bulkQueue, Payload: "late"}}, false},
-		{"nobody submitted it, under a lie", 20 * ms, []ctltest.JobView{job("early"), job("late"), job("stray")}, false},
+		{"no lie, both held", -1, []clustertest.JobView{job("early"), job("late")}, true},
+		{"no lie, one lost", -1, []clustertest.JobView{job("early")}, false},
+		{"lost after the lie began", 20 * ms, []clustertest.JobView{job("early")}, true},
+		{"lost before the lie began", 20 * ms, []clustertest.JobView{job("late")}, false},
+		{"twice under a lie", 20 * ms, []clustertest.JobView{job("early"), job("late"), {ID: "id-2", Queue: bulkQueue, Payload: "late"}}, false},
+		{"nobody submitted it, under a lie", 20 * ms, []clustertest.JobView{job("early"), job("late"), job("stray")}, false},
 	} {
-		r := &runner{lists: map[int][]ctltest.JobView{0: c.jobs}}
+		r := &runner{lists: map[int][]clustertest.JobView{0: c.jobs}}
 		if v := r.ackedSet(ops, c.lieAt); v.OK != c.ok {
 			t.Errorf("%s: %v, want ok=%v", c.name, v, c.ok)
 		}

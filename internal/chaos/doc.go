@@ -1,5 +1,5 @@
 // Package chaos is the seeded chaos harness: random fault schedules over a
-// cluster of real jobraft Controller processes (ctltest.Procs) under a
+// cluster of real jobraft Controller processes (clustertest.CtlProcs) under a
 // mixed client workload, judged by every checker, continuously and at the
 // end.
 //

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // Event is something the harness did or saw happen to a member, for the
@@ -233,8 +233,8 @@ func (r *runner) begin(k int, a Action) {
 // log's segments (POST /lie); a member that does not answer is not lied
 // to, and the action is skipped.
 func (r *runner) lie(k, m int) {
-	rep, err := r.p.CallT(m, "/lie", ctltest.Request{}, 2*time.Second)
-	if err != nil || rep.Outcome != ctltest.OutcomeOK {
+	rep, err := r.p.CallT(m, "/lie", clustertest.Request{}, 2*time.Second)
+	if err != nil || rep.Outcome != clustertest.OutcomeOK {
 		r.note(m, "skip lie: m%d took no copy of its log: %v %s", m, err, rep.Error)
 		r.mu.Lock()
 		delete(r.resolved, k)
@@ -317,7 +317,7 @@ func (r *runner) transfer() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	rep, err := r.p.Post(ctx, l, "/transfer", ctltest.Request{})
+	rep, err := r.p.Post(ctx, l, "/transfer", clustertest.Request{})
 	r.note(l, "transfer: %s %v %s", rep.Outcome, err, rep.Error)
 }
 

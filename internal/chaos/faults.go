@@ -5,11 +5,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // faultState is the network and disk faults in force, pushed to every
-// member process (ctltest.FaultSpec over POST /faults) by one pusher per
+// member process (clustertest.FaultSpec over POST /faults) by one pusher per
 // member: after every change, and after a restart.
 type faultState struct {
 	r *runner
@@ -56,10 +56,10 @@ func (f *faultState) restarted(i int) {
 }
 
 // spec is member i's FaultSpec now.
-func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
+func (f *faultState) spec(i int) (clustertest.FaultSpec, uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var s ctltest.FaultSpec
+	var s clustertest.FaultSpec
 	addr := func(m int) string { return f.r.p.Cfgs[m].RaftAddr }
 	cut := func(a, b int) { s.Cut = append(s.Cut, [2]string{addr(a), addr(b)}) }
 	for k, a := range f.active {
@@ -88,7 +88,7 @@ func (f *faultState) spec(i int) (ctltest.FaultSpec, uint64) {
 				}
 			}
 		case Flap:
-			s.Flap = append(s.Flap, ctltest.FlapSpec{A: addr(a.Members[0]), B: addr(a.Members[1]), Period: a.Period})
+			s.Flap = append(s.Flap, clustertest.FlapSpec{A: addr(a.Members[0]), B: addr(a.Members[1]), Period: a.Period})
 		case Net:
 			s.Drop, s.Dup, s.Delay = max(s.Drop, a.Drop), max(s.Dup, a.Dup), max(s.Delay, a.Delay)
 		case Fsync:
@@ -124,7 +124,7 @@ func (f *faultState) pusher(i int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		rep, err := f.r.p.Post(ctx, i, "/faults", s)
 		cancel()
-		if err == nil && rep.Outcome == ctltest.OutcomeOK {
+		if err == nil && rep.Outcome == clustertest.OutcomeOK {
 			f.mu.Lock()
 			if f.pushed[i] == have {
 				f.pushed[i] = gen

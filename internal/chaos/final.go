@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/walcompare"
 )
@@ -36,7 +36,7 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 	if !r.waitMembership(func() bool { return w.Exceeded(r.o.Converge) }) {
 		return append(out, Verdict{Checker: "membership", At: r.since(), Detail: fmt.Sprintf("%d membership changes not completed %s after the heal", r.members.busy(), w.Report(r.o.Converge))})
 	}
-	var last []ctltest.Reply
+	var last []clustertest.Reply
 	for {
 		r.watchExits()
 		r.mu.Lock()
@@ -58,7 +58,7 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 		last = last[:0]
 		lead, leadTerm := -1, uint64(0)
 		for _, i := range r.live() {
-			rep, err := r.p.CallT(i, "/status", ctltest.Request{}, time.Second)
+			rep, err := r.p.CallT(i, "/status", clustertest.Request{}, time.Second)
 			if err != nil {
 				ok = false
 				break
@@ -121,12 +121,12 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 			out = append(out, Verdict{Checker: "applied", At: r.since(), Detail: v.String(), Members: r.slotsOf(v.Member, v.Other)})
 		}
 	}
-	r.lists = map[int][]ctltest.JobView{}
+	r.lists = map[int][]clustertest.JobView{}
 	for _, i := range r.judged() {
-		var jobs []ctltest.JobView
+		var jobs []clustertest.JobView
 		for _, q := range append([]string{bulkQueue}, modelQueues()...) {
-			rep, err := r.p.CallT(i, "/list", ctltest.Request{Queue: q, Local: true}, 10*time.Second)
-			if err != nil || rep.Outcome != ctltest.OutcomeOK {
+			rep, err := r.p.CallT(i, "/list", clustertest.Request{Queue: q, Local: true}, 10*time.Second)
+			if err != nil || rep.Outcome != clustertest.OutcomeOK {
 				out = append(out, Verdict{Checker: "acked-set", At: r.since(), Detail: fmt.Sprintf("m%d: list %s: %v %s", i, q, err, rep.Error)})
 				break
 			}
@@ -185,7 +185,7 @@ func (r *runner) walCompare() Verdict {
 }
 
 // divergedText describes a member's reported divergence ("" when none).
-func divergedText(s ctltest.Reply) string {
+func divergedText(s clustertest.Reply) string {
 	if d := s.Diverged; d != nil {
 		return fmt.Sprintf(" diverged at %d (its term %d, leader %s term %d, floor %d; guard refusals %d)", d.Index, d.LocalTerm, d.Leader, d.LeaderTerm, d.Floor, s.GuardRefusals)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/history"
 )
 
@@ -37,7 +37,7 @@ func TestHonestOneHistoryAcrossRestarts(t *testing.T) {
 		{"a lie, restarted with floor 1: index 2 unprotected", true, 1, true},
 		{"a lie, restarted with floor 2: index 2 protected", true, 2, false},
 	} {
-		r := &runner{s: Schedule{Members: 1}, p: &ctltest.Procs{Cfgs: []ctltest.MemberConfig{{ID: "p0", DataDir: dir}}},
+		r := &runner{s: Schedule{Members: 1}, p: &clustertest.CtlProcs{Cfgs: []clustertest.MemberConfig{{ID: "p0", DataDir: dir}}},
 			lied: []bool{false}, restartFloors: []map[int]uint64{{1: c.floor}}, finalLead: -1}
 		if c.lie {
 			r.lies = []lieSpan{{member: 1}}

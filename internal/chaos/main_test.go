@@ -1,13 +1,11 @@
 package chaos
 
 import (
-	"os"
 	"testing"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
-func TestMain(m *testing.M) {
-	ctltest.MemberMain() // a child member process never returns from it
-	os.Exit(m.Run())
-}
+// TestMain lets the test binary run as a member process (a child member
+// process never returns from clustertest.Main).
+func TestMain(m *testing.M) { clustertest.Main(m) }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // members is the run's configuration as the harness changed it: which
@@ -131,7 +131,7 @@ func (r *runner) change(a Action) {
 // checker still reads it).
 func (r *runner) removeMember(i int) bool {
 	id := r.p.Cfgs[i].ID
-	if !r.retry(fmt.Sprintf("remove %s", id), "/remove", ctltest.Request{ID: id}, i) {
+	if !r.retry(fmt.Sprintf("remove %s", id), "/remove", clustertest.Request{ID: id}, i) {
 		return false
 	}
 	r.members.mark(r.since(), func() { r.members.voter[i], r.members.removed[i] = false, true })
@@ -145,7 +145,7 @@ func (r *runner) removeMember(i int) bool {
 // the catch-up policy promoted it.
 func (r *runner) addMember(i int) bool {
 	c := r.p.Cfgs[i]
-	if !r.retry(fmt.Sprintf("add %s", c.ID), "/add", ctltest.Request{ID: c.ID, Addr: c.RaftAddr}, -1) {
+	if !r.retry(fmt.Sprintf("add %s", c.ID), "/add", clustertest.Request{ID: c.ID, Addr: c.RaftAddr}, -1) {
 		return false
 	}
 	r.members.mark(r.since(), func() { r.members.voter[i] = true })
@@ -155,7 +155,7 @@ func (r *runner) addMember(i int) bool {
 
 // retry sends req to path on a running voter (not skip) until one answers
 // ok; false when the run gave up first.
-func (r *runner) retry(what, path string, req ctltest.Request, skip int) bool {
+func (r *runner) retry(what, path string, req clustertest.Request, skip int) bool {
 	const callFor = 10 * time.Second
 	req.Timeout = callFor
 	for k := 0; ; k++ {
@@ -167,7 +167,7 @@ func (r *runner) retry(what, path string, req ctltest.Request, skip int) bool {
 		to := r.memberFor(k, skip)
 		if to >= 0 {
 			rep, err := r.p.CallT(to, path, req, callFor+time.Second)
-			if err == nil && rep.Outcome == ctltest.OutcomeOK {
+			if err == nil && rep.Outcome == clustertest.OutcomeOK {
 				r.note(to, "%s: ok", what)
 				return true
 			}
@@ -219,7 +219,7 @@ func (r *runner) stopMembership() {
 }
 
 // checkVoters compares a member's reported voters with the harness's.
-func (r *runner) checkVoters(rep ctltest.Reply) *Verdict {
+func (r *runner) checkVoters(rep clustertest.Reply) *Verdict {
 	var want []string
 	for _, i := range r.members.votersSnapshot() {
 		want = append(want, r.p.Cfgs[i].ID)

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // Sample is one status observation of one member.
@@ -76,7 +76,7 @@ func (o *observer) round() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := o.r.p.CallT(i, "/status", ctltest.Request{}, 300*time.Millisecond)
+			rep, err := o.r.p.CallT(i, "/status", clustertest.Request{}, 300*time.Millisecond)
 			s := Sample{At: at, Member: i}
 			if err == nil {
 				s.OK, s.Role, s.Term, s.Commit, s.Applied, s.Last = true, rep.Role, rep.Term, rep.Commit, rep.Applied, rep.Last

@@ -18,7 +18,7 @@ type loss struct {
 	applied, last, snap uint64
 }
 
-// powerLoss cuts member m's power (ctltest.Procs.PowerLoss): its log goes
+// powerLoss cuts member m's power (clustertest.CtlProcs.PowerLoss): its log goes
 // back to what it had fsynced, the process dies at once, and it restarts
 // at the end of the span, as after a kill. A power loss that did not take
 // effect as modelled is noted (the member was killed, or runs on until the

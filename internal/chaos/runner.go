@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -92,7 +92,7 @@ type runner struct {
 	t      testing.TB
 	s      Schedule
 	o      Options
-	p      *ctltest.Procs
+	p      *clustertest.CtlProcs
 	start  time.Time
 	obs    *observer
 	wl     *workload
@@ -116,12 +116,12 @@ type runner struct {
 	violation     []Verdict
 	events        []Event
 	exits         []Event
-	memberBusy    []bool                    // a member fault is in force on the member
-	resolved      map[int]Action            // the actions started, made concrete (resolve)
-	converged     uint64                    // the applied index the final phase converged at
-	diverged      map[int]*raft.Divergence  // members that reported Status.Diverged in the final phase
-	finalLead     int                       // the leader of the final phase's last status round (-1: none)
-	lists         map[int][]ctltest.JobView // the live members' jobs after convergence
+	memberBusy    []bool                        // a member fault is in force on the member
+	resolved      map[int]Action                // the actions started, made concrete (resolve)
+	converged     uint64                        // the applied index the final phase converged at
+	diverged      map[int]*raft.Divergence      // members that reported Status.Diverged in the final phase
+	finalLead     int                           // the leader of the final phase's last status round (-1: none)
+	lists         map[int][]clustertest.JobView // the live members' jobs after convergence
 }
 
 func (r *runner) since() time.Duration { return time.Since(r.start) }
@@ -213,7 +213,7 @@ func Run(t testing.TB, s Schedule, o Options) Result {
 		flipped: make([]bool, n), refused: make([]bool, n), lied: make([]bool, n), restartFloors: make([]map[int]uint64, n),
 		memberBusy: make([]bool, n), started: make([]time.Duration, n), resolved: map[int]Action{}, members: newMembers(s),
 		diverged: map[int]*raft.Divergence{}, finalLead: -1}
-	r.p = ctltest.StartProcs(t, n, func(i int, mc *ctltest.MemberConfig) {
+	r.p = clustertest.StartCtlProcs(t, n, func(i int, mc *clustertest.MemberConfig) {
 		mc.Join = i >= s.Members // a spare: empty, outside the configuration until added
 		mc.Faults = true
 		mc.ElectionTimeout = o.ElectionTimeout

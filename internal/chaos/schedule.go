@@ -61,7 +61,7 @@ const (
 	Stall Kind = "stall"
 	// Lie makes a member's log a lying disk for the span: from its start
 	// the log's fsyncs succeed while its data sits in a volatile cache
-	// (ctltest's POST /lie copies the log's segments then, with no write
+	// (clustertest's POST /lie copies the log's segments then, with no write
 	// interleaving); at its end the member is SIGKILLed, everything its
 	// log wrote since the start is lost (the copy is put back: a
 	// crash-consistent earlier state, commit floor marks included) and it
@@ -72,7 +72,7 @@ const (
 	Lie Kind = "lie"
 	// PowerLoss is the ordinary crash of a machine whose disk keeps its
 	// promises: power goes, everything the member's log had not yet
-	// fsynced is lost, everything it fsynced stays (ctltest's POST
+	// fsynced is lost, everything it fsynced stays (clustertest's POST
 	// /powerloss: faultfs.FS.PowerLoss, then the process SIGKILLs itself
 	// at once, so it sends nothing on the strength of what it lost). The
 	// member restarts from its data dir at the end of the span, like

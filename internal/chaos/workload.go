@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/jobmodel"
 )
 
@@ -20,7 +20,7 @@ type Op struct {
 	Token   uint64 // ack/nak/extend: the token used; claim: the token got
 	Call    time.Duration
 	Return  time.Duration
-	Outcome string // a ctltest outcome, or "unknown" when no reply came
+	Outcome string // a clustertest outcome, or "unknown" when no reply came
 	Replied bool   // a reply came (Outcome "unknown" may be either)
 	// NoLeader: the reply said no leader was reached within LeaderWait.
 	NoLeader bool
@@ -91,7 +91,7 @@ func (w *workload) stopped() bool {
 }
 
 // call sends one request to a running member and records it.
-func (w *workload) call(c int, rng *rand.Rand, kind, path string, req ctltest.Request, op Op) (ctltest.Reply, Op) {
+func (w *workload) call(c int, rng *rand.Rand, kind, path string, req clustertest.Request, op Op) (clustertest.Reply, Op) {
 	m := w.r.pickMember(rng)
 	op.Client, op.Kind, op.Member = c, kind, m
 	op.Call = w.r.since()
@@ -104,7 +104,7 @@ func (w *workload) call(c int, rng *rand.Rand, kind, path string, req ctltest.Re
 	if err != nil {
 		op.Outcome = noReply
 	}
-	if op.Outcome == ctltest.OutcomeAmbiguous {
+	if op.Outcome == clustertest.OutcomeAmbiguous {
 		w.r.violate(Verdict{Checker: "outcome-class", At: op.Call, Detail: fmt.Sprintf("%s %s on m%d: an error of no single outcome class: %s", kind, op.Job, m, rep.Error)})
 	}
 	return rep, op
@@ -124,11 +124,11 @@ func (w *workload) all() []Op {
 
 func modelOutcome(o string) jobmodel.Outcome {
 	switch o {
-	case ctltest.OutcomeOK:
+	case clustertest.OutcomeOK:
 		return jobmodel.OK
-	case ctltest.OutcomeNotSubmitted, ctltest.OutcomeError:
+	case clustertest.OutcomeNotSubmitted, clustertest.OutcomeError:
 		return jobmodel.NotDone
-	case ctltest.OutcomeStale:
+	case clustertest.OutcomeStale:
 		return jobmodel.Stale
 	}
 	return jobmodel.Unknown
@@ -164,15 +164,15 @@ func (w *workload) modelClient(c int, rng *rand.Rand) {
 // on job k: the very request the model judges, an ack's result and a nak's
 // error included (the model tells a repeat of the request that ended a
 // lease from another request under its token by them).
-func modelRequest(c int, in jobmodel.Input, k int) ctltest.Request {
-	return ctltest.Request{ID: in.Job, Queue: fmt.Sprintf("mq-%d", k), Worker: fmt.Sprintf("c%d", c), TTL: leaseTTL, MaxAttempts: 10000,
+func modelRequest(c int, in jobmodel.Input, k int) clustertest.Request {
+	return clustertest.Request{ID: in.Job, Queue: fmt.Sprintf("mq-%d", k), Worker: fmt.Sprintf("c%d", c), TTL: leaseTTL, MaxAttempts: 10000,
 		Token: in.Token, Result: in.Result}
 }
 
 // modelOutput is what the model learns from the reply rep, of outcome o,
 // to the model operation in: a claim's token, a get's state, token, and a
 // succeeded job's result.
-func modelOutput(in jobmodel.Input, o string, rep ctltest.Reply) jobmodel.Output {
+func modelOutput(in jobmodel.Input, o string, rep clustertest.Reply) jobmodel.Output {
 	out := jobmodel.Output{Outcome: modelOutcome(o)}
 	if out.Outcome != jobmodel.OK {
 		return out
@@ -209,7 +209,7 @@ func (w *workload) bulkClient(c int, rng *rand.Rand) {
 	n := 0
 	tag := func() string { n++; return fmt.Sprintf("t%d-%d", c, n) }
 	for !w.stopped() {
-		req := ctltest.Request{Queue: bulkQueue, Worker: fmt.Sprintf("c%d", c), TTL: leaseTTL, MaxAttempts: 10000}
+		req := clustertest.Request{Queue: bulkQueue, Worker: fmt.Sprintf("c%d", c), TTL: leaseTTL, MaxAttempts: 10000}
 		switch r := rng.IntN(20); {
 		case r < 5:
 			t := tag()
@@ -236,7 +236,7 @@ func (w *workload) bulkClient(c int, rng *rand.Rand) {
 			}
 		case r < 11:
 			rep, op := w.call(c, rng, "claim", "/claim", req, Op{})
-			if op.Outcome == ctltest.OutcomeOK && len(rep.Jobs) == 1 {
+			if op.Outcome == clustertest.OutcomeOK && len(rep.Jobs) == 1 {
 				op.Job, op.Token = rep.Jobs[0].ID, rep.Jobs[0].Token
 				held = append(held, lease{op.Job, op.Token})
 			}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/jobmodel"
 )
 
@@ -20,9 +20,9 @@ import (
 // ack recorded. The history of a real member's answers, through the
 // workload's request and output mappings, is linearizable.
 func TestModelOperationsReachTheMemberAsTheModelJudgesThem(t *testing.T) {
-	c := ctltest.Start(t, 1, nil)
+	c := clustertest.StartCtls(t, 1, nil)
 	c.WaitLeader(30 * time.Second)
-	srv := httptest.NewServer(ctltest.Handler(c.Ctls[0]))
+	srv := httptest.NewServer(clustertest.Handler(c.Ctls[0]))
 	defer srv.Close()
 
 	rec := jobmodel.NewRecorder()
@@ -37,7 +37,7 @@ func TestModelOperationsReachTheMemberAsTheModelJudgesThem(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", in, err)
 		}
-		var rep ctltest.Reply
+		var rep clustertest.Reply
 		err = json.NewDecoder(resp.Body).Decode(&rep)
 		resp.Body.Close()
 		if err != nil {

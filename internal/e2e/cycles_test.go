@@ -9,17 +9,17 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // A claim that finds nothing claimable writes nothing to the log: without
 // Wait on the leader and on a follower, with Wait on an idle queue, and on
 // a queue whose only job is scheduled in the future.
 func TestIdleClaimWritesNothing(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
 	f := c.Follower()
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	lead := c.Ctls[l]
 	if _, err := lead.Submit(ctx, jobraft.SubmitRequest{Queue: "later", Kind: "k", Delay: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestIdleClaimWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := ctltest.LastIndex(lead)
+	before := clustertest.LastIndex(lead)
 	for round := 0; round < 10; round++ {
 		for _, i := range []int{l, f} {
 			for _, q := range []string{"idle", "later"} {
@@ -77,10 +77,10 @@ func commandsSince(t *testing.T, ctl *jobraft.Controller, from uint64) int {
 // began, although the follower may not have applied it yet: it reads
 // through the leader before answering empty.
 func TestFollowerClaimSeesCommitted(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
 	f := c.Follower()
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	for i := 0; i < 30; i++ {
 		s, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "q", Kind: "k"})
 		if err != nil {
@@ -99,10 +99,10 @@ func TestFollowerClaimSeesCommitted(t *testing.T) {
 // A waiting claim on a follower gets a job that becomes due while it waits
 // (seen by the poll, not by an apply), before its wait ends.
 func TestWaitingClaimSeesDueJob(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
 	f := c.Follower()
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	s, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{Queue: "q", Kind: "k", Delay: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestWaitingClaimSeesDueJob(t *testing.T) {
 // closed-loop clients on member ctl, each on its own queue, and returns the
 // log entries the leader's log grew by per cycle.
 func cycles(t testing.TB, ctx context.Context, ctl, leader *jobraft.Controller, clients, n int) float64 {
-	before := ctltest.LastIndex(leader)
+	before := clustertest.LastIndex(leader)
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
 	per := n / clients
@@ -127,7 +127,7 @@ func cycles(t testing.TB, ctx context.Context, ctl, leader *jobraft.Controller, 
 			defer wg.Done()
 			q := fmt.Sprint("cy", cl)
 			for i := 0; i < per; i++ {
-				if err := ctltest.Cycle(ctx, ctl, q, nil); err != nil {
+				if err := clustertest.Cycle(ctx, ctl, q, nil); err != nil {
 					errs <- err
 					return
 				}
@@ -139,7 +139,7 @@ func cycles(t testing.TB, ctx context.Context, ctl, leader *jobraft.Controller, 
 	for err := range errs {
 		t.Fatal(err)
 	}
-	return float64(ctltest.LastIndex(leader)-before) / float64(per*clients)
+	return float64(clustertest.LastIndex(leader)-before) / float64(per*clients)
 }
 
 // Full cycles share entries: submits with submits, claims and acks with
@@ -147,9 +147,9 @@ func cycles(t testing.TB, ctx context.Context, ctl, leader *jobraft.Controller, 
 // 3 entries a cycle would take alone (the bound is loose: the machine is
 // loaded and batches are smaller at this scale than at 64 clients).
 func TestCyclesShareEntries(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	per := cycles(t, ctx, c.Ctls[l], c.Ctls[l], 32, 640)
 	t.Logf("%.2f entries per cycle", per)
 	if per > 2.0 {
@@ -165,9 +165,9 @@ func TestCyclesShareEntries(t *testing.T) {
 // ends.
 func TestHoldSharesCycleRounds(t *testing.T) {
 	perCycle := func(hold time.Duration) float64 {
-		c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) { cfg.BatchHold = hold })
+		c := clustertest.StartCtls(t, 3, func(i int, cfg *jobraft.Config) { cfg.BatchHold = hold })
 		l := c.WaitLeader(wait)
-		ctx := ctltest.Ctx(t, wait)
+		ctx := clustertest.Ctx(t, wait)
 		before := c.Ctls[l].LocalStats()
 		per := cycles(t, ctx, c.Ctls[l], c.Ctls[l], 32, 640)
 		after := c.Ctls[l].LocalStats()
@@ -184,9 +184,9 @@ func TestHoldSharesCycleRounds(t *testing.T) {
 // Run claims as many jobs per claim as it has free slots: with 8 slots
 // free and 8 jobs ready, one claim entry leases them all.
 func TestRunClaimsFreeSlotsAtOnce(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	lead := c.Ctls[l]
 	reqs := make([]jobraft.SubmitRequest, 8)
 	for i := range reqs {

@@ -1,7 +1,7 @@
 // Package e2e holds jobraft's system tests: whole clusters of controllers
 // (in process, or child processes killed and frozen for real) driven
 // through the public API only, with the internal test packages
-// (internal/ctltest, internal/history, internal/jobmodel) as their
+// (internal/clustertest, internal/history, internal/jobmodel) as their
 // harness. Exactly-once submits across leader kills (failover),
 // linearizability under leader kills (porcupine against
 // internal/jobmodel), a frozen leader's submits and reads resuming,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // The leader process is SIGKILLed (and restarted) during a stream of
@@ -18,7 +18,7 @@ import (
 // independent of the job ID the controller assigns.
 func TestFailoverSubmitsExactlyOnce(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed(t)))
-	p := ctltest.StartProcs(t, 3, nil)
+	p := clustertest.StartCtlProcs(t, 3, nil)
 	p.WaitLeader(wait)
 	rounds := 2
 	if *longFlag {
@@ -51,7 +51,7 @@ func TestFailoverSubmitsExactlyOnce(t *testing.T) {
 				}
 				mu.Unlock()
 				tag := fmt.Sprintf("c%d-%d", c, n)
-				rep, err := p.CallT(m, "/submit", ctltest.Request{Queue: "f", Payload: tag}, 4*time.Second)
+				rep, err := p.CallT(m, "/submit", clustertest.Request{Queue: "f", Payload: tag}, 4*time.Second)
 				out := rep.Outcome
 				if err != nil {
 					out = "no_reply"
@@ -65,7 +65,7 @@ func TestFailoverSubmitsExactlyOnce(t *testing.T) {
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(results) }
 	for r := 0; r < rounds; r++ {
 		before := count()
-		ctltest.WaitFor(t, wait, "submits before the kill", func() bool { return count() >= before+60 })
+		clustertest.WaitFor(t, wait, "submits before the kill", func() bool { return count() >= before+60 })
 		l := p.WaitLeader(wait)
 		mu.Lock()
 		alive[l] = false
@@ -74,23 +74,23 @@ func TestFailoverSubmitsExactlyOnce(t *testing.T) {
 		nl := p.WaitLeader(wait)
 		t.Logf("round %d: killed leader p%d; new leader p%d after %d submits", r, l, nl, count())
 		before = count()
-		ctltest.WaitFor(t, wait, "submits under the new leader", func() bool { return count() >= before+20 })
+		clustertest.WaitFor(t, wait, "submits under the new leader", func() bool { return count() >= before+20 })
 		p.Start(l)
 		mu.Lock()
 		alive[l] = true
 		mu.Unlock()
-		p.CheckApplied(false)
+		p.RequireApplied(false)
 	}
 	close(stop)
 	wg.Wait()
 	p.WaitLeader(wait)
 	p.WaitConverged(wait)
-	p.CheckApplied(true)
+	p.RequireApplied(true)
 
 	seen := map[string]int{}
 	for i := 0; i < 3; i++ {
-		rep, err := p.CallT(i, "/list", ctltest.Request{Queue: "f", Local: i != 0}, 10*time.Second)
-		if err != nil || rep.Outcome != ctltest.OutcomeOK {
+		rep, err := p.CallT(i, "/list", clustertest.Request{Queue: "f", Local: i != 0}, 10*time.Second)
+		if err != nil || rep.Outcome != clustertest.OutcomeOK {
 			t.Fatalf("list on p%d: %v %+v", i, err, rep.Error)
 		}
 		perMember := map[string]int{}
@@ -104,7 +104,7 @@ func TestFailoverSubmitsExactlyOnce(t *testing.T) {
 		}
 	}
 	tally := checkExactlyOnce(t, results, seen)
-	if tally[ctltest.OutcomeOK] == 0 {
+	if tally[clustertest.OutcomeOK] == 0 {
 		t.Fatal("no submit succeeded")
 	}
 }
@@ -125,11 +125,11 @@ func checkExactlyOnce(t *testing.T, results []submitOutcome, seen map[string]int
 		tally[r.outcome]++
 		n := seen[r.tag]
 		switch r.outcome {
-		case ctltest.OutcomeOK:
+		case clustertest.OutcomeOK:
 			if n != 1 {
 				t.Errorf("acked submit %s exists %d times", r.tag, n)
 			}
-		case ctltest.OutcomeNotSubmitted:
+		case clustertest.OutcomeNotSubmitted:
 			if n != 0 {
 				t.Errorf("submit %s reported not submitted exists %d times", r.tag, n)
 			}

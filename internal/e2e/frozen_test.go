@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 )
 
@@ -32,7 +32,7 @@ const frozenBound = 3*frozenH + 2*frozenE + frozenH/2
 // The frozen tests' timing: heartbeat and election timeouts of 1 s.
 const frozenH, frozenE = time.Second, time.Second
 
-var frozenTiming = ctltest.Timing{Heartbeat: frozenH, Election: frozenE, LeaderLease: frozenH / 2, ProposeTimeout: 10 * time.Second}
+var frozenTiming = clustertest.Timing{Heartbeat: frozenH, Election: frozenE, LeaderLease: frozenH / 2, ProposeTimeout: 10 * time.Second}
 
 // The leader process is SIGSTOPped while clients submit on every member.
 // Each live member accepts a fresh submit (sent after the pause) within
@@ -41,7 +41,7 @@ var frozenTiming = ctltest.Timing{Heartbeat: frozenH, Election: frozenE, LeaderL
 // every acknowledged submit exists exactly once, none reported not
 // submitted exists, and none exists twice.
 func TestFrozenLeaderSubmitsResume(t *testing.T) {
-	p := ctltest.StartProcs(t, 3, func(_ int, mc *ctltest.MemberConfig) {
+	p := clustertest.StartCtlProcs(t, 3, func(_ int, mc *clustertest.MemberConfig) {
 		mc.Timing = frozenTiming
 	})
 	l := p.WaitLeader(wait)
@@ -50,7 +50,7 @@ func TestFrozenLeaderSubmitsResume(t *testing.T) {
 	var mu sync.Mutex
 	var results []submitOutcome
 	submit := func(m int, tag string, d time.Duration) string {
-		rep, err := p.CallT(m, "/submit", ctltest.Request{Queue: "fz", Payload: tag}, d)
+		rep, err := p.CallT(m, "/submit", clustertest.Request{Queue: "fz", Payload: tag}, d)
 		out := rep.Outcome
 		if err != nil {
 			out = "no_reply"
@@ -80,7 +80,7 @@ func TestFrozenLeaderSubmitsResume(t *testing.T) {
 		}()
 	}
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(results) }
-	ctltest.WaitFor(t, wait, "submits before the pause", func() bool { return count() >= 100 })
+	clustertest.WaitFor(t, wait, "submits before the pause", func() bool { return count() >= 100 })
 
 	p.Pause(l)
 	paused := stalltest.Start()
@@ -94,13 +94,13 @@ func TestFrozenLeaderSubmitsResume(t *testing.T) {
 	var probes []*frozenProbe
 	for _, m := range []int{(l + 1) % 3, (l + 2) % 3} {
 		probes = append(probes, &frozenProbe{what: "a fresh submit", m: m, try: func(n int) bool {
-			return submit(m, fmt.Sprintf("probe%d-%d", m, n), 15*time.Second) == ctltest.OutcomeOK
+			return submit(m, fmt.Sprintf("probe%d-%d", m, n), 15*time.Second) == clustertest.OutcomeOK
 		}})
 	}
 	runFrozenProbes(t, p, paused, l, probes)
 	// The old leader stays frozen (at least 8 s) under the new one's load.
 	before := count()
-	ctltest.WaitFor(t, wait, "submits under the new leader", func() bool {
+	clustertest.WaitFor(t, wait, "submits under the new leader", func() bool {
 		return count() >= before+100 && paused.Elapsed() >= 8*time.Second
 	})
 	p.Resume(l)
@@ -109,10 +109,10 @@ func TestFrozenLeaderSubmitsResume(t *testing.T) {
 	wg.Wait()
 	p.WaitLeader(wait)
 	p.WaitConverged(wait)
-	p.CheckApplied(true)
+	p.RequireApplied(true)
 
-	rep, err := p.CallT(l, "/list", ctltest.Request{Queue: "fz"}, 10*time.Second)
-	if err != nil || rep.Outcome != ctltest.OutcomeOK {
+	rep, err := p.CallT(l, "/list", clustertest.Request{Queue: "fz"}, 10*time.Second)
+	if err != nil || rep.Outcome != clustertest.OutcomeOK {
 		t.Fatalf("list: %v %+v", err, rep.Error)
 	}
 	seen := map[string]int{}
@@ -134,7 +134,7 @@ type frozenProbe struct {
 // within frozenBound of the pause, widened by frozenStall over that time.
 // Meanwhile it watches the election on each live member (watchElection),
 // so a failure says whether the election or what followed it was late.
-func runFrozenProbes(t *testing.T, p *ctltest.Procs, paused stalltest.Window, l int, probes []*frozenProbe) {
+func runFrozenProbes(t *testing.T, p *clustertest.CtlProcs, paused stalltest.Window, l int, probes []*frozenProbe) {
 	t.Helper()
 	stop := make(chan struct{})
 	election := watchElection(p, l, paused.Began(), stop)
@@ -177,7 +177,7 @@ func runFrozenProbes(t *testing.T, p *ctltest.Procs, paused stalltest.Window, l 
 // frozenStall is the allowance of a probe over [from, to): the largest
 // scheduling stall measured in that window by the test process or by a
 // live member process (each measures its own: stalltest in this process,
-// ctltest.Procs.Stall for a member), and every measurement for the
+// clustertest.CtlProcs.Stall for a member), and every measurement for the
 // message. A probe's answer (a fresh submit, a linearizable read) needs
 // every one of them to run: this process sends it and reads the answer,
 // and with the leader frozen the two live members are the only quorum, so
@@ -186,7 +186,7 @@ func runFrozenProbes(t *testing.T, p *ctltest.Procs, paused stalltest.Window, l 
 // loops stall all of them at the same moments, so their stalls overlap,
 // and a sum would count one slow stretch two or three times. The frozen
 // leader's stall (it is stopped) is no allowance.
-func frozenStall(t *testing.T, p *ctltest.Procs, l int, from, to time.Time) (time.Duration, string) {
+func frozenStall(t *testing.T, p *clustertest.CtlProcs, l int, from, to time.Time) (time.Duration, string) {
 	t.Helper()
 	test := stalltest.Between(from, to)
 	widen := test.Total
@@ -211,7 +211,7 @@ func frozenStall(t *testing.T, p *ctltest.Procs, l int, from, to time.Time) (tim
 // is asked of the leader it knows: the frozen one until it learns of the
 // next) within frozenBound, widened as the submits' bound is.
 func TestFrozenLeaderReadsResume(t *testing.T) {
-	p := ctltest.StartProcs(t, 3, func(_ int, mc *ctltest.MemberConfig) {
+	p := clustertest.StartCtlProcs(t, 3, func(_ int, mc *clustertest.MemberConfig) {
 		mc.Timing = frozenTiming
 	})
 	l := p.WaitLeader(wait)
@@ -219,7 +219,7 @@ func TestFrozenLeaderReadsResume(t *testing.T) {
 	// A read on every member first: each follower's connection to the
 	// leader is open (pooled) when the leader freezes.
 	for i := 0; i < 3; i++ {
-		if rep, err := p.CallT(i, "/get", ctltest.Request{ID: "none"}, wait); err != nil || rep.Outcome != ctltest.OutcomeOK {
+		if rep, err := p.CallT(i, "/get", clustertest.Request{ID: "none"}, wait); err != nil || rep.Outcome != clustertest.OutcomeOK {
 			t.Fatalf("read on p%d before the pause: %v %+v", i, err, rep)
 		}
 	}
@@ -230,8 +230,8 @@ func TestFrozenLeaderReadsResume(t *testing.T) {
 	var probes []*frozenProbe
 	for _, m := range []int{(l + 1) % 3, (l + 2) % 3} {
 		probes = append(probes, &frozenProbe{what: "a linearizable read", m: m, try: func(int) bool {
-			rep, err := p.CallT(m, "/get", ctltest.Request{ID: "none"}, 15*time.Second)
-			return err == nil && rep.Outcome == ctltest.OutcomeOK
+			rep, err := p.CallT(m, "/get", clustertest.Request{ID: "none"}, 15*time.Second)
+			return err == nil && rep.Outcome == clustertest.OutcomeOK
 		}})
 	}
 	runFrozenProbes(t, p, paused, l, probes)
@@ -245,7 +245,7 @@ func TestFrozenLeaderReadsResume(t *testing.T) {
 // other's campaign, and the other refuses its campaign while it still
 // knows the frozen leader: an answer past the bound with little stall
 // shows here as an election that ended late.
-func watchElection(p *ctltest.Procs, l int, since time.Time, stop <-chan struct{}) <-chan string {
+func watchElection(p *clustertest.CtlProcs, l int, since time.Time, stop <-chan struct{}) <-chan string {
 	out := make(chan string, 1)
 	go func() {
 		candidate, leader := map[int]string{}, map[int]string{}
@@ -268,7 +268,7 @@ func watchElection(p *ctltest.Procs, l int, since time.Time, stop <-chan struct{
 				if m == l || leader[m] != "" {
 					continue
 				}
-				rep, err := p.CallT(m, "/status", ctltest.Request{}, time.Second)
+				rep, err := p.CallT(m, "/status", clustertest.Request{}, time.Second)
 				at := time.Since(since).Round(time.Millisecond)
 				switch {
 				case err != nil:

@@ -12,20 +12,20 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/jobmodel"
 )
 
-func modelOutcome(rep ctltest.Reply, err error) jobmodel.Outcome {
+func modelOutcome(rep clustertest.Reply, err error) jobmodel.Outcome {
 	if err != nil {
 		return jobmodel.Unknown // no reply: the member died or the call timed out
 	}
 	switch rep.Outcome {
-	case ctltest.OutcomeOK:
+	case clustertest.OutcomeOK:
 		return jobmodel.OK
-	case ctltest.OutcomeNotSubmitted, ctltest.OutcomeError:
+	case clustertest.OutcomeNotSubmitted, clustertest.OutcomeError:
 		return jobmodel.NotDone
-	case ctltest.OutcomeStale:
+	case clustertest.OutcomeStale:
 		return jobmodel.Stale
 	}
 	return jobmodel.Unknown
@@ -37,7 +37,7 @@ func modelOutcome(rep ctltest.Reply, err error) jobmodel.Outcome {
 // history with one injected violation must be refused: the check can fail.
 func TestLinearizableUnderLeaderKills(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed(t)))
-	p := ctltest.StartProcs(t, 3, nil)
+	p := clustertest.StartCtlProcs(t, 3, nil)
 	p.WaitLeader(wait)
 	rec := jobmodel.NewRecorder()
 	const jobs, clients = 8, 5
@@ -77,10 +77,10 @@ func TestLinearizableUnderLeaderKills(t *testing.T) {
 				mu.Unlock()
 				in, k := jobmodel.NextInput(crng.Intn, jobs, "lj", tokens)
 				id, queue, path := in.Job, fmt.Sprintf("lq-%d", k), "/"+in.Kind.String()
-				req := ctltest.Request{ID: id, Queue: queue, Worker: fmt.Sprintf("c%d", c), TTL: time.Minute, MaxAttempts: 10000, Token: in.Token, Result: in.Result}
+				req := clustertest.Request{ID: id, Queue: queue, Worker: fmt.Sprintf("c%d", c), TTL: time.Minute, MaxAttempts: 10000, Token: in.Token, Result: in.Result}
 				call := rec.Now()
 				rep, err := p.CallT(m, path, req, 3*time.Second)
-				if err == nil && rep.Outcome == ctltest.OutcomeAmbiguous {
+				if err == nil && rep.Outcome == clustertest.OutcomeAmbiguous {
 					t.Errorf("%s %s: an error of no single outcome class: %s", path, id, rep.Error)
 				}
 				out := jobmodel.Output{Outcome: modelOutcome(rep, err)}
@@ -115,19 +115,19 @@ func TestLinearizableUnderLeaderKills(t *testing.T) {
 		p.Kill(l)
 		p.WaitLeader(wait)
 		before := len(rec.Ops())
-		ctltest.WaitFor(t, wait, "operations under the new leader", func() bool { return len(rec.Ops()) >= before+60 })
+		clustertest.WaitFor(t, wait, "operations under the new leader", func() bool { return len(rec.Ops()) >= before+60 })
 		p.Start(l)
 		mu.Lock()
 		alive[l] = true
 		mu.Unlock()
 		t.Logf("round %d: killed leader p%d", r, l)
-		p.CheckApplied(false)
+		p.RequireApplied(false)
 	}
 	close(stop)
 	wg.Wait()
 	p.WaitLeader(wait)
 	p.WaitConverged(wait)
-	p.CheckApplied(true)
+	p.RequireApplied(true)
 	ops := rec.Ops()
 	tally := map[string]int{}
 	for _, op := range ops {

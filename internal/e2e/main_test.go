@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 var (
@@ -16,6 +16,6 @@ var (
 // wait bounds what a test waits for a cluster (a leader, an apply).
 const wait = 20 * time.Second
 
-func TestMain(m *testing.M) { ctltest.Main(m) }
+func TestMain(m *testing.M) { clustertest.Main(m) }
 
-func seed(t *testing.T) int64 { return ctltest.Seed(t, *seedFlag, "jobraft.seed") }
+func seed(t *testing.T) int64 { return clustertest.Seed(t, *seedFlag, "jobraft.seed") }

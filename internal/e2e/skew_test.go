@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
 )
 
@@ -30,14 +30,14 @@ func TestClockSkewNeverExpiresLeaseEarly(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
+			c := clustertest.StartCtls(t, 3, func(i int, cfg *jobraft.Config) {
 				off := offsets[i]
 				cfg.Clock = func() time.Time { return time.Now().Add(off) }
 				cfg.LeaseTTL = ttl
 			})
 			lead := func(i int) { makeLeader(t, c, i) }
 			lead(tc.from)
-			ctx := ctltest.Ctx(t, wait)
+			ctx := clustertest.Ctx(t, wait)
 			other := 3 - tc.from - tc.to
 			j, err := c.Ctls[other].Submit(ctx, jobraft.SubmitRequest{Queue: "s", Kind: "k"})
 			if err != nil {
@@ -86,7 +86,7 @@ func TestClockSkewNeverExpiresLeaseEarly(t *testing.T) {
 				t.Fatal("ack after expiry accepted")
 			}
 			c.WaitLeader(wait)
-			c.CheckApplied(true)
+			c.RequireApplied(true)
 		})
 	}
 }
@@ -98,19 +98,19 @@ func TestClockSkewNeverExpiresLeaseEarly(t *testing.T) {
 // answered empty).
 func TestClaimOnMemberWithClockBehindSeesDueJob(t *testing.T) {
 	offsets := make([]atomic.Int64, 3)
-	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
+	c := clustertest.StartCtls(t, 3, func(i int, cfg *jobraft.Config) {
 		cfg.Clock = func() time.Time { return time.Now().Add(time.Duration(offsets[i].Load())) }
 	})
 	l := c.WaitLeader(wait)
 	f := c.Follower()
 	offsets[f].Store(int64(-2 * time.Second)) // within the claim's skew tolerance
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	runAt := time.Now().Add(300 * time.Millisecond) // on the leader's (true) clock
 	j, err := c.Ctls[l].Submit(ctx, jobraft.SubmitRequest{ID: "due", Queue: "skew", Kind: "k", RunAt: runAt})
 	if err != nil || j.Job.State != jobraft.StateScheduled {
 		t.Fatalf("submit: %+v %v, want scheduled", j, err)
 	}
-	ctltest.WaitFor(t, wait, "the follower to apply the submit and the job to be due by the leader's clock", func() bool {
+	clustertest.WaitFor(t, wait, "the follower to apply the submit and the job to be due by the leader's clock", func() bool {
 		_, err := c.Ctls[f].Get(ctx, "due", jobraft.Local)
 		return err == nil && time.Now().After(runAt)
 	})
@@ -128,13 +128,13 @@ func TestClaimOnMemberWithClockBehindSeesDueJob(t *testing.T) {
 // log times the job records show.
 func TestNakedJobStaysDueUnderSlowerNewLeader(t *testing.T) {
 	offsets := []time.Duration{0, -3 * time.Second, 0}
-	c := ctltest.Start(t, 3, func(i int, cfg *jobraft.Config) {
+	c := clustertest.StartCtls(t, 3, func(i int, cfg *jobraft.Config) {
 		off := offsets[i]
 		cfg.Clock = func() time.Time { return time.Now().Add(off) }
 	})
 	lead := func(i int) { makeLeader(t, c, i) }
 	lead(0)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	if _, err := c.Ctls[0].Submit(ctx, jobraft.SubmitRequest{ID: "n", Queue: "slow", Kind: "k", MaxAttempts: 5}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,14 +181,14 @@ func TestNakedJobStaysDueUnderSlowerNewLeader(t *testing.T) {
 
 // makeLeader transfers leadership to member i (again, until it leads) and
 // waits for the cluster to see a leader.
-func makeLeader(t *testing.T, c *ctltest.Cluster, i int) {
+func makeLeader(t *testing.T, c *clustertest.CtlCluster, i int) {
 	t.Helper()
-	ctltest.WaitFor(t, wait, fmt.Sprintf("m%d to lead", i), func() bool {
+	clustertest.WaitFor(t, wait, fmt.Sprintf("m%d to lead", i), func() bool {
 		l := c.WaitLeader(wait)
 		if l == i {
 			return true
 		}
-		_ = c.Ctls[l].Node().TransferLeadership(ctltest.Ctx(t, 2*time.Second), fmt.Sprintf("m%d", i))
+		_ = c.Ctls[l].Node().TransferLeadership(clustertest.Ctx(t, 2*time.Second), fmt.Sprintf("m%d", i))
 		return false
 	})
 	c.WaitLeader(wait)

@@ -12,7 +12,7 @@ import (
 // Log is a member's log as the checker reads it. The package names no log
 // reader of its own (a node links this package for its Sink, and must not
 // link the offline readers): the test helpers adapt a walcompare.Member
-// (nodetest.ReferenceLog).
+// (clustertest.ReferenceLog).
 type Log interface {
 	// ScanEntries calls fn with the entries with index in [from, to], both
 	// included (to 0: no bound), in ascending index order, skipping the

@@ -40,7 +40,7 @@ func refLogOf(t *testing.T, first uint64, es ...entry) Log {
 	return memberLog{walcompare.FromLogStore("m1", s)}
 }
 
-// memberLog reads a walcompare.Member as a Log (as nodetest.ReferenceLog,
+// memberLog reads a walcompare.Member as a Log (as clustertest.ReferenceLog,
 // which this package's tests cannot import).
 type memberLog struct{ m walcompare.Member }
 

@@ -40,7 +40,7 @@
 // A Checker reads every member's records (Source) incrementally and checks
 // them against a Reference: one member's log (a Log; the test helpers adapt
 // a walcompare.Member, live, over RPC or on disk, with
-// nodetest.ReferenceLog) whose entries at or below Reference.Commit are
+// clustertest.ReferenceLog) whose entries at or below Reference.Commit are
 // committed. The package imports no log reader itself: raft links it for
 // the Sink, and must not link walcompare. Within one run of a member (from a Started or Restored record):
 //

@@ -1,4 +1,4 @@
-package nodetest
+package clustertest
 
 import (
 	hraft "github.com/hashicorp/raft"

@@ -1,4 +1,4 @@
-package ctltest
+package clustertest
 
 import (
 	"encoding/json"
@@ -14,7 +14,6 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/nodeopt"
-	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/snapshot"
 	"github.com/jobraft/jobraft/transport/faultnet"
 	"github.com/jobraft/jobraft/wal"
@@ -91,7 +90,7 @@ func isSegment(name string) bool { return strings.HasSuffix(name, ".seg") }
 // through f. The snapshot store has a file system of its own, so that the
 // disk faults (EIO, ENOSPC, a stall: "the log's fsyncs") stay the log's.
 func (f *memberFaults) options() []nodeopt.Option {
-	return append(nodetest.FaultOptions(f.net), nodeopt.WALOptions(wal.WithFS(f.disk)),
+	return append(FaultOptions(f.net), nodeopt.WALOptions(wal.WithFS(f.disk)),
 		nodeopt.SnapshotOptions(snapshot.WithFS(f.snaps)))
 }
 
@@ -181,26 +180,24 @@ func powerLossReport(dataDir string) string { return filepath.Clean(dataDir) + "
 // loss did not take effect as modelled: the member refused (its process
 // still runs), or it neither answered nor died within a few seconds (it is
 // then SIGKILLed: a plain kill).
-func (p *Procs) PowerLoss(i int) (faultfs.Pending, error) {
+func (p *CtlProcs) PowerLoss(i int) (faultfs.Pending, error) {
 	var undid faultfs.Pending
-	cmd, exited := p.cmd(i)
-	if cmd == nil || p.Exited(i) {
-		return undid, fmt.Errorf("ctltest: power loss of %s: not running", p.Cfgs[i].ID)
+	pr := p.procs[i]
+	if !pr.Running() {
+		return undid, fmt.Errorf("clustertest: power loss of %s: not running", p.Cfgs[i].ID)
 	}
 	report := powerLossReport(p.Cfgs[i].DataDir)
 	_ = os.Remove(report)
 	rep, err := p.CallT(i, "/powerloss", Request{}, 2*time.Second)
 	if err == nil {
-		return undid, fmt.Errorf("ctltest: power loss of %s refused: %s %s", p.Cfgs[i].ID, rep.Outcome, rep.Error)
+		return undid, fmt.Errorf("clustertest: power loss of %s refused: %s %s", p.Cfgs[i].ID, rep.Outcome, rep.Error)
 	}
 	select { // no answer: the process killed itself
-	case <-exited:
-		p.mu.Lock()
-		p.cmds[i] = nil
-		p.mu.Unlock()
+	case <-pr.Exited():
+		_ = pr.Kill() // reaps it
 	case <-time.After(5 * time.Second):
-		p.Kill(i)
-		return undid, fmt.Errorf("ctltest: power loss of %s: no answer and still running after 5s (%v): killed", p.Cfgs[i].ID, err)
+		_ = pr.Kill()
+		return undid, fmt.Errorf("clustertest: power loss of %s: no answer and still running after 5s (%v): killed", p.Cfgs[i].ID, err)
 	}
 	b, err := os.ReadFile(report)
 	if err == nil {
@@ -208,7 +205,7 @@ func (p *Procs) PowerLoss(i int) (faultfs.Pending, error) {
 		_ = os.Remove(report)
 	}
 	if err != nil {
-		return undid, fmt.Errorf("ctltest: power loss of %s: power lost, its report unread: %w", p.Cfgs[i].ID, err)
+		return undid, fmt.Errorf("clustertest: power loss of %s: power lost, its report unread: %w", p.Cfgs[i].ID, err)
 	}
 	return undid, nil
 }
@@ -233,7 +230,7 @@ func shapeOf(dir string) (LogShape, error) {
 
 // LogShapeOf reads member i's log on disk (read-only; the member should
 // be stopped).
-func (p *Procs) LogShapeOf(i int) (LogShape, error) { return shapeOf(logDir(p.Cfgs[i].DataDir)) }
+func (p *CtlProcs) LogShapeOf(i int) (LogShape, error) { return shapeOf(logDir(p.Cfgs[i].DataDir)) }
 
 // LoseLog is the power loss of member i's lying disk: the member must be
 // stopped (Kill); its log's segments are replaced by the copy its POST
@@ -241,9 +238,9 @@ func (p *Procs) LogShapeOf(i int) (LogShape, error) { return shapeOf(logDir(p.Cf
 // included (they live in the segments), while its stable store and
 // snapshots stay as they are. The copy is consumed. It returns the log's
 // shape before and after.
-func (p *Procs) LoseLog(i int) (before, after LogShape, err error) {
-	if p.Running(i) {
-		return before, after, fmt.Errorf("ctltest: lose log of %s: the member runs", p.Cfgs[i].ID)
+func (p *CtlProcs) LoseLog(i int) (before, after LogShape, err error) {
+	if p.procs[i].Up() {
+		return before, after, fmt.Errorf("clustertest: lose log of %s: the member runs", p.Cfgs[i].ID)
 	}
 	dd := p.Cfgs[i].DataDir
 	before, _ = shapeOf(logDir(dd))

@@ -1,4 +1,4 @@
-package ctltest
+package clustertest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package nodetest
+package clustertest
 
 import (
 	"context"
@@ -12,17 +12,19 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodeopt"
-	"github.com/jobraft/jobraft/internal/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport/faultnet"
 	"github.com/jobraft/jobraft/wal"
+	"github.com/jobraft/jobraft/walcompare"
 )
 
-// Cluster is a loopback cluster of raft.Nodes over KV state machines, with
-// real TCP, real data dirs and fsync. Every member records its applied
-// history (Applied, across restarts); the convergence waits check it on
-// every poll and fail the test at once on a violation (CheckApplied).
-type Cluster struct {
+// NodeCluster is an in-process loopback cluster of raft.Nodes over KV
+// state machines, with real TCP, real data dirs and fsync. Every member
+// records its applied history (Applied, across restarts); the convergence
+// waits of its Group check it on every poll and fail the test at once on
+// a violation (CheckApplied).
+type NodeCluster struct {
+	*Group
 	t       testing.TB
 	Nodes   []*raft.Node // nil while a member is stopped
 	KVs     []*KV
@@ -37,7 +39,6 @@ type Cluster struct {
 	extra   func(i int) []nodeopt.Option
 	tweak   func(*raft.Config)
 	base    string
-	applied *history.Checker
 }
 
 // FastConfig returns a member config with test timeouts. They are short
@@ -67,26 +68,27 @@ func (w testWriter) Write(p []byte) (int, error) {
 // Discard is a logger writer for benchmarks.
 var Discard io.Writer = io.Discard
 
-// Start bootstraps an n-member cluster. faults may be nil.
-func Start(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config)) *Cluster {
+// StartNodes bootstraps an n-member cluster. faults may be nil.
+func StartNodes(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config)) *NodeCluster {
 	t.Helper()
-	return StartWAL(t, n, faults, tweak, nil)
+	return StartNodesWAL(t, n, faults, tweak, nil)
 }
 
-// StartWAL is Start with extra wal.Open options for member i from
+// StartNodesWAL is StartNodes with extra wal.Open options for member i from
 // walOpts(i) (walOpts may be nil), kept in Cluster.WAL; a member added by
 // Join gets walOpts of its index too.
-func StartWAL(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config), walOpts func(i int) []wal.Option) *Cluster {
+func StartNodesWAL(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config), walOpts func(i int) []wal.Option) *NodeCluster {
 	t.Helper()
-	return StartOpts(t, n, faults, tweak, walOpts, nil)
+	return StartNodesOpts(t, n, faults, tweak, walOpts, nil)
 }
 
-// StartOpts is StartWAL with extra internal options for member i from
+// StartNodesOpts is StartNodesWAL with extra internal options for member i from
 // extra(i) (nil: none), used at every (re)start.
-func StartOpts(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config), walOpts func(i int) []wal.Option, extra func(i int) []nodeopt.Option) *Cluster {
+func StartNodesOpts(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config), walOpts func(i int) []wal.Option, extra func(i int) []nodeopt.Option) *NodeCluster {
 	t.Helper()
 	base := t.TempDir()
-	c := &Cluster{t: t, Faults: faults, walOpts: walOpts, extra: extra, tweak: tweak, base: base, applied: history.NewChecker()}
+	c := &NodeCluster{t: t, Faults: faults, walOpts: walOpts, extra: extra, tweak: tweak, base: base}
+	c.Group = NewGroup(t, c.members, Policy{})
 	var members []raft.Member
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("m%d", i)
@@ -111,25 +113,14 @@ func StartOpts(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.C
 }
 
 // StartMember (re)starts member i from its data dir.
-func (c *Cluster) StartMember(i int) {
+func (c *NodeCluster) StartMember(i int) {
 	c.t.Helper()
 	kv := NewKV()
-	var node *raft.Node
-	var err error
-	for attempt := 0; attempt < 50; attempt++ {
-		node, err = raft.Open(c.Cfgs[i], kv, c.options(i)...)
-		if err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // the port may linger after a stop
-	}
-	if err != nil {
-		c.t.Fatalf("start %s: %v", c.Cfgs[i].ID, err)
-	}
-	c.Nodes[i], c.KVs[i] = node, kv
+	c.Nodes[i] = openRetry(c.t, c.Cfgs[i].ID, func() (*raft.Node, error) { return raft.Open(c.Cfgs[i], kv, c.options(i)...) })
+	c.KVs[i] = kv
 }
 
-func (c *Cluster) walOptsOf(i int) []wal.Option {
+func (c *NodeCluster) walOptsOf(i int) []wal.Option {
 	if c.walOpts == nil {
 		return nil
 	}
@@ -138,7 +129,7 @@ func (c *Cluster) walOptsOf(i int) []wal.Option {
 
 // options are member i's internal options: its applied history, the
 // cluster's faults, its wal options.
-func (c *Cluster) options(i int) []nodeopt.Option {
+func (c *NodeCluster) options(i int) []nodeopt.Option {
 	opts := append([]nodeopt.Option{nodeopt.Applied(c.Applied[i])}, FaultOptions(c.Faults)...)
 	if len(c.WAL[i]) > 0 {
 		opts = append(opts, nodeopt.WALOptions(c.WAL[i]...))
@@ -150,7 +141,7 @@ func (c *Cluster) options(i int) []nodeopt.Option {
 }
 
 // StopMember stops member i.
-func (c *Cluster) StopMember(i int) {
+func (c *NodeCluster) StopMember(i int) {
 	if c.Nodes[i] != nil {
 		c.Nodes[i].Close()
 		c.Nodes[i] = nil
@@ -158,54 +149,16 @@ func (c *Cluster) StopMember(i int) {
 }
 
 // Close stops every member.
-func (c *Cluster) Close() {
+func (c *NodeCluster) Close() {
 	for i := range c.Nodes {
 		c.StopMember(i)
 	}
 }
 
-// Leader returns the index of the member that is leader in the highest
-// term, or -1.
-func (c *Cluster) Leader() int {
-	best, term := -1, uint64(0)
-	for i, n := range c.Nodes {
-		if n == nil {
-			continue
-		}
-		s := n.Status()
-		if s.Role == "Leader" && s.Term >= term {
-			best, term = i, s.Term
-		}
-	}
-	return best
-}
-
-// WaitFor polls cond until it holds or d passes. d is a liveness bound:
-// it is widened by the scheduling stalls the process suffered during the
-// wait (stalltest), and a failure prints the stall it measured.
-func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	w := stalltest.Start()
-	for !cond() {
-		if w.Exceeded(d) {
-			t.Fatalf("timed out after %s waiting for %s", w.Report(d), what)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval
-	}
-}
-
-// WaitLeader waits for a leader and returns its index.
-func (c *Cluster) WaitLeader(d time.Duration) int {
-	c.t.Helper()
-	var l int
-	WaitFor(c.t, d, "a leader", func() bool { l = c.Leader(); return l >= 0 })
-	return l
-}
-
 // Join starts a new, empty member id (not bootstrapped, same faults and
 // tweak as the others), asks member via to add it (AddMember: non-voter,
 // then voter once caught up) and returns its index in the cluster.
-func (c *Cluster) Join(via int, id string, d time.Duration) int {
+func (c *NodeCluster) Join(via int, id string, d time.Duration) int {
 	c.t.Helper()
 	i := c.NewMember(id, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -236,7 +189,7 @@ func (c *Cluster) Join(via int, id string, d time.Duration) int {
 // and tweak as the others, then tweak when not nil, in a fresh data dir)
 // without adding it, and returns its index in the cluster. An id used
 // before gets a fresh data dir (a replacement).
-func (c *Cluster) NewMember(id string, tweak func(*raft.Config)) int {
+func (c *NodeCluster) NewMember(id string, tweak func(*raft.Config)) int {
 	c.t.Helper()
 	dir := filepath.Join(c.base, id)
 	for k := 1; ; k++ {
@@ -263,17 +216,6 @@ func (c *Cluster) NewMember(id string, tweak func(*raft.Config)) int {
 	return i
 }
 
-// Running returns the indexes of the running members.
-func (c *Cluster) Running() []int {
-	var out []int
-	for i, n := range c.Nodes {
-		if n != nil {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 // Settle waits until every proposal the leader's raft has accepted so far
 // is applied on the leader: a barrier queued behind them (hashicorp/raft
 // dispatches in order). A caller that gave up on a proposal (its context
@@ -282,7 +224,7 @@ func (c *Cluster) Running() []int {
 // looks converged while such entries are still to come. Call Settle after
 // stopping a load and before WaitConverged. d is a liveness bound (widened
 // by measured stalls); a leader change is retried on the new leader.
-func (c *Cluster) Settle(d time.Duration) {
+func (c *NodeCluster) Settle(d time.Duration) {
 	c.t.Helper()
 	WaitFor(c.t, d, "a barrier behind every accepted proposal to apply on the leader", func() bool {
 		l := c.Leader()
@@ -293,58 +235,8 @@ func (c *Cluster) Settle(d time.Duration) {
 	})
 }
 
-// WaitConverged waits until every running member has applied the same
-// index with the same digest, and returns that index.
-func (c *Cluster) WaitConverged(d time.Duration) uint64 {
-	c.t.Helper()
-	return c.WaitConvergedOf(d, c.Running()...)
-}
-
-// WaitConvergedOf is WaitConverged over the given members only (a removed
-// member stops receiving entries and is left out).
-func (c *Cluster) WaitConvergedOf(d time.Duration, members ...int) uint64 {
-	c.t.Helper()
-	var idx uint64
-	converged := false
-	defer func() {
-		if !converged { // WaitFor failed: show where each member stands
-			for _, i := range members {
-				if n := c.Nodes[i]; n != nil {
-					s := n.Status()
-					c.t.Logf("%s: role %s term %d first %d last %d/%d commit %d applied %d floor %d digest %d/%x", s.ID, s.Role, s.Term, s.FirstIndex, s.LastIndex, s.LastTerm, s.CommitIndex, s.AppliedIndex, s.Floor, s.Digest.Index, s.Digest.Sum[:4])
-				}
-			}
-		}
-	}()
-	WaitFor(c.t, d, "members to converge", func() bool {
-		c.failOnApplied()
-		var first *raft.Status
-		for _, i := range members {
-			n := c.Nodes[i]
-			if n == nil {
-				continue
-			}
-			s := n.Status()
-			if first == nil {
-				first = &s
-				continue
-			}
-			if s.CommitIndex != first.CommitIndex || s.Digest != first.Digest || s.LastIndex != first.LastIndex {
-				return false
-			}
-		}
-		if first == nil || first.Digest.Index == 0 {
-			return false
-		}
-		idx = first.Digest.Index
-		return true
-	})
-	converged = true
-	return idx
-}
-
 // Propose proposes on member i with a timeout.
-func (c *Cluster) Propose(i int, cmd string, d time.Duration) (raft.Result, error) {
+func (c *NodeCluster) Propose(i int, cmd string, d time.Duration) (raft.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return c.Nodes[i].Propose(ctx, []byte(cmd))
@@ -367,3 +259,66 @@ func OpenNew(t testing.TB, cfg raft.Config, sm raft.StateMachine) *raft.Node {
 	t.Fatalf("open %s: %v", cfg.ID, err)
 	return nil
 }
+
+// openRetry opens a member with open, again while it fails for a while
+// (the port of a stopped predecessor may linger), and fails the test when
+// it never opens.
+func openRetry[M any](t testing.TB, id string, open func() (M, error)) M {
+	t.Helper()
+	var m M
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if m, err = open(); err == nil {
+			return m
+		}
+		time.Sleep(20 * time.Millisecond) // the port may linger after a stop
+	}
+	t.Fatalf("start %s: %v", id, err)
+	return m
+}
+
+// members are the cluster's members as its Group sees them.
+func (c *NodeCluster) members() []Member {
+	out := make([]Member, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = inProcess{c.Cfgs[i].ID, n, c.Applied[i]}
+	}
+	return out
+}
+
+// inProcess is a member running in this process, as a Group sees it: its
+// node (nil while it is stopped) and its applied history.
+type inProcess struct {
+	id      string
+	node    *raft.Node
+	applied *history.Memory
+}
+
+var _ Member = inProcess{}
+
+func (m inProcess) ID() string { return m.id }
+func (m inProcess) Up() bool   { return m.node != nil }
+
+func (m inProcess) Status(context.Context) (raft.Status, error) {
+	if m.node == nil {
+		return raft.Status{}, fmt.Errorf("%w: %s", ErrNotRunning, m.id)
+	}
+	return m.node.Status(), nil
+}
+
+func (m inProcess) LinearizableRead(ctx context.Context) error {
+	if m.node == nil {
+		return fmt.Errorf("%w: %s", ErrNotRunning, m.id)
+	}
+	_, err := m.node.LinearizableRead(ctx)
+	return err
+}
+
+func (m inProcess) Log(context.Context) (walcompare.Member, error) {
+	if m.node == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotRunning, m.id)
+	}
+	return walcompare.FromLogStore(m.id, m.node.Log()), nil
+}
+
+func (m inProcess) Applied() history.Source { return m.applied }

@@ -1,12 +1,10 @@
-// Package proctest runs raft.Node members as child processes, so tests can
-// crash a member for real (SIGKILL: no deferred code, no graceful shutdown,
-// whatever the kernel has not been told to persist is lost).
-//
-// A child is the test binary itself, re-executed with the environment
-// variable EnvMember holding a JSON ChildConfig. The test binary's TestMain
-// calls RunIfChild first; in a child it opens the member (raft.Open over a
-// nodetest.KV, recording its applied history to HistoryPath) and a small
-// control RPC server on ChildConfig.CtlAddr, then
+package clustertest
+
+// A node child (NodeProcs) is the test binary itself, re-executed with the
+// environment variable EnvNode holding a JSON ChildConfig. The test
+// binary's TestMain calls Main (RunIfChild) first; in a child it opens the
+// member (raft.Open over a KV, recording its applied history to
+// HistoryPath) and a small control RPC server on ChildConfig.CtlAddr, then
 // blocks until its stdin closes (the parent stopping it gracefully or
 // dying). In the parent, RunIfChild returns at once.
 //
@@ -14,7 +12,6 @@
 // status, linearizable read, dump of the KV) over transport, never by
 // reading its logs. Child logs go to a file in the test's temp dir, for a
 // human reading a failure.
-package proctest
 
 import (
 	"context"
@@ -28,15 +25,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft/internal/history"
 	"github.com/jobraft/jobraft/internal/nodeopt"
-	"github.com/jobraft/jobraft/internal/nodetest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"
 )
 
-// EnvMember names the environment variable that makes the test binary a
-// member process.
-const EnvMember = "JOBRAFT_PROCTEST_MEMBER"
+// EnvNode names the environment variable that makes the test binary a
+// node member process (NodeProcs).
+const EnvNode = "JOBRAFT_CLUSTERTEST_NODE"
 
 // ChildConfig is the subset of raft.Config a child member is started with,
 // plus the harness's own settings.
@@ -87,7 +83,7 @@ const (
 	methodPropose = "ctl.propose" // req: command; reply: proposeReply
 	methodStatus  = "ctl.status"  // reply: raft.Status
 	methodRead    = "ctl.read"    // req: key; reply: readReply (after LinearizableRead)
-	methodDump    = "ctl.dump"    // reply: map[string]nodetest.Entry
+	methodDump    = "ctl.dump"    // reply: map[string]Entry
 )
 
 // Outcome classes in a proposeReply.
@@ -109,15 +105,15 @@ type readReply struct {
 	Found bool   `json:"found"`
 }
 
-// RunIfChild runs the member and exits when the process is a child (EnvMember
-// is set); otherwise it returns at once. Call it first in TestMain.
-func RunIfChild() {
-	spec := os.Getenv(EnvMember)
+// runNodeChild runs the node member and exits when the process is one
+// (EnvNode is set); otherwise it returns at once.
+func runNodeChild() {
+	spec := os.Getenv(EnvNode)
 	if spec == "" {
 		return
 	}
 	if err := runChild(spec); err != nil {
-		fmt.Fprintf(os.Stderr, "proctest child: %v\n", err)
+		fmt.Fprintf(os.Stderr, "clustertest node child: %v\n", err)
 		os.Exit(3)
 	}
 	os.Exit(0)
@@ -126,7 +122,7 @@ func RunIfChild() {
 func runChild(spec string) error {
 	var cc ChildConfig
 	if err := json.Unmarshal([]byte(spec), &cc); err != nil {
-		return fmt.Errorf("bad %s: %w", EnvMember, err)
+		return fmt.Errorf("bad %s: %w", EnvNode, err)
 	}
 	out := io.Writer(os.Stderr)
 	if cc.LogFile != "" {
@@ -142,7 +138,7 @@ func runChild(spec string) error {
 	if err != nil {
 		return fmt.Errorf("applied history of %s: %w", cc.ID, err)
 	}
-	kv := nodetest.NewKV()
+	kv := NewKV()
 	node, err := raft.Open(cc.raftConfig(logger), kv, append(cc.walOptions(), nodeopt.Applied(applied))...)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cc.ID, err)
@@ -163,11 +159,11 @@ func runChild(spec string) error {
 // written: the harness names the death (CheckAlive), where a member running
 // on with a hole in its history would be checked wrongly.
 func exitOnHistoryError(err error) {
-	fmt.Fprintf(os.Stderr, "proctest child: %v\n", err)
+	fmt.Fprintf(os.Stderr, "clustertest node child: %v\n", err)
 	os.Exit(4)
 }
 
-func serveControl(ctl *transport.Mux, node *raft.Node, kv *nodetest.KV) {
+func serveControl(ctl *transport.Mux, node *raft.Node, kv *KV) {
 	ctl.Handle(methodPropose, func(ctx context.Context, req []byte) ([]byte, error) {
 		res, err := node.Propose(ctx, req)
 		rep := proposeReply{Index: res.Index, Class: classOK}

@@ -1,4 +1,4 @@
-package ctltest
+package clustertest
 
 import (
 	"context"
@@ -20,8 +20,9 @@ import (
 	"github.com/jobraft/jobraft/raft"
 )
 
-// envMember carries a child member's MemberConfig (JSON).
-const envMember = "JOBRAFT_CTLTEST_MEMBER"
+// EnvCtl carries a controller child member's MemberConfig (JSON):
+// it makes the test binary a controller member process (CtlProcs).
+const EnvCtl = "JOBRAFT_CLUSTERTEST_CTL"
 
 // MemberConfig is what a child member process runs.
 type MemberConfig struct {
@@ -78,21 +79,20 @@ func (tm Timing) apply(cfg *jobraft.Config) {
 	set(&cfg.LeaderWait, tm.LeaderWait)
 }
 
-// MemberMain runs a child member when the process was started as one (by
-// Procs) and never returns then; otherwise it returns at once. Call it
-// first in TestMain.
-func MemberMain() {
-	spec := os.Getenv(envMember)
+// runCtlChild runs a controller member when the process was started as
+// one (by CtlProcs) and never returns then; otherwise it returns at once.
+func runCtlChild() {
+	spec := os.Getenv(EnvCtl)
 	if spec == "" {
 		return
 	}
 	var mc MemberConfig
 	if err := json.Unmarshal([]byte(spec), &mc); err != nil {
-		fmt.Fprintln(os.Stderr, "ctltest member:", err)
+		fmt.Fprintln(os.Stderr, "clustertest member:", err)
 		os.Exit(2)
 	}
 	if err := runMember(mc); err != nil {
-		fmt.Fprintln(os.Stderr, "ctltest member:", err)
+		fmt.Fprintln(os.Stderr, "clustertest member:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
@@ -131,9 +131,9 @@ func runMember(mc MemberConfig) error {
 		faults = newMemberFaults(mc.DataDir)
 		opts = faults.options()
 	}
-	applied, err := history.OpenFile(mc.ID, historyPath(mc.DataDir), func(err error) {
+	applied, err := history.OpenFile(mc.ID, HistoryPath(mc.DataDir), func(err error) {
 		// A hole in the history would be checked wrongly: die loudly.
-		fmt.Fprintln(os.Stderr, "ctltest member:", err)
+		fmt.Fprintln(os.Stderr, "clustertest member:", err)
 		os.Exit(4)
 	})
 	if err != nil {

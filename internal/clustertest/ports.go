@@ -1,4 +1,4 @@
-package nodetest
+package clustertest
 
 import (
 	"fmt"
@@ -101,7 +101,7 @@ func kernelAddr(t testing.TB) string {
 	for {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(fmt.Errorf("nodetest: no free port: %w", err))
+			t.Fatal(fmt.Errorf("clustertest: no free port: %w", err))
 		}
 		addr := ln.Addr().String()
 		ln.Close()

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package nodetest
+package clustertest
 
 import "os"
 

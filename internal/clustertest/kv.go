@@ -1,6 +1,4 @@
-// Package nodetest holds test helpers for packages that run raft.Node
-// clusters: a small key-value state machine and a loopback cluster.
-package nodetest
+package clustertest
 
 import (
 	"bufio"
