@@ -1,26 +1,26 @@
 // Package cluster runs a local jobd cluster as child processes on loopback:
 // it builds the binaries, generates throwaway mTLS certificates, starts,
-// SIGKILLs, restarts and stops members, and reads their state only through
-// the HTTP API (never from log text). The demo and the examples' end-to-end
-// test share it.
+// SIGKILLs, restarts and stops members on the test cluster's child-process
+// runner (clustertest.Proc), and reads their state only through the HTTP
+// API (never from log text). The demo and the examples' end-to-end test
+// share it.
 package cluster
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jobraft/jobraft/examples/client"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // Options configures a cluster.
@@ -47,11 +47,7 @@ type Member struct {
 	// join is the cluster ID a spare joins (started with -join); "" for an
 	// initial member.
 	join string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // exit status once done
+	proc *clustertest.Proc
 }
 
 // Cluster is a set of jobd members.
@@ -99,6 +95,7 @@ func New(ctx context.Context, opts Options, jobd, walcmp string) (*Cluster, erro
 	for i := 1; i <= opts.Members+opts.Spares; i++ {
 		m := &Member{ID: fmt.Sprintf("n%d", i), DataDir: filepath.Join(opts.Dir, fmt.Sprintf("n%d", i)),
 			LogPath: filepath.Join(opts.Dir, fmt.Sprintf("n%d.log", i))}
+		m.proc = &clustertest.Proc{Name: m.ID, Path: jobd, LogPath: m.LogPath, StopSignal: syscall.SIGTERM, SysProcAttr: sysProcAttr()}
 		var err error
 		if m.RaftAddr, err = freeAddr(); err != nil {
 			return nil, err
@@ -154,103 +151,25 @@ func (c *Cluster) args(m *Member) []string {
 func (c *Cluster) Start(i int) error { return c.start(c.Members[i]) }
 
 func (c *Cluster) start(m *Member) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd != nil {
-		select {
-		case <-m.done:
-		default:
-			return fmt.Errorf("%s is running", m.ID)
-		}
-	}
-	logf, err := os.OpenFile(m.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(c.Bin, c.args(m)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start %s: %w", m.ID, err)
-	}
-	done := make(chan struct{})
-	m.cmd, m.done = cmd, done
-	go func() {
-		err := cmd.Wait()
-		logf.Close()
-		m.mu.Lock()
-		m.err = err
-		m.mu.Unlock()
-		close(done)
-	}()
-	return nil
+	m.proc.Args = c.args(m)
+	return m.proc.Start()
 }
 
 // Running reports whether member i's process is alive.
-func (c *Cluster) Running(i int) bool { return c.Members[i].running() }
-
-func (m *Member) running() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return false
-	}
-	select {
-	case <-m.done:
-		return false
-	default:
-		return true
-	}
-}
+func (c *Cluster) Running(i int) bool { return c.Members[i].proc.Running() }
 
 // Kill SIGKILLs member i and waits for the process to be gone.
-func (c *Cluster) Kill(i int) error { return c.signal(c.Members[i], syscall.SIGKILL, 10*time.Second) }
+func (c *Cluster) Kill(i int) error { return c.Members[i].proc.Kill() }
 
 // Stop SIGTERMs member i and waits (up to timeout) for a clean exit; it
 // returns an error if the process exited non-zero or had to be killed.
-func (c *Cluster) Stop(i int, timeout time.Duration) error { return c.stop(c.Members[i], timeout) }
-
-func (c *Cluster) stop(m *Member, timeout time.Duration) error {
-	if err := c.signal(m, syscall.SIGTERM, timeout); err != nil {
-		_ = c.signal(m, syscall.SIGKILL, 10*time.Second)
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.err != nil {
-		return fmt.Errorf("%s exited after SIGTERM: %v (log: %s)", m.ID, m.err, m.LogPath)
-	}
-	return nil
-}
-
-func (c *Cluster) signal(m *Member, sig syscall.Signal, timeout time.Duration) error {
-	m.mu.Lock()
-	cmd, done := m.cmd, m.done
-	m.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("%s did not exit within %v of %v", m.ID, timeout, sig)
-	}
-}
+func (c *Cluster) Stop(i int, timeout time.Duration) error { return c.Members[i].proc.Stop(timeout) }
 
 // Close SIGKILLs every member still running. It is safe to call more than
 // once and from a signal handler's cleanup.
 func (c *Cluster) Close() {
 	for _, m := range append(append([]*Member(nil), c.Members...), c.Spares...) {
-		if m.running() {
-			_ = c.signal(m, syscall.SIGKILL, 10*time.Second)
-		}
+		_ = m.proc.Kill()
 	}
 }
 

@@ -11,4 +11,6 @@ func (c *Cluster) StartSpare(i int, clusterID string) error {
 }
 
 // StopSpare SIGTERMs spare i and waits for a clean exit.
-func (c *Cluster) StopSpare(i int, timeout time.Duration) error { return c.stop(c.Spares[i], timeout) }
+func (c *Cluster) StopSpare(i int, timeout time.Duration) error {
+	return c.Spares[i].proc.Stop(timeout)
+}
