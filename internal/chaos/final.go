@@ -8,6 +8,7 @@ import (
 
 	"github.com/jobraft/jobraft/internal/clustertest"
 	"github.com/jobraft/jobraft/internal/stalltest"
+	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/walcompare"
 )
 
@@ -28,7 +29,7 @@ func (r *runner) live() []int {
 }
 
 // finalPhase waits for a leader and for the live members to converge
-// (equal applied index and digest), then runs the final applied-history
+// (clustertest.Agree: equal commit, last and applied index and digest), then runs the final applied-history
 // check and reads every live member's jobs.
 func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 	var out []Verdict
@@ -56,6 +57,7 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 		}
 		ok, leader := true, false
 		last = last[:0]
+		var sts []raft.Status
 		lead, leadTerm := -1, uint64(0)
 		for _, i := range r.live() {
 			rep, err := r.p.CallT(i, "/status", clustertest.Request{}, time.Second)
@@ -76,18 +78,20 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 			if r.setAside(i) {
 				continue // a diverged member of a lie run: honest judges it
 			}
-			last = append(last, rep)
-			leader = leader || rep.Role == "Leader"
-			if f := last[0]; rep.Applied != f.Applied || rep.DigestIndex != f.DigestIndex || rep.Digest != f.Digest || rep.Commit != f.Commit {
+			st, err := rep.Status(r.p.Cfgs[i].ID)
+			if err != nil {
 				ok = false
+				break
 			}
+			last, sts = append(last, rep), append(sts, st)
+			leader = leader || rep.Role == "Leader"
 		}
 		if lead >= 0 {
 			r.mu.Lock()
 			r.finalLead = lead
 			r.mu.Unlock()
 		}
-		if ok && leader && len(last) > 0 && last[0].Applied > 0 {
+		if ok && leader && clustertest.Agree(sts) {
 			break
 		}
 		if w.Exceeded(r.o.Converge) {

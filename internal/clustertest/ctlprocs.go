@@ -231,11 +231,16 @@ func (m ctlProcMember) Status(ctx context.Context) (raft.Status, error) {
 	if err != nil {
 		return raft.Status{}, err
 	}
-	s := raft.Status{ID: m.ID(), Role: rep.Role, Term: rep.Term, LeaderID: rep.Leader, LastIndex: rep.Last,
-		CommitIndex: rep.Commit, AppliedIndex: rep.Applied, Digest: raft.Digest{Index: rep.DigestIndex}}
-	sum, err := hex.DecodeString(rep.Digest)
+	return rep.Status(m.ID())
+}
+
+// Status is the raft status a /status reply of member id carries.
+func (r Reply) Status(id string) (raft.Status, error) {
+	s := raft.Status{ID: id, Role: r.Role, Term: r.Term, LeaderID: r.Leader, LastIndex: r.Last,
+		CommitIndex: r.Commit, AppliedIndex: r.Applied, Digest: raft.Digest{Index: r.DigestIndex}}
+	sum, err := hex.DecodeString(r.Digest)
 	if err != nil || len(sum) != len(s.Digest.Sum) {
-		return raft.Status{}, fmt.Errorf("%s: /status answered a digest of %d hex digits", m.ID(), len(rep.Digest))
+		return raft.Status{}, fmt.Errorf("%s: /status answered a digest of %d hex digits", id, len(r.Digest))
 	}
 	copy(s.Digest.Sum[:], sum)
 	return s, nil

@@ -138,11 +138,11 @@ func (g *Group) Running() []int {
 	return out
 }
 
-// WaitConverged waits until every member that is up reports the same
-// commit index, last index, applied index (above 0) and state digest, and
-// returns their common status. It checks the applied
-// histories while it polls (throttled by Policy.AppliedEvery) and fails
-// the test at once on a violation.
+// WaitConverged waits until the statuses of every member that is up
+// Agree (the same commit, last and applied index, and state digest), and
+// returns their common status. It checks the applied histories while it
+// polls (throttled by Policy.AppliedEvery) and fails the test at once on
+// a violation.
 func (g *Group) WaitConverged(d time.Duration) raft.Status {
 	g.t.Helper()
 	return g.WaitConvergedOf(d, g.Running()...)
@@ -169,17 +169,11 @@ func (g *Group) WaitConvergedOf(d time.Duration, members ...int) raft.Status {
 			}
 			last = append(last, s)
 		}
-		if len(last) == 0 {
+		if !Agree(last) {
 			return false
 		}
 		first = last[0]
-		for _, s := range last[1:] {
-			if s.CommitIndex != first.CommitIndex || s.LastIndex != first.LastIndex ||
-				s.AppliedIndex != first.AppliedIndex || s.Digest != first.Digest {
-				return false
-			}
-		}
-		return first.AppliedIndex > 0
+		return true
 	}
 	w := stalltest.Start()
 	for !converged() {
@@ -195,6 +189,21 @@ func (g *Group) WaitConvergedOf(d time.Duration, members ...int) raft.Status {
 	}
 	g.failOnApplied(true)
 	return first
+}
+
+// Agree reports whether statuses agree as a converged cluster's do: the
+// same commit index, last index, applied index (above 0) and state digest.
+func Agree(sts []raft.Status) bool {
+	if len(sts) == 0 || sts[0].AppliedIndex == 0 {
+		return false
+	}
+	for _, s := range sts[1:] {
+		if s.CommitIndex != sts[0].CommitIndex || s.LastIndex != sts[0].LastIndex ||
+			s.AppliedIndex != sts[0].AppliedIndex || s.Digest != sts[0].Digest {
+			return false
+		}
+	}
+	return true
 }
 
 // errNoReference: no running member to check the applied histories
