@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -58,20 +57,15 @@ func StartCtlsWithFaults(t testing.TB, n int, faults *faultnet.Network, tweak fu
 	t.Helper()
 	c := &CtlCluster{t: t, Faults: faults}
 	c.Group = NewGroup(t, c.members, Policy{ServingLeader: true})
-	base := t.TempDir()
-	var members []raft.Member
-	for i := 0; i < n; i++ {
-		id := fmt.Sprintf("m%d", i)
-		cfg := CtlConfig(t, id, filepath.Join(base, id), FreeAddr(t))
+	c.Cfgs = bootstrapped(t, n, func(i int, id, dir, addr string) jobraft.Config {
+		cfg := CtlConfig(t, id, dir, addr)
 		cfg.Bootstrap = true
 		if tweak != nil {
 			tweak(i, &cfg)
 		}
-		c.Cfgs = append(c.Cfgs, cfg)
-		members = append(members, raft.Member{ID: id, Address: cfg.BindAddr, Voter: true})
-	}
+		return cfg
+	}, func(c *jobraft.Config) *raft.Config { return &c.Config })
 	for i := range c.Cfgs {
-		c.Cfgs[i].InitialMembers = members
 		c.Ctls = append(c.Ctls, nil)
 		c.Applied = append(c.Applied, history.NewMemory(c.Cfgs[i].ID))
 		c.StartMember(i)

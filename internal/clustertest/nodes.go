@@ -86,22 +86,18 @@ func StartNodesWAL(t testing.TB, n int, faults *faultnet.Network, tweak func(*ra
 // extra(i) (nil: none), used at every (re)start.
 func StartNodesOpts(t testing.TB, n int, faults *faultnet.Network, tweak func(*raft.Config), walOpts func(i int) []wal.Option, extra func(i int) []nodeopt.Option) *NodeCluster {
 	t.Helper()
-	base := t.TempDir()
-	c := &NodeCluster{t: t, Faults: faults, walOpts: walOpts, extra: extra, tweak: tweak, base: base}
+	c := &NodeCluster{t: t, Faults: faults, walOpts: walOpts, extra: extra, tweak: tweak}
 	c.Group = NewGroup(t, c.members, Policy{})
-	var members []raft.Member
-	for i := 0; i < n; i++ {
-		id := fmt.Sprintf("m%d", i)
-		cfg := FastConfig(t, id, filepath.Join(base, id), FreeAddr(t))
+	c.Cfgs = bootstrapped(t, n, func(_ int, id, dir, addr string) raft.Config {
+		cfg := FastConfig(t, id, dir, addr)
 		cfg.Bootstrap = true
 		if tweak != nil {
 			tweak(&cfg)
 		}
-		c.Cfgs = append(c.Cfgs, cfg)
-		members = append(members, raft.Member{ID: id, Address: cfg.BindAddr, Voter: true})
-	}
+		return cfg
+	}, func(c *raft.Config) *raft.Config { return c })
+	c.base = filepath.Dir(c.Cfgs[0].DataDir)
 	for i := range c.Cfgs {
-		c.Cfgs[i].InitialMembers = members
 		c.Nodes = append(c.Nodes, nil)
 		c.KVs = append(c.KVs, nil)
 		c.WAL = append(c.WAL, c.walOptsOf(i))
@@ -258,6 +254,25 @@ func OpenNew(t testing.TB, cfg raft.Config, sm raft.StateMachine) *raft.Node {
 	}
 	t.Fatalf("open %s: %v", cfg.ID, err)
 	return nil
+}
+
+// bootstrapped returns n configs of members m0, m1, ... in data dirs
+// under a fresh temp dir, member i's made by cfg, every one naming them all (at
+// the address cfg gave) as the initial members; raftOf is a config's raft
+// part.
+func bootstrapped[C any](t testing.TB, n int, cfg func(i int, id, dir, addr string) C, raftOf func(*C) *raft.Config) []C {
+	base := t.TempDir()
+	cfgs := make([]C, n)
+	var members []raft.Member
+	for i := range cfgs {
+		id := fmt.Sprintf("m%d", i)
+		cfgs[i] = cfg(i, id, filepath.Join(base, id), FreeAddr(t))
+		members = append(members, raft.Member{ID: id, Address: raftOf(&cfgs[i]).BindAddr, Voter: true})
+	}
+	for i := range cfgs {
+		raftOf(&cfgs[i]).InitialMembers = members
+	}
+	return cfgs
 }
 
 // openRetry opens a member with open, again while it fails for a while
