@@ -40,7 +40,7 @@ func growShrink(ctx context.Context, cfg config, c *cluster.Cluster) (*growResul
 			return res, err
 		}
 		start := time.Now()
-		if err := retry(ctx, 30*time.Second, func() error { return api.AddMember(ctx, s.ID, s.RaftAddr) }); err != nil {
+		if err := retry(ctx, 30*time.Second, func() error { return api.AddMember(ctx, s.ID, s.Advertise) }); err != nil {
 			return res, fmt.Errorf("add %s: %w", s.ID, err)
 		}
 		progress(cfg, "grow: %s added as a non-voter\n", s.ID)

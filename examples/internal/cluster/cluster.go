@@ -34,19 +34,35 @@ type Options struct {
 	// of the initial cluster: started with -join, added through the API
 	// (grow.go).
 	Spares int
+	// Placement puts members elsewhere than on loopback (a network
+	// namespace each); nil: loopback, ports free at New.
+	Placement Placement
+}
+
+// Placement decides where member i (0-based; the spares follow the
+// initial members) listens and how its process is started.
+type Placement interface {
+	// Addrs returns the member's raft listen address, the address peers
+	// dial (its -advertise and the host its certificate is issued for),
+	// and its HTTP API address.
+	Addrs(i int) (listen, advertise, http string, err error)
+	// Command returns the command that runs bin with args as member i.
+	Command(i int, bin string, args []string) *exec.Cmd
 }
 
 // Member is one jobd process.
 type Member struct {
-	ID       string
-	RaftAddr string
-	HTTPAddr string
-	DataDir  string
-	LogPath  string
-	Client   *client.Client // this member only
+	ID        string
+	RaftAddr  string // listen address
+	Advertise string // the address peers dial: RaftAddr unless placed
+	HTTPAddr  string
+	DataDir   string
+	LogPath   string
+	Client    *client.Client // this member only
 	// join is the cluster ID a spare joins (started with -join); "" for an
 	// initial member.
 	join string
+	slot int // index for Options.Placement
 	proc *clustertest.Proc
 }
 
@@ -94,13 +110,9 @@ func New(ctx context.Context, opts Options, jobd, walcmp string) (*Cluster, erro
 	var names, peers []string
 	for i := 1; i <= opts.Members+opts.Spares; i++ {
 		m := &Member{ID: fmt.Sprintf("n%d", i), DataDir: filepath.Join(opts.Dir, fmt.Sprintf("n%d", i)),
-			LogPath: filepath.Join(opts.Dir, fmt.Sprintf("n%d.log", i))}
+			LogPath: filepath.Join(opts.Dir, fmt.Sprintf("n%d.log", i)), slot: i - 1}
 		m.proc = &clustertest.Proc{Name: m.ID, Path: jobd, LogPath: m.LogPath, StopSignal: syscall.SIGTERM, SysProcAttr: sysProcAttr()}
-		var err error
-		if m.RaftAddr, err = freeAddr(); err != nil {
-			return nil, err
-		}
-		if m.HTTPAddr, err = freeAddr(); err != nil {
+		if err := m.place(opts.Placement); err != nil {
 			return nil, err
 		}
 		m.Client = newMemberClient("http://"+m.HTTPAddr, c.Token)
@@ -110,16 +122,53 @@ func New(ctx context.Context, opts Options, jobd, walcmp string) (*Cluster, erro
 			continue
 		}
 		c.Members = append(c.Members, m)
-		peers = append(peers, m.ID+"="+m.RaftAddr)
+		peers = append(peers, m.ID+"="+m.Advertise)
 	}
 	c.peers = strings.Join(peers, ",")
 	if opts.TLS {
-		cmd := exec.CommandContext(ctx, jobd, "gencerts", "-dir", c.CertDir(), "-names", strings.Join(names, ","))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("jobd gencerts: %v\n%s", err, out)
+		if err := c.genCerts(ctx, names); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// place sets m's addresses: from p, or free loopback ports.
+func (m *Member) place(p Placement) error {
+	var err error
+	if p != nil {
+		m.RaftAddr, m.Advertise, m.HTTPAddr, err = p.Addrs(m.slot)
+		return err
+	}
+	if m.RaftAddr, err = freeAddr(); err != nil {
+		return err
+	}
+	m.Advertise = m.RaftAddr
+	m.HTTPAddr, err = freeAddr()
+	return err
+}
+
+// genCerts issues the members' certificates: on loopback one run for all;
+// placed, one per member for the host it advertises.
+func (c *Cluster) genCerts(ctx context.Context, names []string) error {
+	runs := [][]string{{"-names", strings.Join(names, ",")}}
+	if c.Opts.Placement != nil {
+		runs = nil
+		for _, m := range append(append([]*Member(nil), c.Members...), c.Spares...) {
+			host, _, err := net.SplitHostPort(m.Advertise)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, []string{"-names", m.ID, "-hosts", host})
+		}
+	}
+	for _, r := range runs {
+		cmd := exec.CommandContext(ctx, c.Bin, append([]string{"gencerts", "-dir", c.CertDir()}, r...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("jobd gencerts: %v\n%s", err, out)
+		}
+	}
+	return nil
 }
 
 // CertDir holds ca.pem and <id>.pem / <id>-key.pem.
@@ -128,6 +177,9 @@ func (c *Cluster) CertDir() string { return filepath.Join(c.Opts.Dir, "certs") }
 func (c *Cluster) args(m *Member) []string {
 	a := []string{"-id", m.ID, "-data", m.DataDir, "-raft-addr", m.RaftAddr, "-http-addr", m.HTTPAddr,
 		"-token-file", filepath.Join(c.Opts.Dir, "token")}
+	if m.Advertise != m.RaftAddr {
+		a = append(a, "-advertise", m.Advertise)
+	}
 	if m.join != "" {
 		a = append(a, "-join", "-cluster-id", m.join)
 	} else {
@@ -152,11 +204,22 @@ func (c *Cluster) Start(i int) error { return c.start(c.Members[i]) }
 
 func (c *Cluster) start(m *Member) error {
 	m.proc.Args = c.args(m)
+	if c.Opts.Placement != nil {
+		cmd := c.Opts.Placement.Command(m.slot, c.Bin, c.args(m))
+		m.proc.Path, m.proc.Args = cmd.Path, cmd.Args[1:]
+	}
 	return m.proc.Start()
 }
 
 // Running reports whether member i's process is alive.
 func (c *Cluster) Running(i int) bool { return c.Members[i].proc.Running() }
+
+// Freeze SIGSTOPs member i (Thaw resumes it; Kill and Close end it
+// stopped too).
+func (c *Cluster) Freeze(i int) error { return c.Members[i].proc.Pause() }
+
+// Thaw SIGCONTs member i.
+func (c *Cluster) Thaw(i int) error { return c.Members[i].proc.Resume() }
 
 // Kill SIGKILLs member i and waits for the process to be gone.
 func (c *Cluster) Kill(i int) error { return c.Members[i].proc.Kill() }
