@@ -38,36 +38,14 @@ func killLeader(ctx context.Context, c *cluster.Cluster) (*failoverResult, error
 	if err := c.Kill(i); err != nil {
 		return nil, err
 	}
+	if r.NewLeader, r.NewTerm, err = newLeader(ctx, c, i, term); err != nil {
+		return r, err
+	}
+	r.Failover = time.Since(t0)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for r.NewLeader == "" {
-		var sts []client.Status
-		for j, m := range c.Members {
-			if j == i {
-				continue
-			}
-			if st, err := m.Status(deadline); err == nil {
-				sts = append(sts, st)
-			}
-		}
-		if len(sts) == len(c.Members)-1 && sts[0].LeaderID != "" && sts[0].LeaderID != leader {
-			agree := true
-			for _, s := range sts {
-				agree = agree && s.LeaderID == sts[0].LeaderID && s.Term > term
-			}
-			if agree {
-				r.NewLeader, r.NewTerm, r.Failover = sts[0].LeaderID, sts[0].Term, time.Since(t0)
-				break
-			}
-		}
-		select {
-		case <-deadline.Done():
-			return r, fmt.Errorf("no new leader within 30s of killing %s", leader)
-		case <-tick.C:
-		}
-	}
 	t1 := time.Now()
 	if err := c.Start(i); err != nil {
 		return r, err
@@ -81,6 +59,42 @@ func killLeader(ctx context.Context, c *cluster.Cluster) (*failoverResult, error
 		select {
 		case <-deadline.Done():
 			return r, fmt.Errorf("restarted %s not ready within 30s", leader)
+		case <-tick.C:
+		}
+	}
+}
+
+// newLeader waits (30 s at most) until every member but member i (the
+// leader of term, killed, cut off or frozen) names the same other leader
+// in a later term, through their status API.
+func newLeader(ctx context.Context, c *cluster.Cluster, i int, term uint64) (string, uint64, error) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	old := c.Members[i].ID
+	for {
+		var sts []client.Status
+		for j, m := range c.Members {
+			if j == i {
+				continue
+			}
+			if st, err := m.Status(deadline); err == nil {
+				sts = append(sts, st)
+			}
+		}
+		if len(sts) == len(c.Members)-1 && sts[0].LeaderID != "" && sts[0].LeaderID != old {
+			agree := true
+			for _, s := range sts {
+				agree = agree && s.LeaderID == sts[0].LeaderID && s.Term > term
+			}
+			if agree {
+				return sts[0].LeaderID, sts[0].Term, nil
+			}
+		}
+		select {
+		case <-deadline.Done():
+			return "", 0, fmt.Errorf("no new leader within 30s after %s (term %d)", old, term)
 		case <-tick.C:
 		}
 	}

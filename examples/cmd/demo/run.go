@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,17 @@ type config struct {
 	Progress  io.Writer     // progress bar; nil: none
 	TTY       bool          // Progress is a terminal: redraw one line
 	LeaseTTL  time.Duration
+	Heartbeat time.Duration // raft heartbeat and election timeouts (0: 500ms)
+	// Placement puts the members elsewhere than on loopback (the netns
+	// rig); nil: loopback.
+	Placement cluster.Placement
+	// Faults, when set, runs from the start of the submits on (instead of
+	// the leader kill) and returns the ID of a member it SIGKILLed last,
+	// or "" (faults.go).
+	Faults func(ctx context.Context, c *cluster.Cluster) (killed string, err error)
+	// Pace is how long each client waits between its batches (so the
+	// submits last through Faults).
+	Pace time.Duration
 }
 
 const queue = "demo"
@@ -53,8 +65,9 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 	if cfg.Grow {
 		spares = 2
 	}
-	c, err := cluster.New(ctx, cluster.Options{Dir: cfg.Dir, TLS: cfg.TLS, Spares: spares, Flags: []string{
-		"-heartbeat", "500ms", "-election", "500ms", "-lease-ttl", cfg.LeaseTTL.String(),
+	hb := cmp.Or(cfg.Heartbeat, 500*time.Millisecond).String()
+	c, err := cluster.New(ctx, cluster.Options{Dir: cfg.Dir, TLS: cfg.TLS, Spares: spares, Placement: cfg.Placement, Flags: []string{
+		"-heartbeat", hb, "-election", hb, "-lease-ttl", cfg.LeaseTTL.String(),
 		"-queues", queue + "=16", "-log-level", "info",
 	}}, jobd, walcmp)
 	if err != nil {
@@ -70,7 +83,11 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 	if _, err := waitCluster(ctx, c, 30*time.Second, nil); err != nil {
 		return sum, fmt.Errorf("cluster did not come up: %w", err)
 	}
-	progress(cfg, "cluster up: %d members on loopback (member mTLS: %v)\n", len(c.Members), cfg.TLS)
+	where := "on loopback"
+	if cfg.Placement != nil {
+		where = "in network namespaces"
+	}
+	progress(cfg, "cluster up: %d members %s (member mTLS: %v)\n", len(c.Members), where, cfg.TLS)
 	progress(cfg, "web console (while the demo runs): http://%s/console/ (log in with the token in %s)\n",
 		c.Members[0].HTTPAddr, filepath.Join(cfg.Dir, "token"))
 
@@ -93,6 +110,14 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 			failover, failErr = killLeader(ctx, c)
 		}()
 	}
+	var faultKilled string
+	if cfg.Faults != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			faultKilled, failErr = cfg.Faults(ctx, c)
+		}()
+	}
 	var grown *growResult
 	var growErr error
 	if cfg.Grow {
@@ -113,7 +138,7 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 	wg.Wait()
 	if failErr != nil {
 		stopBar()
-		return sum, fmt.Errorf("failover: %w", failErr)
+		return sum, fmt.Errorf("failover or faults: %w", failErr)
 	}
 	sum.Failover = failover
 	if cfg.Grow {
@@ -148,7 +173,7 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 	if err := verifyResults(ctx, cfg, c, sum); err != nil {
 		return sum, err
 	}
-	killed := -1
+	killed := c.Index(faultKilled)
 	if failover != nil {
 		killed = c.Index(failover.Killed)
 	}
@@ -297,6 +322,12 @@ func submitAll(ctx context.Context, cfg config, c *cluster.Cluster, submitted, d
 				}
 				if submitted.Add(int64(len(b))) >= int64(cfg.Jobs/2) {
 					once.Do(func() { close(half) })
+				}
+				if cfg.Pace > 0 {
+					select {
+					case <-time.After(cfg.Pace):
+					case <-ctx.Done():
+					}
 				}
 			}
 		}()
