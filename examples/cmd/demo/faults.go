@@ -31,7 +31,7 @@ func netnsFaults(r *netrig.Rig, hb time.Duration, cfg *config) func(context.Cont
 		}
 		// replaced: the leader is faulted until the others elect another.
 		replaced := func(leader int, term uint64) error {
-			_, _, err := newLeader(ctx, c, leader, term)
+			_, _, err := c.NewLeader(ctx, leader, term)
 			return err
 		}
 		steps := []struct {
@@ -72,7 +72,7 @@ func netnsFaults(r *netrig.Rig, hb time.Duration, cfg *config) func(context.Cont
 			return "", err
 		}
 		for _, s := range steps {
-			id, term, err := findLeader(ctx, c)
+			id, term, err := c.Leader(ctx)
 			if err != nil {
 				return killed, fmt.Errorf("before %s: %w", s.name, err)
 			}
@@ -83,7 +83,7 @@ func netnsFaults(r *netrig.Rig, hb time.Duration, cfg *config) func(context.Cont
 			if s.name == steps[len(steps)-1].name {
 				killed = id
 			}
-			if _, err := waitCluster(ctx, c, time.Minute, nil); err != nil {
+			if _, err := c.Wait(ctx, time.Minute, nil); err != nil {
 				return killed, fmt.Errorf("after %s (leader %s): %w", s.name, id, err)
 			}
 			progress(*cfg, "fault: %s (leader %s): healed, one leader again after %v\n", s.name, id, time.Since(t0).Round(time.Millisecond))

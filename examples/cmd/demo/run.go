@@ -80,7 +80,7 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 			return sum, err
 		}
 	}
-	if _, err := waitCluster(ctx, c, 30*time.Second, nil); err != nil {
+	if _, err := c.Wait(ctx, 30*time.Second, nil); err != nil {
 		return sum, fmt.Errorf("cluster did not come up: %w", err)
 	}
 	where := "on loopback"
@@ -163,7 +163,7 @@ func run(ctx context.Context, cfg config) (*summary, error) {
 	sum.TotalDur = time.Since(start)
 	stopBar()
 
-	conv, err := waitCluster(ctx, c, 60*time.Second, sameState)
+	conv, err := c.Wait(ctx, 60*time.Second, cluster.SameState)
 	if err != nil {
 		return sum, fmt.Errorf("convergence: %w", err)
 	}
@@ -212,80 +212,6 @@ func progress(cfg config, format string, args ...any) {
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, format, args...)
 	}
-}
-
-// waitCluster polls every member's status API until ok accepts the set
-// (default: every member ready and agreeing on a leader) or the deadline.
-func waitCluster(ctx context.Context, c *cluster.Cluster, d time.Duration, ok func([]client.Status) bool) ([]client.Status, error) {
-	if ok == nil {
-		ok = agreeOnLeader
-	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var last []client.Status
-	var lastErr error
-	for {
-		sts := make([]client.Status, len(c.Members))
-		lastErr = nil
-		for i, m := range c.Members {
-			st, err := m.Status(ctx)
-			if err != nil {
-				lastErr = fmt.Errorf("%s: %w", m.ID, err)
-				break
-			}
-			sts[i] = st
-		}
-		if lastErr == nil {
-			last = sts
-			if ok(sts) {
-				return sts, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return last, fmt.Errorf("%w (last status %s, last error %v)", ctx.Err(), describe(last), lastErr)
-		case <-tick.C:
-		}
-	}
-}
-
-func agreeOnLeader(sts []client.Status) bool {
-	leaders := 0
-	for _, s := range sts {
-		if !s.Ready || s.LeaderID != sts[0].LeaderID {
-			return false
-		}
-		if s.Role == "Leader" {
-			leaders++
-		}
-	}
-	return leaders == 1
-}
-
-// sameState: every member is ready (applied everything it knows
-// committed), at the same commit and last index, with the same state digest
-// at the same applied index.
-func sameState(sts []client.Status) bool {
-	if !agreeOnLeader(sts) {
-		return false
-	}
-	for _, s := range sts {
-		if s.CommitIndex != sts[0].CommitIndex || s.LastIndex != sts[0].LastIndex ||
-			s.DigestIndex != sts[0].DigestIndex || s.Digest != sts[0].Digest {
-			return false
-		}
-	}
-	return true
-}
-
-func describe(sts []client.Status) string {
-	var b strings.Builder
-	for _, s := range sts {
-		fmt.Fprintf(&b, "[%s %s term %d leader %q commit %d applied %d] ", s.ID, s.Role, s.Term, s.LeaderID, s.CommitIndex, s.AppliedIndex)
-	}
-	return b.String()
 }
 
 // submitAll submits cfg.Jobs jobs in batches from cfg.Clients concurrent
