@@ -84,20 +84,16 @@ func roundTrip(c net.Conn, d time.Duration) (time.Duration, error) {
 	return time.Since(t0), nil
 }
 
-// rtts measures n round trips on a new connection from member 0 to 1.
+// rtts measures n round trips from member 0 to 1.
 func rtts(t *testing.T, r *netrig.Rig, n int) []time.Duration {
 	t.Helper()
-	c := dial(t, r, 0, 1)
-	var out []time.Duration
-	for range n {
-		d, err := roundTrip(c, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, d)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := r.Ping(ctx, 0, 1, n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(out)
-	return out
+	return d
 }
 
 // TestLatencyIsApplied: the round trip between two members' namespaces,
@@ -105,7 +101,6 @@ func rtts(t *testing.T, r *netrig.Rig, n int) []time.Duration {
 // trip less its jitter, its median within a loaded machine's margin above.
 func TestLatencyIsApplied(t *testing.T) {
 	r := netrigtest.New(t, 2)
-	echo(t, r, 1)
 	base := rtts(t, r, 30)
 	t.Logf("no latency: min %v, median %v", base[0], base[len(base)/2])
 	for _, rtt := range []time.Duration{2 * time.Millisecond, 20 * time.Millisecond} {
