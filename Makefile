@@ -4,7 +4,7 @@ GO        ?= go
 PKGS      := ./...
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all smoke test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster chaos-bugs grow-demo
+.PHONY: all smoke test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster chaos-bugs grow-demo netns-test netns-bench
 
 all: lint test
 
@@ -31,7 +31,9 @@ smoke:
 	cd examples && $(GO) test -count=1 -run 'TestEmbeddingExample|TestReadmeEmbedsTheExample|TestSubmitClaimAckAndStaleToken|TestRepliesGiveTextBesideBase64|TestListDeadAcrossQueues|TestJobctlHelpAndUsage' ./embed/ ./jobd/ ./cmd/jobctl/
 
 ## test: everything CI runs — all packages with the race detector (the
-## crash tests included), then a short pass of every fuzz target.
+## crash tests included; the examples' include netns-test's, which need
+## root and skip without it unless JOBRAFT_REQUIRE_NETNS=1, as .ci/run
+## sets), then a short pass of every fuzz target.
 test: unit fuzz
 
 unit:
@@ -40,6 +42,26 @@ unit:
 	cd examples && $(GO) test -race -count=1 -timeout 10m ./...
 	cd bench && $(GO) test -count=1 -timeout 5m ./...
 
+
+## netns-test: members on separate hosts, as root (CI is): each jobd in its
+## own network namespace and address, Toxiproxy on every link. The rig's
+## tests (latency really applied, partitions really cut, bandwidth capped,
+## resets, no namespace left behind, a dead rig's swept) and the black-box
+## fault test at 2 ms round trip (resets, a bandwidth cap, a one-way cut,
+## the leader isolated, frozen, killed; no acknowledged job lost, exactly
+## once, convergence, walcompare). Without root they skip, saying why;
+## JOBRAFT_REQUIRE_NETNS=1 makes that a failure.
+NETNS_TESTS := TestLatencyIsApplied|TestPartitionCuts|TestBandwidthIsCapped|TestResetsEndConnections|TestCloseLeavesNoNamespace|TestSweepRemovesADeadRig|TestNetnsFaults
+netns-test:
+	cd examples && $(GO) test -count=1 -timeout 15m -run '^($(NETNS_TESTS))$$' ./internal/netrig/ ./cmd/demo/
+
+## netns-bench: the timing table of docs/timing.md (as root): per round
+## trip (0.2, 2, 20, 50 ms) with the default and the recommended timeouts,
+## Submit and cycle rates and p99, failover with the leader killed,
+## partitioned and frozen. NETNS_BENCH_FLAGS, e.g. '-rtt 2ms -n 3'.
+NETNS_BENCH_FLAGS ?= -d 5s -n 5
+netns-bench:
+	cd examples && $(GO) run ./cmd/netbench $(NETNS_BENCH_FLAGS)
 
 # Each fuzz target runs a fixed number of executions, not a duration: a
 # duration races the Go 1.26 fuzz coordinator's shutdown on a loaded machine
@@ -94,7 +116,9 @@ bench:
 
 ## soak: long randomized runs: thousands of crash rounds and model checks,
 ## the fault scenarios' long variants, the Controller's long kill rounds,
-## two members added to a cluster holding 1M jobs (figures in its -v log).
+## two members added to a cluster holding 1M jobs (figures in its -v log),
+## the netns fault test at 50 ms round trip with the timeouts
+## docs/timing.md recommends for it (as root).
 soak:
 	$(GO) test -count=1 -timeout 120m -run 'TestGuardModel' ./wal/ -rapid.checks=20000
 	$(GO) test -count=1 -timeout 120m -run 'TestCrash' ./wal/segment/ -crash.rounds=2000
@@ -103,6 +127,9 @@ soak:
 	$(GO) test -race -count=1 -timeout 60m -run 'TestFailoverWithDefaults' .
 	$(GO) test -count=1 -timeout 240m -run 'TestChaos$$' ./internal/chaos/ -chaos.seeds=$(CHAOS_SEEDS) -chaos.pictures=$(CURDIR)/.soak/chaos
 	$(GO) test -count=1 -timeout 60m -v -run 'TestCatchUp' . -jobraft.long
+	cd examples && $(GO) test -count=1 -timeout 60m -v -run 'TestNetnsFaults$$' ./cmd/demo/ -netns.rtt 50ms -netns.heartbeat $(NETNS_SOAK_HEARTBEAT) -netns.jobs 6000
+
+NETNS_SOAK_HEARTBEAT ?= 1.5s
 
 ## soak's chaos part: CHAOS_SEEDS seeds (make test runs the first 50);
 ## one line per seed, the table seeds × outcome × checker, a picture per
