@@ -91,7 +91,7 @@ func parseSetups(rtts, rec string, def time.Duration) ([]setup, error) {
 		rtt, err1 := time.ParseDuration(k)
 		hb, err2 := time.ParseDuration(v)
 		if !ok || err1 != nil || err2 != nil || hb <= 0 {
-			return nil, fmt.Errorf("-recommended %q: want rtt=timeout,...", kv)
+			return nil, fmt.Errorf("-recommended %q: want a list of rtt=timeout", kv)
 		}
 		recs[rtt] = hb
 	}

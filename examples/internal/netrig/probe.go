@@ -51,4 +51,3 @@ func (r *Rig) Ping(ctx context.Context, from, to, n int) ([]time.Duration, error
 	slices.Sort(out)
 	return out, nil
 }
-
