@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2/toxics"
+	"golang.org/x/sys/unix"
 )
 
 // delayToxic holds every chunk until delay_us ± jitter_us (uniform) after
@@ -44,7 +45,11 @@ func (t *delayToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
-			if wait := time.Until(c.Timestamp.Add(t.draw())); wait > 0 {
+			switch wait := time.Until(c.Timestamp.Add(t.draw())); {
+			case wait <= 0:
+			case wait < fine:
+				sleep(wait)
+			default:
 				timer.Reset(wait)
 				select {
 				case <-timer.C:
@@ -56,6 +61,22 @@ func (t *delayToxic) Pipe(stub *toxics.ToxicStub) {
 			}
 			stub.Output <- c
 		}
+	}
+}
+
+// fine is the longest wait sleep takes: the runtime's timers wake no
+// sooner than the next millisecond on this kernel (a 0.1 ms timer fires
+// after 1.1 ms), ten times a 0.2 ms round trip's delay. A wait this short
+// is not interrupted; the toxic sees its interrupt right after.
+const fine = 5 * time.Millisecond
+
+// sleep blocks this goroutine's thread for d with nanosleep, its timer
+// slack set to 1 ns (the default 50 µs is a quarter of a 0.2 ms round
+// trip): about 25 µs late on this machine.
+func sleep(d time.Duration) {
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 	}
 }
 
