@@ -129,7 +129,7 @@ soak:
 	$(GO) test -count=1 -timeout 60m -v -run 'TestCatchUp' . -jobraft.long
 	cd examples && $(GO) test -count=1 -timeout 60m -v -run 'TestNetnsFaults$$' ./cmd/demo/ -netns.rtt 50ms -netns.heartbeat $(NETNS_SOAK_HEARTBEAT) -netns.jobs 6000
 
-NETNS_SOAK_HEARTBEAT ?= 1.5s
+NETNS_SOAK_HEARTBEAT ?= 750ms
 
 ## soak's chaos part: CHAOS_SEEDS seeds (make test runs the first 50);
 ## one line per seed, the table seeds × outcome × checker, a picture per

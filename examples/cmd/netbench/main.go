@@ -38,7 +38,7 @@ type setup struct {
 
 func main() {
 	rtts := flag.String("rtt", "200us,2ms,20ms,50ms", "round trips between members")
-	rec := flag.String("recommended", "200us=250ms,2ms=500ms,20ms=1s,50ms=1.5s", "the heartbeat = election = lease timeout docs/timing.md recommends per round trip")
+	rec := flag.String("recommended", "200us=250ms,2ms=250ms,20ms=500ms,50ms=750ms", "the heartbeat = election = lease timeout docs/timing.md recommends per round trip")
 	def := flag.Duration("default", 250*time.Millisecond, "the default timeouts (raft.DefaultHeartbeatTimeout)")
 	clients := flag.Int("c", 16, "closed-loop clients")
 	d := flag.Duration("d", 5*time.Second, "measured window of each load")
