@@ -98,9 +98,9 @@ func rtts(t *testing.T, r *netrig.Rig, n int) []time.Duration {
 
 // TestLatencyIsApplied: the round trip between two members' namespaces,
 // through the proxy, takes the rig's latency: never less than the round
-// trip less its jitter, its median within a loaded machine's margin above
-// (1 ms and a quarter: a 0.2 ms round trip must not take a millisecond
-// timer's 2.4 ms).
+// trip less its jitter; the fastest of 30 within 1 ms and a quarter above
+// it (a 0.2 ms round trip must not take a millisecond timer's 2.4 ms), the
+// median within 10 ms (a loaded machine stalls the proxies).
 func TestLatencyIsApplied(t *testing.T) {
 	r := netrigtest.New(t, 2)
 	base := rtts(t, r, 30)
@@ -116,8 +116,11 @@ func TestLatencyIsApplied(t *testing.T) {
 		if lo < rtt-jitter {
 			t.Errorf("rtt %v ± %v: a round trip took %v, less than the latency allows", rtt, jitter, lo)
 		}
-		if bound := rtt + jitter + time.Millisecond + rtt/4; med > bound {
-			t.Errorf("rtt %v ± %v: median round trip %v, above %v", rtt, jitter, med, bound)
+		if bound := rtt + jitter + time.Millisecond + rtt/4; lo > bound {
+			t.Errorf("rtt %v ± %v: the fastest round trip took %v, above %v", rtt, jitter, lo, bound)
+		}
+		if med > rtt+jitter+10*time.Millisecond {
+			t.Errorf("rtt %v ± %v: median round trip %v, over 10 ms above it", rtt, jitter, med)
 		}
 	}
 	if err := r.Latency(0, 0); err != nil {
