@@ -87,6 +87,9 @@ func (s *state) applyOne(e Entry, now int64, c Command, r *result) {
 	if rf != nil {
 		r.code, r.detail = rf.code, rf.detail
 	}
+	if len(s.dep.work) > 0 || len(s.dep.due) > 0 {
+		s.settle(now, r)
+	}
 }
 
 // derivedID names a job submitted without an ID: unique per (entry, batch
@@ -122,9 +125,25 @@ func (s *state) newDerivedID(index uint64, pos int) string {
 }
 
 func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
+	if c.Batch != nil {
+		if rf := s.batchFree(c.Batch, c); rf != nil {
+			r.code, r.detail = rf.code, rf.detail
+			return
+		}
+	}
 	if r.subs = s.subs[:0]; cap(r.subs) < len(c.Jobs) {
 		r.subs = make([]sub, 0, len(c.Jobs))
 	}
+	r.subs = r.subs[:len(c.Jobs)]
+	// Jobs naming others of this submit as parents are created after them
+	// (deps.go); order is nil when none does.
+	order, cyclic := depOrder(c.Jobs)
+	var batch string
+	var members [numStates]uint32
+	if c.Batch != nil {
+		batch = c.Batch.ID
+	}
+	lo := s.seq + 1
 	// The previous job's queue, kind and policy: a submit's jobs mostly
 	// share them, so most jobs need no lookup.
 	var (
@@ -132,15 +151,23 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 		kind, kept string // kind as submitted, interned
 		bo         *Backoff
 	)
-	for i := range c.Jobs {
+	n := len(c.Jobs)
+	if order != nil {
+		n = len(order)
+	}
+	for k := 0; k < n; k++ {
+		i := k
+		if order != nil {
+			i = order[k]
+		}
 		nj := &c.Jobs[i]
 		if rf := nj.validate(); rf != nil {
-			r.subs = append(r.subs, sub{outcome: OutcomeRejected, code: rf.code, detail: rf.detail})
+			r.subs[i] = sub{outcome: OutcomeRejected, code: rf.code, detail: rf.detail}
 			continue
 		}
 		if nj.IdempotencyKey != "" {
-			if k, ok := s.keys.Get(keyEnt{key: nj.IdempotencyKey}); ok {
-				r.subs = append(r.subs, sub{outcome: OutcomeDuplicate, job: s.get(k.id)})
+			if ke, ok := s.keys.Get(keyEnt{key: nj.IdempotencyKey}); ok {
+				r.subs[i] = sub{outcome: OutcomeDuplicate, job: s.get(ke.id)}
 				continue
 			}
 		}
@@ -150,10 +177,15 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 		}
 		if old := s.get(id); old != nil {
 			if !bugs.On("dedupe") {
-				r.subs = append(r.subs, sub{outcome: OutcomeDuplicate, job: old})
+				r.subs[i] = sub{outcome: OutcomeDuplicate, job: old}
 				continue
 			}
 			id = s.newDerivedID(e.Index, i)
+		}
+		deps, rf := s.parentsOf(nj, batch)
+		if rf != nil {
+			r.subs[i] = sub{outcome: OutcomeRejected, code: rf.code, detail: rf.detail}
+			continue
 		}
 		if q == nil || q.name != nj.Queue {
 			q = s.queueOrCreate(nj.Queue)
@@ -165,23 +197,39 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 			bo = s.backoff(b)
 		}
 		s.seq++
-		j := &job{
-			id: id, kind: kept, key: nj.IdempotencyKey,
-			payload: nj.Payload, runAt: toNanos(nj.RunAt), created: now, updated: now,
-			seq: s.seq, bo: bo, prio: nj.Priority,
-			maxAtt: nj.MaxAttempts, state: StatePending,
-		}
-		if j.maxAtt == 0 {
-			j.maxAtt = DefaultMaxAttempts
-		}
-		if j.runAt <= now {
-			j.runAt = now
+		j := newRecord(nj, id, s.seq, now, kept, bo)
+		if j.setDeps(deps); deps.waits() {
+			j.state = StateWaiting
 		} else {
-			j.state = StateScheduled
+			j.ready(now)
 		}
 		s.insert(q, j)
-		r.subs = append(r.subs, sub{outcome: OutcomeCreated, job: j})
+		members[j.state]++
+		r.subs[i] = sub{outcome: OutcomeCreated, job: j}
 	}
+	for i, cyc := range cyclic {
+		if cyc {
+			r.subs[i] = sub{outcome: OutcomeRejected, code: CodeDependencyCycle, detail: "job " + strconv.Itoa(i) + " is on or depends on a cycle of parents in its submit"}
+		}
+	}
+	if c.Batch != nil {
+		s.newGroup(e, now, c, members, lo, s.seq)
+	}
+}
+
+// newRecord is the record of a job submitted as nj with ID id, submit
+// sequence seq, at log time now, of kind (interned) and policy bo
+// (defaults applied, interned), before it is placed (ready, or waiting).
+func newRecord(nj *NewJob, id string, seq uint64, now int64, kind string, bo *Backoff) *job {
+	j := &job{
+		id: id, queue: nj.Queue, kind: kind, key: nj.IdempotencyKey,
+		payload: nj.Payload, runAt: toNanos(nj.RunAt), created: now, updated: now,
+		seq: seq, bo: bo, prio: nj.Priority, maxAtt: nj.MaxAttempts,
+	}
+	if j.maxAtt == 0 {
+		j.maxAtt = DefaultMaxAttempts
+	}
+	return j
 }
 
 // promote moves every scheduled job whose run-at is due (<= now) to its
@@ -438,6 +486,9 @@ func (s *state) retry(now int64, c *RetryCmd, r *result) *refusal {
 	n.runAt = now
 	n.updated = now
 	n.setOutcome(old.lastErr(), nil)
+	if rf := s.recheck(n); rf != nil {
+		return rf
+	}
 	s.replace(old, n)
 	r.jobs = append(r.jobs, n)
 	return nil
@@ -528,5 +579,8 @@ func (s *state) sweep(now int64, c *SweepCmd, r *result) {
 			s.remove(j)
 		}
 		r.removed += uint64(len(gone))
+	}
+	if c.MaxAge > 0 {
+		s.sweepGroups(cutoff)
 	}
 }

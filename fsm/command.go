@@ -45,8 +45,11 @@ type Command interface {
 
 // SubmitCmd submits a batch of jobs in one entry. Each job gets its own
 // outcome (created, duplicate or rejected); one bad job does not refuse the
-// others.
-type SubmitCmd struct{ Jobs []NewJob }
+// others. With Batch, the jobs it creates are one batch (deps.go).
+type SubmitCmd struct {
+	Jobs  []NewJob
+	Batch *BatchSpec
+}
 
 // ClaimCmd leases up to Max ready jobs from the listed queues to Worker for
 // TTL, best first across the queues by the ready order (priority desc,
@@ -231,6 +234,9 @@ func (nj *NewJob) validate() *refusal {
 	if nj.MaxAttempts > MaxAttempts {
 		return refuse(CodeInvalidCommand, "max attempts %d above %d", nj.MaxAttempts, MaxAttempts)
 	}
+	if r := nj.validateDeps(); r != nil {
+		return r
+	}
 	return nj.Backoff.validate()
 }
 
@@ -245,6 +251,9 @@ func validate(c Command, all bool) *refusal {
 		}
 		if len(c.Jobs) > MaxSubmit {
 			return refuse(CodeTooLarge, "submit batch of %d jobs (max %d)", len(c.Jobs), MaxSubmit)
+		}
+		if r := c.Batch.validate(); r != nil {
+			return r
 		}
 		if all {
 			for i := range c.Jobs {

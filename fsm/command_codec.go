@@ -20,6 +20,10 @@ const (
 	// (ClaimCmd.ID): the version 2 layout, its kind count possibly 0,
 	// then the ID.
 	FormatVersionClaimID = 3
+	// FormatVersionDeps is the version of a submit whose jobs name parents
+	// or that makes a batch (NewJob.After, SubmitCmd.Batch): the version 1
+	// layout followed by them (deps_codec.go). Only such submits take it.
+	FormatVersionDeps = 4
 )
 
 // Command encoding (all integers varint/uvarint, see codec.go):
@@ -48,6 +52,11 @@ const (
 //	version 3 (claim only, new in this release):
 //	claim:  count, queues..., worker, max, ttl, kindCount (>= 0), kinds...,
 //	        id (str, not empty)
+//
+//	version 4 (submit only, new in this release):
+//	submit: the version 1 submit, then per job: parent count, parents
+//	        (str), parent policy (byte); then batch (byte 0/1) [| batch id
+//	        (str) | completion (byte 0/1) [| a version 1 submit's job]]
 //
 // Kinds are written in the caller's order, duplicates included: the bytes
 // are a function of the command value alone.
@@ -147,25 +156,18 @@ func appendCommand(b []byte, c Command) []byte {
 		version = FormatVersionClaimID
 	} else if ok && len(cc.Kinds) > 0 {
 		version = FormatVersionClaimKinds
+	} else if sc, ok := c.(*SubmitCmd); ok && sc.hasDeps() {
+		version = FormatVersionDeps
 	}
 	b = append(b, version, byte(c.Type()))
 	switch c := c.(type) {
 	case *SubmitCmd:
 		b = binary.AppendUvarint(b, uint64(len(c.Jobs)))
 		for i := range c.Jobs {
-			nj := &c.Jobs[i]
-			b = appendStr(b, nj.ID)
-			b = appendStr(b, nj.Queue)
-			b = appendStr(b, nj.Kind)
-			b = appendBytes(b, nj.Payload)
-			b = binary.AppendVarint(b, int64(nj.Priority))
-			b = binary.AppendVarint(b, toNanos(nj.RunAt))
-			b = binary.AppendUvarint(b, uint64(nj.MaxAttempts))
-			b = binary.AppendVarint(b, int64(nj.Backoff.Base))
-			b = binary.AppendVarint(b, int64(nj.Backoff.Max))
-			b = binary.AppendUvarint(b, uint64(nj.Backoff.Factor))
-			b = append(b, nj.Backoff.Jitter)
-			b = appendStr(b, nj.IdempotencyKey)
+			b = appendNewJob(b, &c.Jobs[i])
+		}
+		if version == FormatVersionDeps {
+			b = appendSubmitDeps(b, c)
 		}
 	case *ClaimCmd:
 		b = binary.AppendUvarint(b, uint64(len(c.Queues)))
@@ -240,6 +242,7 @@ func decodeCommand(b []byte, scratch []NewJob) (Command, error) {
 	switch {
 	case b[0] == FormatVersion:
 	case (b[0] == FormatVersionClaimKinds || b[0] == FormatVersionClaimID) && CommandType(b[1]) == CmdClaim:
+	case b[0] == FormatVersionDeps && CommandType(b[1]) == CmdSubmit:
 	default:
 		return nil, fmt.Errorf("%w: command version %d (type %d)", ErrUnsupportedVersion, b[0], b[1])
 	}
@@ -256,21 +259,13 @@ func decodeCommand(b []byte, scratch []NewJob) (Command, error) {
 			jobs = make([]NewJob, n)
 		}
 		for i := range jobs {
-			nj := &jobs[i]
-			nj.ID = d.str()
-			nj.Queue = d.str()
-			nj.Kind = d.str()
-			nj.Payload = d.bytes()
-			nj.Priority = d.i32()
-			nj.RunAt = fromNanos(d.varint())
-			nj.MaxAttempts = d.u32()
-			nj.Backoff.Base = durationOf(d.varint())
-			nj.Backoff.Max = durationOf(d.varint())
-			nj.Backoff.Factor = d.u32()
-			nj.Backoff.Jitter = d.byte()
-			nj.IdempotencyKey = d.str()
+			decodeNewJob(&d, &jobs[i])
 		}
-		c = &SubmitCmd{Jobs: jobs}
+		sc := &SubmitCmd{Jobs: jobs}
+		if b[0] == FormatVersionDeps {
+			decodeSubmitDeps(&d, sc)
+		}
+		c = sc
 	case CmdClaim:
 		n := d.count(MaxClaimQueue, 1)
 		qs := make([]string, n)
@@ -346,7 +341,7 @@ func jobWireSize(nj *NewJob) int {
 	return str(len(nj.ID)) + str(len(nj.Queue)) + str(len(nj.Kind)) + str(len(nj.Payload)) +
 		varintLen(int64(nj.Priority)) + varintLen(toNanos(nj.RunAt)) + uvarintLen(uint64(nj.MaxAttempts)) +
 		varintLen(int64(nj.Backoff.Base)) + varintLen(int64(nj.Backoff.Max)) + uvarintLen(uint64(nj.Backoff.Factor)) + 1 +
-		str(len(nj.IdempotencyKey))
+		str(len(nj.IdempotencyKey)) + depsWireSize(nj)
 }
 
 func uvarintLen(v uint64) int {

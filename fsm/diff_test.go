@@ -23,6 +23,7 @@ type world struct {
 	now         time.Time
 	since       time.Time // current leader's LeaderSince
 	finishes    []Command // the last acks, naks and terms generated, to repeat
+	deps        bool      // draw dependencies and their parents' ends often (deps_model_test.go)
 }
 
 func newWorld(t *rapid.T) *world {
@@ -102,9 +103,10 @@ func (w *world) genCommand(t *rapid.T) Command {
 			if rapid.Bool().Draw(t, "delayed") {
 				nj.RunAt = w.now.Add(time.Duration(rapid.Int64Range(-int64(5*time.Second), int64(10*time.Second)).Draw(t, "runat")))
 			}
+			w.genParents(t, &nj)
 			jobs[i] = nj
 		}
-		return &SubmitCmd{Jobs: jobs}
+		return &SubmitCmd{Jobs: jobs, Batch: w.genBatch(t)}
 	case 3, 4:
 		n := rapid.IntRange(0, 3).Draw(t, "nq")
 		qs := make([]string, n)
@@ -212,7 +214,7 @@ func (w *world) step(t *rapid.T) {
 	if rapid.IntRange(0, 30).Draw(t, "garbage") == 0 {
 		cmd = rapid.SliceOfN(rapid.Byte(), 0, 12).Draw(t, "bytes")
 	} else {
-		c = w.genCommand(t)
+		c = w.gen(t)
 		cmd = appendCommand(nil, c)
 	}
 	w.index += uint64(rapid.IntRange(1, 2).Draw(t, "di"))
@@ -260,6 +262,12 @@ func stripDetail(r *Result) {
 	if len(r.Batch) == 0 {
 		r.Batch = nil
 	}
+	if len(r.Cascade) == 0 {
+		r.Cascade = nil
+	}
+	if len(r.Completed) == 0 {
+		r.Completed = nil
+	}
 }
 
 // checkQueries compares every query of the real machine with the model.
@@ -279,6 +287,7 @@ func (w *world) checkQueries(t *rapid.T) {
 	if _, ok := w.real.Get("missing"); ok {
 		t.Fatalf("Get(missing) found")
 	}
+	w.checkBatches(t)
 	var wantQ []QueueInfo
 	for _, q := range w.ref.queueNames() {
 		wantQ = append(wantQ, QueueInfo{Name: q, Paused: w.ref.paused[q], Counts: w.ref.counts(q), Kinds: w.ref.kinds(q)})

@@ -43,6 +43,20 @@ var (
 	// ErrIndexNotIncreasing: Apply got an entry whose index is not above the
 	// applied index (a replay). Lease tokens must be unique, so it is refused.
 	ErrIndexNotIncreasing = errors.New("fsm: entry index not increasing")
+	// ErrUnknownParent: a submitted job names a parent (NewJob.After) that
+	// no job has, nor a job of the same submit that is created; or a
+	// retry of a dependent whose unmet parent is no longer held.
+	ErrUnknownParent = errors.New("fsm: unknown parent job")
+	// ErrDependencyCycle: a submitted job names itself as a parent, or is
+	// on (or depends on) a cycle of parents among the jobs of its submit.
+	ErrDependencyCycle = errors.New("fsm: dependency cycle")
+	// ErrParentFailed: a submitted (or retried) job names a parent that is
+	// dead or canceled: it could never run.
+	ErrParentFailed = errors.New("fsm: parent job failed")
+	// ErrBatchExists: a submit names a batch (SubmitCmd.Batch) that
+	// exists. Nothing of the submit applied; the detail says whether the
+	// batch was created by the same request (BatchInfo.Sum).
+	ErrBatchExists = errors.New("fsm: batch exists")
 )
 
 // Errors of queries, DecodeResult and Restore.
@@ -81,6 +95,10 @@ const (
 	CodeInvalidState
 	CodeQueuePaused
 	CodeIndexNotIncreasing
+	CodeUnknownParent
+	CodeDependencyCycle
+	CodeParentFailed
+	CodeBatchExists
 	numCodes
 )
 
@@ -95,6 +113,10 @@ var codeErrs = [numCodes]error{
 	ErrInvalidState,
 	ErrQueuePaused,
 	ErrIndexNotIncreasing,
+	ErrUnknownParent,
+	ErrDependencyCycle,
+	ErrParentFailed,
+	ErrBatchExists,
 }
 
 // Err returns the sentinel error for c (nil for CodeOK).

@@ -22,6 +22,10 @@ func seedCommands() [][]byte {
 		&ResumeCmd{Queue: "q"}, &SweepCmd{MaxAge: time.Second, MaxPerQueue: 1},
 		&BatchCmd{Cmds: []Command{&ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 1, TTL: time.Second}, &NakCmd{ID: "a", Token: 2}}},
 		&BatchCmd{Cmds: []Command{&AckCmd{ID: "a", Token: 2}, &ExtendCmd{ID: "a", Token: 2, TTL: time.Second}}},
+		// Dependencies and a batch (deps.go): a term of a cascades, an ack releases.
+		&SubmitCmd{Jobs: []NewJob{{ID: "c", Queue: "q", Kind: "k", After: []string{"a"}}, {ID: "d", Queue: "q", Kind: "k", After: []string{"c", "e"}, OnParentFailure: ParentFailDead},
+			{ID: "e", Queue: "q", Kind: "k"}}, Batch: &BatchSpec{ID: "b", Completion: &NewJob{Queue: "q", Kind: "done"}}},
+		&TermCmd{ID: "c", Token: 2, Reason: "r"},
 	} {
 		out = append(out, appendCommand(nil, c))
 	}

@@ -44,10 +44,11 @@ const (
 	StateSucceeded       // acked (terminal)
 	StateDead            // termed, or out of attempts (terminal)
 	StateCanceled        // canceled (terminal)
+	StateWaiting         // waiting for its parents to succeed (NewJob.After; deps.go)
 	numStates
 )
 
-var stateNames = [numStates]string{"invalid", "pending", "scheduled", "running", "succeeded", "dead", "canceled"}
+var stateNames = [numStates]string{"invalid", "pending", "scheduled", "running", "succeeded", "dead", "canceled", "waiting"}
 
 func (s State) String() string {
 	if s < numStates {
@@ -58,7 +59,7 @@ func (s State) String() string {
 
 // Terminal reports whether s is succeeded, dead or canceled: only terminal
 // jobs are removed by retention sweeps.
-func (s State) Terminal() bool { return s >= StateSucceeded && s < numStates }
+func (s State) Terminal() bool { return s >= StateSucceeded && s <= StateCanceled }
 
 // Valid reports whether s is a real state.
 func (s State) Valid() bool { return s > StateInvalid && s < numStates }
@@ -226,6 +227,11 @@ type NewJob struct {
 	// duplicate for as long as the keyed job is retained. Keys are global
 	// (not per queue).
 	IdempotencyKey string
+	// After names the job's parents (at most MaxParents, distinct, not the
+	// job itself): it waits (StateWaiting) until every one succeeded, and
+	// ends by OnParentFailure when one ends otherwise (deps.go).
+	After           []string
+	OnParentFailure ParentPolicy
 }
 
 // Job is a snapshot of one job as a query or result returns it. Slices are
@@ -250,6 +256,14 @@ type Job struct {
 	Created        time.Time
 	Updated        time.Time
 	Finished       time.Time // when it became terminal (zero otherwise)
+	// After: the job's parents (NewJob.After), nil when none; Unmet: those
+	// not yet known to have succeeded (a waiting job waits for them);
+	// OnParentFailure: what a parent's failure does to it.
+	After           []string
+	Unmet           []string
+	OnParentFailure ParentPolicy
+	// Batch is the ID of the batch the job was submitted in ("" none).
+	Batch string
 }
 
 // fromNanos converts the internal clock representation (unix nanoseconds,

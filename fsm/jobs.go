@@ -75,6 +75,7 @@ func resultSizeHint(r *result) int {
 	if r.code != CodeOK {
 		return n
 	}
+	n += resultDepsSize(r)
 	switch r.cmd {
 	case CmdSubmit:
 		n += uvarintLen(uint64(len(r.subs)))
@@ -162,6 +163,7 @@ func (m *Jobs) Len() int {
 // Counts is the number of jobs of a queue in each state.
 type Counts struct {
 	Pending, Scheduled, Running, Succeeded, Dead, Canceled int
+	Waiting                                                int // waiting for parents (deps.go)
 }
 
 // Of returns the count for state s.
@@ -179,6 +181,8 @@ func (c Counts) Of(s State) int {
 		return c.Dead
 	case StateCanceled:
 		return c.Canceled
+	case StateWaiting:
+		return c.Waiting
 	}
 	return 0
 }
@@ -209,6 +213,7 @@ func (q *queue) info() QueueInfo {
 	info := QueueInfo{Name: q.name, Paused: q.paused, Counts: Counts{
 		Pending: c[StatePending], Scheduled: c[StateScheduled], Running: c[StateRunning],
 		Succeeded: c[StateSucceeded], Dead: c[StateDead], Canceled: c[StateCanceled],
+		Waiting: c[StateWaiting],
 	}}
 	if len(q.byKind) > 0 {
 		info.Kinds = make([]KindInfo, 0, len(q.byKind))

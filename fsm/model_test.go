@@ -17,6 +17,7 @@ type model struct {
 	paused     map[string]bool
 	ends       map[string]modelEnd // per job, the request that ended its last lease
 	clk        modelClock
+	groups     map[string]*modelGroup // batches (deps_model_test.go)
 }
 
 // modelEnd is what ended a job's last lease: the kind, the token and, for
@@ -84,7 +85,7 @@ func (c modelClock) at(now time.Time) time.Time {
 }
 
 func newModel() *model {
-	return &model{jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}, ends: map[string]modelEnd{}}
+	return &model{jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}, ends: map[string]modelEnd{}, groups: map[string]*modelGroup{}}
 }
 
 func (m *model) clone() *model {
@@ -98,6 +99,11 @@ func (m *model) clone() *model {
 	}
 	for k, v := range m.paused {
 		c.paused[k] = v
+	}
+	c.groups = map[string]*modelGroup{}
+	for k, g := range m.groups {
+		cp := *g
+		c.groups[k] = &cp
 	}
 	return c
 }
@@ -119,6 +125,8 @@ func sortKey(j *Job) [3]int64 {
 		return [3]int64{toNanos(j.RunAt), 0, int64(j.Seq)}
 	case StateRunning:
 		return [3]int64{toNanos(j.Lease.Deadline), 0, int64(j.Seq)}
+	case StateWaiting:
+		return [3]int64{toNanos(j.Created), 0, int64(j.Seq)}
 	}
 	return [3]int64{toNanos(j.Updated), 0, int64(j.Seq)}
 }
@@ -181,6 +189,8 @@ func (m *model) counts(q string) Counts {
 			c.Dead++
 		case StateCanceled:
 			c.Canceled++
+		case StateWaiting:
+			c.Waiting++
 		}
 	}
 	return c
@@ -265,8 +275,19 @@ func (m *model) apply(e Entry) Result {
 	return m.applyAt(e, r, m.clk.entry(e.Term, toNanos(e.Time)))
 }
 
-// applyAt applies e's command at log time nowNs.
+// applyAt applies e's command at log time nowNs, then what it moved
+// through dependencies and batches (deps_model_test.go).
 func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
+	before := m.states()
+	r = m.applyCmd(e, r, nowNs)
+	if r.Code == CodeOK && r.Command != CmdBatch {
+		m.settle(before, &r, nowNs)
+	}
+	return r
+}
+
+// applyCmd applies e's command at log time nowNs.
+func (m *model) applyCmd(e Entry, r Result, nowNs int64) Result {
 	c, err := DecodeCommand(e.Cmd)
 	if err != nil {
 		r.Code = codeOf(err)
@@ -314,42 +335,7 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 	}
 	switch c := c.(type) {
 	case *SubmitCmd:
-		r.Submitted = []Submitted{}
-		for i, nj := range c.Jobs {
-			if rf := nj.validate(); rf != nil {
-				r.Submitted = append(r.Submitted, Submitted{Outcome: OutcomeRejected, Code: rf.code})
-				continue
-			}
-			if id, ok := m.keys[nj.IdempotencyKey]; ok && nj.IdempotencyKey != "" {
-				r.Submitted = append(r.Submitted, Submitted{Outcome: OutcomeDuplicate, Job: noPayload(m.jobs[id])})
-				continue
-			}
-			id := nj.ID
-			if id == "" {
-				id = derivedID(e.Index, i)
-			}
-			if old, ok := m.jobs[id]; ok {
-				r.Submitted = append(r.Submitted, Submitted{Outcome: OutcomeDuplicate, Job: noPayload(old)})
-				continue
-			}
-			m.seq++
-			j := &Job{ID: id, Queue: nj.Queue, Kind: nj.Kind, Payload: nj.Payload, Priority: nj.Priority,
-				RunAt: nj.RunAt, MaxAttempts: nj.MaxAttempts, Backoff: nj.Backoff.withDefaults(),
-				IdempotencyKey: nj.IdempotencyKey, State: StatePending, Seq: m.seq, Created: now, Updated: now}
-			if j.MaxAttempts == 0 {
-				j.MaxAttempts = DefaultMaxAttempts
-			}
-			if j.RunAt.IsZero() || !j.RunAt.After(now) {
-				j.RunAt = now
-			} else {
-				j.State = StateScheduled
-			}
-			m.jobs[id] = j
-			if j.IdempotencyKey != "" {
-				m.keys[j.IdempotencyKey] = id
-			}
-			r.Submitted = append(r.Submitted, Submitted{Outcome: OutcomeCreated, Job: noPayload(j)})
-		}
+		m.submit(e, c, &r, now)
 	case *ClaimCmd:
 		if c.ID != "" {
 			var held []string
@@ -467,7 +453,13 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 			r.Code = CodeInvalidState
 			return r
 		}
+		unmet, code := m.recheck(j)
+		if code != CodeOK {
+			r.Code = code
+			return r
+		}
 		j.State, j.Attempts, j.RunAt, j.Updated, j.Finished, j.Result = StatePending, 0, now, now, time.Time{}, nil
+		m.wait(j, unmet)
 		r.Jobs = []Job{noPayload(j)}
 	case *ExpireCmd:
 		if c.Term != 0 && c.Term != e.Term {
@@ -512,6 +504,7 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 		r.Changed = m.paused[c.Queue]
 		delete(m.paused, c.Queue)
 	case *SweepCmd:
+		m.sweepGroups(c, nowNs)
 		for _, q := range m.queueNames() {
 			var done []*Job
 			for _, j := range m.jobs {

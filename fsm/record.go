@@ -11,7 +11,7 @@ type job struct {
 	id, queue, kind, key string
 	payload              []byte
 	lease                *lease   // running only
-	out                  *outcome // last error and result, nil when both empty
+	out                  *outcome // last error, result and dependencies, nil when all empty
 	runAt                int64    // unix ns
 	created, updated     int64    // unix ns; updated = finish time once terminal
 	seq                  uint64   // submit sequence
@@ -36,9 +36,34 @@ type lease struct {
 	claim    string // the granting claim's ID (ClaimCmd.ID), "" if none
 }
 
+// outcome holds a record's rarely set parts (the record stays in its
+// size class: TestSlotSize): the last error, the result, and the job's
+// parents and batch (deps.go, nil: none).
 type outcome struct {
 	lastErr string
 	result  []byte
+	deps    *jobDeps
+}
+
+// dep returns the job's parents and batch, nil if none.
+func (j *job) dep() *jobDeps {
+	if j.out == nil {
+		return nil
+	}
+	return j.out.deps
+}
+
+// setDeps sets the job's parents and batch (j is a private copy).
+func (j *job) setDeps(d *jobDeps) {
+	var o outcome
+	if j.out != nil {
+		o = *j.out
+	}
+	o.deps = d
+	j.out = nil
+	if o.lastErr != "" || len(o.result) > 0 || o.deps != nil {
+		j.out = &o
+	}
 }
 
 func (j *job) clone() *job {
@@ -61,11 +86,18 @@ func (j *job) result() []byte {
 }
 
 func (j *job) setOutcome(lastErr string, result []byte) {
-	if lastErr == "" && len(result) == 0 {
+	d := j.dep()
+	if lastErr == "" && len(result) == 0 && d == nil {
 		j.out = nil
 		return
 	}
-	j.out = &outcome{lastErr: lastErr, result: result}
+	j.out = &outcome{lastErr: lastErr, result: result, deps: d}
+}
+
+// hasOutcome reports whether the job has a last error or result (record
+// flag 2).
+func (j *job) hasOutcome() bool {
+	return j.out != nil && (j.out.lastErr != "" || len(j.out.result) > 0)
 }
 
 // public converts a record to the caller's Job. Slices are shared.
@@ -93,6 +125,7 @@ func (j *job) publicWith(bo Backoff, l *lease, e *leaseEnd, withPayload bool) Jo
 	if e != nil {
 		p.LastLease = &LeaseEnd{Token: e.token, By: e.by, Sum: e.sum}
 	}
+	j.dep().setPublic(&p)
 	return p
 }
 
@@ -108,8 +141,11 @@ func (j *job) publicWith(bo Backoff, l *lease, e *leaseEnd, withPayload bool) Jo
 //	[last lease end: token (uvarint), kind (byte)] |
 //	[claim id: the lease's claim ID (str, not empty; only with a lease)] |
 //	[request sum: the last lease end's (8 bytes, big endian, not 0; only
-//	 with flag 4 and an end by nak or term)]
+//	 with flag 4 and an end by nak or term)] |
+//	[dependencies (flag 32): parents, unmet ones, policy, batch (deps_codec.go)]
 //
+// Flag 32 is new in snapshot version 6 and result version 5; a record
+// without it encodes as before.
 // Flag 16 is new in snapshot version 5 and result version 4; a record
 // without it encodes as before.
 // Flag 8 is new in snapshot version 3 and result version 3; a record
@@ -151,7 +187,7 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	if j.lease != nil {
 		flags |= flagLease
 	}
-	if j.out != nil {
+	if j.hasOutcome() {
 		flags |= flagOutcome
 	}
 	if j.end != nil {
@@ -163,6 +199,9 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	if j.lease != nil && j.lease.claim != "" {
 		flags |= flagClaim
 	}
+	if j.dep() != nil {
+		flags |= flagDeps
+	}
 	b = append(b, flags)
 	if l := j.lease; l != nil {
 		b = binary.AppendUvarint(b, l.token)
@@ -171,7 +210,7 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 		b = binary.AppendVarint(b, l.ttl)
 		b = binary.AppendUvarint(b, l.term)
 	}
-	if o := j.out; o != nil {
+	if o := j.out; j.hasOutcome() {
 		b = appendStr(b, o.lastErr)
 		b = appendBytes(b, o.result)
 	}
@@ -184,6 +223,9 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	}
 	if flags&flagSum != 0 {
 		b = binary.BigEndian.AppendUint64(b, j.end.sum)
+	}
+	if d := j.dep(); d != nil {
+		b = appendDeps(b, d)
 	}
 	return b
 }
@@ -204,7 +246,7 @@ func jobSize(j *job, withPayload bool) int {
 			n += str(len(l.claim))
 		}
 	}
-	if o := j.out; o != nil {
+	if o := j.out; j.hasOutcome() {
 		n += str(len(o.lastErr)) + str(len(o.result))
 	}
 	if e := j.end; e != nil {
@@ -212,6 +254,9 @@ func jobSize(j *job, withPayload bool) int {
 		if e.sum != 0 {
 			n += 8
 		}
+	}
+	if d := j.dep(); d != nil {
+		n += depsSize(d)
 	}
 	return n
 }
@@ -272,7 +317,7 @@ func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool, e leas
 	j.seq = d.uvarint()
 	bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
 	flags := d.byte()
-	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim|flagSum) != 0 {
+	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim|flagSum|flagDeps) != 0 {
 		d.fail("job flags %#x", flags)
 	}
 	if flags&flagLease != 0 {
@@ -303,6 +348,9 @@ func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool, e leas
 			d.fail("request sum 0") // flag 16 means a sum
 		}
 	}
+	if flags&flagDeps != 0 {
+		j.setDeps(decodeDeps(d))
+	}
 	return bo, l, leased, e
 }
 
@@ -319,12 +367,15 @@ func checkJob(j *job) string {
 		return "bad state"
 	case (j.lease != nil) != (j.state == StateRunning):
 		return "lease present iff running violated"
-	case j.out != nil && j.out.lastErr == "" && len(j.out.result) == 0:
+	case j.out != nil && !j.hasOutcome() && j.out.deps == nil:
 		return "empty outcome record"
 	case j.bo.validate() != nil || *j.bo != j.bo.withDefaults():
 		return "bad backoff"
 	case j.maxAtt == 0:
 		return "zero max attempts"
+	}
+	if why := checkDeps(j); why != "" {
+		return why
 	}
 	if l := j.lease; l != nil && (l.worker == "" || l.token == 0 || l.ttl <= 0 || len(l.claim) > MaxNameLen) {
 		return "bad lease"

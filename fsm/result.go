@@ -68,6 +68,13 @@ type Result struct {
 	// Batch: batch: one result per command of the batch, in order (each
 	// with its own Code).
 	Batch []Result
+	// Cascade: the jobs the command moved through dependencies and
+	// batches (deps.go), in the order it moved them: dependents released
+	// or failed, breadth first from the jobs it ended, then the completion
+	// jobs of the batches it completed. Without payloads.
+	Cascade []Cascaded
+	// Completed: the batches the command completed, in ID order.
+	Completed []BatchInfo
 }
 
 // Err returns nil if the command was applied, else an error wrapping the
@@ -106,7 +113,11 @@ const (
 )
 
 func appendResult(b []byte, r *result) []byte {
-	b = append(b, ResultVersion, byte(r.cmd), byte(r.code))
+	version := byte(ResultVersion)
+	if r.code == CodeOK && r.hasDeps() {
+		version = resultVersionDeps
+	}
+	b = append(b, version, byte(r.cmd), byte(r.code))
 	b = binary.AppendUvarint(b, r.index)
 	b = appendStr(b, r.detail)
 	if r.code != CodeOK {
@@ -148,6 +159,9 @@ func appendResult(b []byte, r *result) []byte {
 			b = putLen(b, at)
 		}
 	}
+	if version == resultVersionDeps {
+		b = appendResultDeps(b, r)
+	}
 	return b
 }
 
@@ -183,6 +197,10 @@ type result struct {
 	removed uint64
 	changed bool
 	batch   []*result
+	// cascade and completed: what the command moved through dependencies
+	// and batches (deps.go), encoded as result version 5.
+	cascade   []cascaded
+	completed []*group
 }
 
 type sub struct {
@@ -235,7 +253,7 @@ func decodeResult(b []byte, arena *[]byte, mode decodeMode) (Result, error) {
 		return r, fmt.Errorf("%w: %d bytes", ErrInvalidResult, len(b))
 	}
 	version := b[0]
-	if version < resultVersionV1 || version > ResultVersion {
+	if version < resultVersionV1 || version > resultVersionDeps {
 		return r, fmt.Errorf("%w: result version %d", ErrUnsupportedVersion, b[0])
 	}
 	r.Command, r.Code = CommandType(b[1]), Code(b[2])
@@ -316,6 +334,9 @@ func decodeResult(b []byte, arena *[]byte, mode decodeMode) (Result, error) {
 				}
 				r.Batch = append(r.Batch, sr)
 			}
+		}
+		if version == resultVersionDeps {
+			decodeResultDeps(&d, &r)
 		}
 	}
 	d.end()

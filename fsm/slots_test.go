@@ -81,7 +81,8 @@ func checkIndexes(t fataler, st *state) {
 		check(q, q.sched, "", is(StateScheduled))
 		check(q, q.running, "", is(StateRunning))
 		check(q, q.done, "", State.Terminal)
-		total += q.ready.Len() + q.sched.Len() + q.running.Len() + q.done.Len()
+		check(q, q.waiting, "", is(StateWaiting))
+		total += q.ready.Len() + q.sched.Len() + q.running.Len() + q.done.Len() + q.waiting.Len()
 		n := map[string]int{}
 		for _, tr := range []*tree{q.ready, q.sched} {
 			tr.Scan(func(it item) bool {
@@ -108,6 +109,7 @@ func checkIndexes(t fataler, st *state) {
 		}
 		return true
 	})
+	checkDepIndexes(t, st)
 	if total != live {
 		t.Fatalf("queue indexes hold %d jobs, the job-ID tree %d", total, live)
 	}

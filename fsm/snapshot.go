@@ -12,7 +12,7 @@ import (
 	"github.com/tidwall/btree"
 )
 
-// Snapshot stream format, version 5 (integers little endian unless noted):
+// Snapshot stream format, version 6 (integers little endian unless noted):
 //
 //	+----------------------+---------------+-------------+-----------+
 //	| magic "JRFSMSNP" (8) | version (u16) | index (u64) | seq (u64) |
@@ -23,6 +23,9 @@ import (
 //	|   'Q' paused queue:  name (str)          (in name order)       |
 //	|   'J' job:           length (uvarint) + job record (record.go) |
 //	|                      (in ID order, strictly increasing)        |
+//	|   'B' batch:         length (uvarint) + batch record           |
+//	|                      (batch_group.go; after the jobs, in ID    |
+//	|                      order, strictly increasing)               |
 //	+----------------------------------------------------------------+
 //	| 'E' end: job count (uvarint) | state digest Sum (32 bytes)     |
 //	+----------------------------------------------------------------+
@@ -32,6 +35,9 @@ import (
 // Nothing may follow the CRC. Restore rebuilds every index from the
 // records, recomputes the digest and requires it to equal the stored one.
 //
+// Version 5 is the same layout without 'B' records and job record flag 32
+// (dependencies and batches, deps.go): Restore still reads it, with no
+// batch and no job depending on another.
 // Version 4 is the same layout without job record flag 16 (the request
 // sum of a lease end by nak or term, record.go): Restore still reads it,
 // and its naks' and terms' ends have no sum (a repeat of one is refused
@@ -52,7 +58,8 @@ import (
 // builds do not read version 5.
 const (
 	snapMagic   = "JRFSMSNP"
-	snapVersion = 5
+	snapVersion = 6
+	snapV5      = 5
 	snapV4      = 4
 	snapV3      = 3
 	snapV2      = 2
@@ -72,6 +79,7 @@ type snapshot struct {
 	sum        [32]byte
 	paused     []string
 	jobs       *btree.BTreeG[*slot] // slots of generations before the live one: frozen
+	groups     *groupTree           // batches (immutable records), nil: none
 }
 
 var _ Snapshot = (*snapshot)(nil)
@@ -82,7 +90,11 @@ func (m *Jobs) Snapshot() (Snapshot, error) {
 	defer m.mu.Unlock()
 	st := m.st
 	st.freeze() // every slot the copy shares is now frozen (state.go)
-	return &snapshot{index: st.index, seq: st.seq, clock: st.clock, sum: st.sum(), paused: st.pausedNames(), jobs: st.jobs.Copy()}, nil
+	sn := &snapshot{index: st.index, seq: st.seq, clock: st.clock, sum: st.sum(), paused: st.pausedNames(), jobs: st.jobs.Copy()}
+	if st.dep.groups != nil {
+		sn.groups = st.dep.groups.Copy()
+	}
+	return sn, nil
 }
 
 // Release implements Snapshot.
@@ -121,6 +133,20 @@ func (sn *snapshot) Persist(w io.Writer) error {
 	})
 	if werr != nil {
 		return werr
+	}
+	if sn.groups != nil {
+		sn.groups.Scan(func(g *group) bool {
+			rec = appendGroup(rec[:0], g, true)
+			b = append(b[:0], 'B')
+			b = binary.AppendUvarint(b, uint64(len(rec)))
+			if _, werr = bw.Write(b); werr == nil {
+				_, werr = bw.Write(rec)
+			}
+			return werr == nil
+		})
+		if werr != nil {
+			return werr
+		}
 	}
 	b = append(b[:0], 'E')
 	b = binary.AppendUvarint(b, uint64(sn.jobs.Len()))
@@ -213,6 +239,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		lastID  string
 		lastQ   string
 		inJobs  bool
+		lastB   string
 		wantSum [32]byte
 	)
 	for {
@@ -236,6 +263,9 @@ func readSnapshot(r io.Reader) (*state, error) {
 			st.queueOrCreate(name).paused = true
 			continue
 		case 'J':
+			if lastB != "" {
+				return nil, corrupt("job record after batch records")
+			}
 			inJobs = true
 			n, err := readUvarint(cr)
 			if err != nil {
@@ -269,8 +299,11 @@ func readSnapshot(r io.Reader) (*state, error) {
 			if version == snapV1 && j.end != nil {
 				return nil, corrupt("job %q: version 1 record with a last lease end", j.id)
 			}
-			if version < snapVersion && j.end != nil && j.end.sum != 0 {
+			if version < snapV5 && j.end != nil && j.end.sum != 0 {
 				return nil, corrupt("job %q: version %d record with a request sum", j.id, version)
+			}
+			if version < snapVersion && (j.dep() != nil || j.state == StateWaiting) {
+				return nil, corrupt("job %q: version %d record with dependencies", j.id, version)
 			}
 			if version < snapV3 && j.lease != nil && j.lease.claim != "" {
 				return nil, corrupt("job %q: version %d record with a claim id", j.id, version)
@@ -285,6 +318,17 @@ func readSnapshot(r io.Reader) (*state, error) {
 			}
 			lastID = j.id
 			count++
+			continue
+		case 'B':
+			if version < snapVersion {
+				return nil, corrupt("batch record in a version %d snapshot", version)
+			}
+			inJobs = true
+			g, err := readGroup(cr, st, lastB)
+			if err != nil {
+				return nil, err
+			}
+			lastB = g.id
 			continue
 		case 'E':
 		default:
@@ -316,6 +360,9 @@ func readSnapshot(r io.Reader) (*state, error) {
 		}
 		return nil, corrupt("data after the checksum")
 	}
+	if why := st.checkWaiting(); why != "" {
+		return nil, corrupt("%s", why)
+	}
 	if st.digest(version >= snapV4) != wantSum {
 		return nil, corrupt("restored state digest differs from the snapshot's")
 	}
@@ -345,4 +392,34 @@ func readUvarint(cr *crcReader) (uint64, error) {
 		return 0, corrupt("bad uvarint at byte %d: %v", cr.n, err)
 	}
 	return v, err
+}
+
+// readGroup reads one 'B' record's body into st (after the batch named
+// last, in ID order).
+func readGroup(cr *crcReader, st *state, last string) (*group, error) {
+	n, err := readUvarint(cr)
+	if err != nil {
+		return nil, err
+	}
+	if n > maxRecord {
+		return nil, corrupt("batch record of %d bytes", n)
+	}
+	rec := make([]byte, n)
+	if err := cr.read(rec); err != nil {
+		return nil, err
+	}
+	d := decoder{b: rec}
+	g := decodeGroup(&d)
+	d.end()
+	if d.err != nil {
+		return nil, corrupt("batch record after %q: %v", last, d.err)
+	}
+	if last != "" && g.id <= last {
+		return nil, corrupt("batch %q out of order", g.id)
+	}
+	if why := checkGroup(g, st); why != "" {
+		return nil, corrupt("batch %q: %s", g.id, why)
+	}
+	st.setGroup(nil, g)
+	return g, nil
 }

@@ -48,6 +48,8 @@ func itemOf(j *job) item {
 		return item{a: j.runAt, seq: j.seq, h: h}
 	case StateRunning:
 		return item{a: j.lease.deadline, seq: j.seq, h: h}
+	case StateWaiting:
+		return item{a: j.created, seq: j.seq, h: h}
 	}
 	return item{a: j.updated, seq: j.seq, h: h}
 }
@@ -70,6 +72,7 @@ type queue struct {
 	sched   *tree
 	running *tree
 	done    *tree
+	waiting *tree // jobs waiting for their parents, by creation (deps.go)
 	// byKind counts the pending and scheduled jobs per kind and, once
 	// split, indexes them again per kind (same items, same order), for
 	// claims that name kinds. An entry exists while it counts a job. Only
@@ -97,7 +100,7 @@ type kindIndex struct {
 }
 
 func newQueue(name string) *queue {
-	return &queue{name: name, ready: newTree(), sched: newTree(), running: newTree(), done: newTree(), byKind: map[string]*kindIndex{}}
+	return &queue{name: name, ready: newTree(), sched: newTree(), running: newTree(), done: newTree(), waiting: newTree(), byKind: map[string]*kindIndex{}}
 }
 
 // kindTree returns kind's tree for state s (pending or scheduled), nil if
@@ -188,6 +191,8 @@ func (q *queue) tree(s State) *tree {
 		return q.sched
 	case StateRunning:
 		return q.running
+	case StateWaiting:
+		return q.waiting
 	}
 	return q.done
 }
@@ -262,6 +267,7 @@ type state struct {
 	queues *btree.BTreeG[*queue]
 	acc    [4]uint64 // sum of per-job hashes, lane-wise mod 2^64
 	clock  logClock  // the log's time (clock.go)
+	dep    depState  // dependencies and batches (deps.go, batch_group.go)
 
 	// Caches that only save memory (not state): interned kinds and
 	// backoff policies, bounded so hostile input cannot grow them forever.
@@ -428,6 +434,7 @@ func (s *state) insert(q *queue, j *job) bool {
 	}
 	s.jobs.SetHint(sl, &s.hint)
 	s.indexClaim(j, true)
+	s.indexKids(j, true)
 	if j.key != "" {
 		s.keys.Set(keyEnt{key: j.key, id: j.id})
 	}
@@ -454,6 +461,7 @@ func (s *state) replace(old, n *job) {
 		s.indexClaim(old, false)
 		s.indexClaim(n, true)
 	}
+	s.noteDeps(old, n)
 }
 
 // handle returns an unused job handle, growing slots if none is free.
@@ -546,6 +554,7 @@ func (s *state) remove(j *job) {
 	s.slots[j.slot.h] = nil
 	s.free = append(s.free, j.slot.h)
 	s.indexClaim(j, false)
+	s.indexKids(j, false)
 	if j.key != "" {
 		s.keys.Delete(keyEnt{key: j.key})
 	}
@@ -582,6 +591,7 @@ func (s *state) digest(clock bool) [32]byte {
 		}
 		return true
 	})
+	b = s.dep.appendDigest(b)
 	h.Write(b)
 	var out [32]byte
 	h.Sum(out[:0])

@@ -11,6 +11,8 @@
 //	floor     wal: the guard allows a suffix truncation at or below the commit floor (G4)
 //	fencing   fsm: ack, nak, extend and term accept any token of a running job
 //	dedupe    fsm: a submit whose ID exists creates a second job under a new ID
+//	early     fsm: a waiting dependent is released when any one of its parents succeeds
+//	batchearly fsm: a batch completes (its completion job is created) when any member ends
 package bugs
 
 // Env names the environment variable that arms a bug (chaosbugs builds
@@ -18,4 +20,4 @@ package bugs
 const Env = "JOBRAFT_CHAOS_BUG"
 
 // Names lists the bugs.
-var Names = []string{"clamp", "floor", "fencing", "dedupe"}
+var Names = []string{"clamp", "floor", "fencing", "dedupe", "early", "batchearly"}
