@@ -99,6 +99,10 @@ var (
 	// It wraps the fsm sentinel (fsm.ErrInvalidCommand, fsm.ErrTooLarge)
 	// or raft.ErrTooLarge when there is one.
 	ErrInvalidRequest = errors.New("jobraft: invalid request")
+	// ErrBatchExists: CreateBatch named a batch that exists and that
+	// another request created. Nothing changed. It also matches
+	// fsm.ErrBatchExists.
+	ErrBatchExists = errors.New("jobraft: batch exists")
 )
 
 // SubmitError is the error of one job of a submit: its ID (the one the
@@ -223,8 +227,12 @@ func mapRefusal(err error) error {
 		return &classed{class: ErrInvalidState, cause: err}
 	case errors.Is(err, fsm.ErrQueuePaused):
 		return &classed{class: ErrQueuePaused, cause: err}
+	case errors.Is(err, fsm.ErrBatchExists):
+		return &classed{class: ErrBatchExists, cause: err}
 	case errors.Is(err, fsm.ErrInvalidCommand), errors.Is(err, fsm.ErrTooLarge),
-		errors.Is(err, fsm.ErrUnknownCommand), errors.Is(err, fsm.ErrUnsupportedVersion):
+		errors.Is(err, fsm.ErrUnknownCommand), errors.Is(err, fsm.ErrUnsupportedVersion),
+		errors.Is(err, fsm.ErrUnknownParent), errors.Is(err, fsm.ErrDependencyCycle), errors.Is(err, fsm.ErrParentFailed):
+		// A job's parents: unknown, a cycle, or failed (submit, retry).
 		// The last two: the applying member's build cannot read this
 		// command. Nothing changed.
 		return &classed{class: ErrInvalidRequest, cause: err}
@@ -236,7 +244,7 @@ func mapRefusal(err error) error {
 
 // opClasses are the outcome classes of the non-submit operations.
 var opClasses = []error{ErrOutcomeUnknown, ErrNotApplied, ErrStaleLease, ErrNotFound, ErrInvalidState,
-	ErrInvalidRequest, ErrQueuePaused, ErrClosed}
+	ErrInvalidRequest, ErrQueuePaused, ErrClosed, ErrBatchExists}
 
 // classify returns err, the error of one attempt of an operation (a
 // proposal error, an fsm refusal, a result that cannot be decoded, a

@@ -23,6 +23,19 @@ const (
 	StateSucceeded = fsm.StateSucceeded
 	StateDead      = fsm.StateDead
 	StateCanceled  = fsm.StateCanceled
+	// StateWaiting: waiting for its parents (SubmitRequest.After) to
+	// succeed; not claimable.
+	StateWaiting = fsm.StateWaiting
+)
+
+// ParentPolicy is what a parent's failure does to a waiting dependent
+// (SubmitRequest.OnParentFailure; see fsm.ParentPolicy).
+type ParentPolicy = fsm.ParentPolicy
+
+// Parent policies.
+const (
+	ParentFailCancel = fsm.ParentFailCancel // the dependent is canceled (the default)
+	ParentFailDead   = fsm.ParentFailDead   // the dependent is dead
 )
 
 // LeaseEnd is how a job's last ended lease ended (Job.LastLease; see

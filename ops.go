@@ -86,7 +86,7 @@ func (c *Controller) Cancel(ctx context.Context, id, reason string) (Job, error)
 // and resolved.
 func (c *Controller) Retry(ctx context.Context, id string) (Job, error) {
 	r, err := c.applyResolving(ctx, &fsm.RetryCmd{ID: id}, id, func(j Job) (bool, bool) {
-		return j.State == StatePending || j.State == StateRunning || j.State == StateScheduled || j.State == StateSucceeded, true
+		return j.State == StatePending || j.State == StateRunning || j.State == StateScheduled || j.State == StateSucceeded || j.State == StateWaiting, true
 	})
 	return oneJob(r, err)
 }

@@ -50,7 +50,7 @@ func (c *Controller) Get(ctx context.Context, id string, cons Consistency) (Job,
 type ListFilter struct {
 	Queue string
 	// State selects one state; 0 lists every state, in state order
-	// (pending, scheduled, running, succeeded, dead, canceled).
+	// (pending, scheduled, running, succeeded, dead, canceled, waiting).
 	State       State
 	Consistency Consistency
 }
@@ -110,7 +110,7 @@ func (c *Controller) List(ctx context.Context, f ListFilter, p Page) (JobPage, e
 			return out, nil
 		}
 		if len(out.Jobs) == limit {
-			if st+1 < StateCanceled+1 {
+			if (st + 1).Valid() {
 				out.Next = strconv.Itoa(int(st+1)) + ":"
 			}
 			return out, nil

@@ -40,6 +40,15 @@ type SubmitRequest struct {
 	// later submit with the same key, whatever its ID, returns the keyed
 	// job and creates nothing, as long as that job is retained.
 	IdempotencyKey string
+	// After names the job's parents (at most fsm.MaxParents, held jobs or
+	// jobs of the same call): the job waits (StateWaiting) until every
+	// one succeeded, and is canceled (or dead: OnParentFailure) in the
+	// entry where one ends otherwise. An unknown parent, a failed one or
+	// a cycle rejects the job (ErrNotSubmitted, matching
+	// fsm.ErrUnknownParent, fsm.ErrParentFailed, fsm.ErrDependencyCycle).
+	// See docs/dependencies.md.
+	After           []string
+	OnParentFailure ParentPolicy
 }
 
 // Submitted is the job Submit returns: the job as created, or the existing
@@ -170,6 +179,7 @@ func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
 	nj := fsm.NewJob{
 		ID: req.ID, Queue: req.Queue, Kind: req.Kind, Payload: req.Payload, Priority: req.Priority,
 		RunAt: req.RunAt, MaxAttempts: req.MaxAttempts, Backoff: req.Backoff, IdempotencyKey: req.IdempotencyKey,
+		After: req.After, OnParentFailure: req.OnParentFailure,
 	}
 	if nj.ID == "" {
 		nj.ID = NewID()

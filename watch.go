@@ -27,6 +27,10 @@ const (
 	EventPaused    = watchlog.EventPaused    // Queue was paused
 	EventResumed   = watchlog.EventResumed   // Queue was resumed
 	EventSwept     = watchlog.EventSwept     // retention removed Removed terminal jobs
+	// Dependencies and batches (docs/dependencies.md).
+	EventReleased       = watchlog.EventReleased       // a waiting job's last parent succeeded
+	EventParentFailed   = watchlog.EventParentFailed   // a parent failed: the waiting job is canceled or dead (State)
+	EventBatchCompleted = watchlog.EventBatchCompleted // every member of Batch ended: Succeeded, Failed
 	EventError     = watchlog.EventError     // the last event of a watch: Err says why it ended
 )
 
@@ -44,10 +48,16 @@ type WatchFilter struct {
 	Queues []string
 	Kinds  []EventKind
 	JobID  string
+	// Batch selects the events of one batch: its members' and its
+	// completion.
+	Batch string
 }
 
 func (f *WatchFilter) match(ev *Event) bool {
 	if f.JobID != "" && ev.JobID != f.JobID {
+		return false
+	}
+	if f.Batch != "" && ev.Batch != f.Batch {
 		return false
 	}
 	if len(f.Queues) > 0 && ev.Queue != "" && !slices.Contains(f.Queues, ev.Queue) {

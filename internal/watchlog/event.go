@@ -25,6 +25,11 @@ const (
 	EventPaused    EventKind = "paused"    // Queue was paused
 	EventResumed   EventKind = "resumed"   // Queue was resumed
 	EventSwept     EventKind = "swept"     // retention removed Removed terminal jobs
+	// Dependencies and batches (fsm deps.go): in the entry that ended the
+	// parent or the last member.
+	EventReleased       EventKind = "released"        // a waiting job's last parent succeeded: pending or scheduled
+	EventParentFailed   EventKind = "parent-failed"   // a parent failed: the waiting job is canceled or dead (State)
+	EventBatchCompleted EventKind = "batch-completed" // every member of Batch ended: Succeeded, Failed; its completion job's submitted event follows
 	EventError     EventKind = "error"     // the last event of a watch: Err says why it ended
 )
 
@@ -46,6 +51,10 @@ type Event struct {
 	Worker  string    // claimed, extended: the lease holder
 	Removed uint64    // swept
 	Err     error     // error: why the watch ended
+	// Batch: the batch of the job (its events) or the batch completed;
+	// Succeeded and Failed: batch-completed, its members' ends.
+	Batch             string
+	Succeeded, Failed int
 
 	// sum: naked, termed: the request sum of the nak or term
 	// (fsm.LeaseEnd.Sum), which tells it from another of its kind
@@ -69,7 +78,7 @@ func eventCount(res *fsm.Result) int {
 	case fsm.CmdPause, fsm.CmdResume, fsm.CmdSweep:
 		return 1
 	}
-	n := len(res.Submitted) + len(res.Jobs) + len(res.Expired)
+	n := len(res.Submitted) + len(res.Jobs) + len(res.Expired) + len(res.Cascade) + len(res.Completed)
 	for i := range res.Batch {
 		n += eventCount(&res.Batch[i])
 	}
@@ -79,7 +88,7 @@ func eventCount(res *fsm.Result) int {
 // appendEvents appends the events of res to evs.
 func (r *Recorder) appendEvents(evs []Event, e fsm.Entry, res *fsm.Result) (_ []Event, ready bool) {
 	ev := func(kind EventKind, j *fsm.Job) Event {
-		x := Event{Index: e.Index, Time: e.Time, Kind: kind, JobID: j.ID, Queue: j.Queue, JobKind: j.Kind, State: j.State, Attempt: j.Attempts}
+		x := Event{Index: e.Index, Time: e.Time, Kind: kind, JobID: j.ID, Queue: j.Queue, JobKind: j.Kind, State: j.State, Attempt: j.Attempts, Batch: j.Batch}
 		if j.Lease != nil {
 			x.Token, x.Worker = j.Lease.Token, j.Lease.Worker
 		}
@@ -150,6 +159,23 @@ func (r *Recorder) appendEvents(evs []Event, e fsm.Entry, res *fsm.Result) (_ []
 		if res.Removed > 0 {
 			evs = append(evs, Event{Index: e.Index, Time: e.Time, Kind: EventSwept, Removed: res.Removed})
 		}
+	}
+	// What the command moved through dependencies and batches, in its
+	// order; a batch's completion before its completion job's submit.
+	for _, b := range res.Completed {
+		evs = append(evs, Event{Index: e.Index, Time: e.Time, Kind: EventBatchCompleted, Batch: b.ID, Succeeded: b.Counts.Succeeded, Failed: b.Failed()})
+	}
+	for i := range res.Cascade {
+		c := &res.Cascade[i]
+		kind := EventReleased
+		switch c.Kind {
+		case fsm.CascadeFailed:
+			kind = EventParentFailed
+		case fsm.CascadeCompletion:
+			kind = EventSubmitted
+		}
+		evs = append(evs, ev(kind, &c.Job))
+		ready = ready || c.Job.State == fsm.StatePending
 	}
 	return evs, ready
 }
