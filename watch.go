@@ -31,7 +31,7 @@ const (
 	EventReleased       = watchlog.EventReleased       // a waiting job's last parent succeeded
 	EventParentFailed   = watchlog.EventParentFailed   // a parent failed: the waiting job is canceled or dead (State)
 	EventBatchCompleted = watchlog.EventBatchCompleted // every member of Batch ended: Succeeded, Failed
-	EventError     = watchlog.EventError     // the last event of a watch: Err says why it ended
+	EventError          = watchlog.EventError          // the last event of a watch: Err says why it ended
 )
 
 // Event is one committed change, as every member applies it (its fields:

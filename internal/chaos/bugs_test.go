@@ -29,6 +29,9 @@ import (
 //     applied the lost ones, and reports nothing: honest (it does not
 //     report Diverged where the final log differs from what it applied),
 //     digest and applied (the two states).
+//   - early and batchearly (the state machine releases a dependent when
+//     one parent succeeded; completes a batch when one member ended) are
+//     reached by the dependency client (deps.go) in any run.
 //   - clamp,floor: armed together, the truncation the clamp's stale
 //     commit makes the guard refuse goes through: the member keeps a
 //     state machine that applied an entry the log no longer holds
@@ -42,6 +45,8 @@ var injected = []struct {
 	{"clamp", []string{"applied", "digest"}},
 	{"clamp,floor", []string{"applied", "digest", "acked-set"}},
 	{"floor", []string{"honest", "digest", "applied"}},
+	{"early", []string{"deps-order"}},
+	{"batchearly", []string{"batch-once"}},
 }
 
 // TestInjectedBugs (go test -tags chaosbugs; make chaos-bugs) arms each

@@ -22,7 +22,8 @@ func (r *runner) finalChecks() []Verdict {
 	if !lied {
 		lieAt = -1
 	}
-	out := []Verdict{r.ackedSet(ops, lieAt), fencing(ops, lieAt), r.linearizable(lieAt), r.liveness(), r.leaderWait(ops)}
+	out := []Verdict{r.ackedSet(ops, lieAt), fencing(ops, lieAt), r.linearizable(lieAt), r.liveness(), r.leaderWait(ops),
+		depsOrder(ops), r.batchOnce(ops)}
 	return append(out, r.walCompare(), r.honest())
 }
 

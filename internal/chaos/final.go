@@ -138,7 +138,7 @@ func (r *runner) finalPhase(healAt time.Duration) []Verdict {
 		}
 		r.lists[i] = jobs
 	}
-	return out
+	return append(out, r.listDeps()...)
 }
 
 func modelQueues() []string {

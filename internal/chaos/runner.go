@@ -122,6 +122,7 @@ type runner struct {
 	diverged      map[int]*raft.Divergence      // members that reported Status.Diverged in the final phase
 	finalLead     int                           // the leader of the final phase's last status round (-1: none)
 	lists         map[int][]clustertest.JobView // the live members' jobs after convergence
+	depLists      map[int][]clustertest.JobView // their jobs of the dependency client's queues (deps.go)
 }
 
 func (r *runner) since() time.Duration { return time.Since(r.start) }

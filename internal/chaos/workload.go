@@ -62,15 +62,18 @@ func newWorkload(r *runner) *workload {
 }
 
 func (w *workload) start(seed uint64) {
-	for c := 0; c < modelClients+bulkClients; c++ {
+	for c := 0; c < modelClients+bulkClients+depsClients; c++ {
 		rng := rand.New(rand.NewPCG(seed, uint64(c)+1))
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
-			if c < modelClients {
+			switch {
+			case c < modelClients:
 				w.modelClient(c, rng)
-			} else {
+			case c < modelClients+bulkClients:
 				w.bulkClient(c, rng)
+			default:
+				w.depsClient(c, rng)
 			}
 		}()
 	}

@@ -194,6 +194,15 @@ type Request struct {
 	// Payloads of the jobs of a /batch submit (IDs assigned by the
 	// controller).
 	Payloads []string `json:"payloads,omitempty"`
+	// After: the parents of a /submit's job; Priority its priority.
+	// Batch: a /create-batch's or /get-batch's batch ID (the jobs of a
+	// /create-batch: Payloads, their IDs IDs, their parents Afters;
+	// its completion job's payload Payload in queue Queue+"-done").
+	After    []string   `json:"after,omitempty"`
+	Priority int32      `json:"priority,omitempty"`
+	Batch    string     `json:"batch,omitempty"`
+	IDs      []string   `json:"ids,omitempty"`
+	Afters   [][]string `json:"afters,omitempty"`
 	// From is the raft index a /watch starts at (0: the next one).
 	From uint64 `json:"from,omitempty"`
 	// Addr is the raft address of the member an /add adds (ID names it).
@@ -202,6 +211,14 @@ type Request struct {
 	// nanoseconds of the machine's clock (StallTo 0: now).
 	StallFrom int64 `json:"stall_from,omitempty"`
 	StallTo   int64 `json:"stall_to,omitempty"`
+}
+
+// consistency is the read consistency r asks for (Local).
+func (r Request) consistency() jobraft.Consistency {
+	if r.Local {
+		return jobraft.Local
+	}
+	return jobraft.Linearizable
 }
 
 // JobView is a job as the member API reports it.
@@ -218,6 +235,12 @@ type JobView struct {
 	Attempts uint32        `json:"attempts"`
 	Payload  string        `json:"payload,omitempty"`
 	Result   string        `json:"result,omitempty"`
+	// Dependencies and batches: the job's parents, its batch, and its
+	// log times of creation and of its end (zero while not ended).
+	After    []string  `json:"after,omitempty"`
+	Batch    string    `json:"batch,omitempty"`
+	Created  time.Time `json:"created"`
+	Finished time.Time `json:"finished"`
 }
 
 // Reply is the answer of every member API call.
@@ -252,12 +275,15 @@ type Reply struct {
 	// member to cut entries at or below its commit floor and its guard
 	// refused; nil otherwise.
 	Diverged *raft.Divergence `json:"diverged,omitempty"`
+	// Batch: /get-batch's batch (nil: none).
+	Batch *BatchView `json:"batch,omitempty"`
 	// GuardRefusals is raft.Status.GuardRefusals (/status).
 	GuardRefusals uint64 `json:"guard_refusals,omitempty"`
 }
 
 func view(j jobraft.Job) *JobView {
-	v := &JobView{ID: j.ID, Queue: j.Queue, State: j.State.String(), Attempts: j.Attempts, Payload: string(j.Payload), Result: string(j.Result)}
+	v := &JobView{ID: j.ID, Queue: j.Queue, State: j.State.String(), Attempts: j.Attempts, Payload: string(j.Payload), Result: string(j.Result),
+		After: j.After, Batch: j.Batch, Created: j.Created, Finished: j.Finished}
 	if j.Lease != nil {
 		v.Token, v.Worker, v.Deadline, v.TTL = j.Lease.Token, j.Lease.Worker, j.Lease.Deadline, j.Lease.TTL
 	}
@@ -285,7 +311,8 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 		})
 	}
 	handle("/submit", func(ctx context.Context, r Request) Reply {
-		j, err := ctl.Submit(ctx, jobraft.SubmitRequest{ID: r.ID, Queue: r.Queue, Kind: "k", Payload: []byte(r.Payload), MaxAttempts: r.MaxAttempts})
+		j, err := ctl.Submit(ctx, jobraft.SubmitRequest{ID: r.ID, Queue: r.Queue, Kind: "k", Payload: []byte(r.Payload), MaxAttempts: r.MaxAttempts,
+			After: r.After, Priority: r.Priority})
 		rep := classify(err)
 		if err == nil {
 			rep.Job = view(j.Job)
@@ -315,11 +342,7 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 		return classify(ctl.LeaseOf(jobraft.Job{ID: r.ID}, r.Token).Nak(ctx, time.Nanosecond, msg))
 	})
 	handle("/get", func(ctx context.Context, r Request) Reply {
-		cons := jobraft.Linearizable
-		if r.Local {
-			cons = jobraft.Local
-		}
-		j, err := ctl.Get(ctx, r.ID, cons)
+		j, err := ctl.Get(ctx, r.ID, r.consistency())
 		if errors.Is(err, jobraft.ErrNotFound) {
 			return Reply{Outcome: OutcomeOK}
 		}
@@ -329,10 +352,7 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 		return Reply{Outcome: OutcomeOK, Job: view(j)}
 	})
 	handle("/list", func(ctx context.Context, r Request) Reply {
-		cons := jobraft.Linearizable
-		if r.Local {
-			cons = jobraft.Local
-		}
+		cons := r.consistency()
 		var rep Reply
 		page := jobraft.Page{Limit: 1000}
 		for {
@@ -382,6 +402,7 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 		return Reply{Outcome: OutcomeOK, Stall: &s}
 	})
 	moreRoutes(ctl, handle, classify)
+	depRoutes(ctl, handle, classify)
 	return mux
 }
 
@@ -413,7 +434,7 @@ func classifyOutcome(err error) Reply {
 		{jobraft.ErrOutcomeUnknown, OutcomeUnknown}, {jobraft.ErrStaleLease, OutcomeStale},
 		{jobraft.ErrNotApplied, OutcomeError}, {jobraft.ErrNotFound, OutcomeError},
 		{jobraft.ErrInvalidState, OutcomeError}, {jobraft.ErrInvalidRequest, OutcomeError},
-		{jobraft.ErrQueuePaused, OutcomeError}, {jobraft.ErrClosed, OutcomeError},
+		{jobraft.ErrQueuePaused, OutcomeError}, {jobraft.ErrClosed, OutcomeError}, {jobraft.ErrBatchExists, OutcomeError},
 	} {
 		if errors.Is(err, c.class) {
 			n++

@@ -30,7 +30,7 @@ const (
 	EventReleased       EventKind = "released"        // a waiting job's last parent succeeded: pending or scheduled
 	EventParentFailed   EventKind = "parent-failed"   // a parent failed: the waiting job is canceled or dead (State)
 	EventBatchCompleted EventKind = "batch-completed" // every member of Batch ended: Succeeded, Failed; its completion job's submitted event follows
-	EventError     EventKind = "error"     // the last event of a watch: Err says why it ended
+	EventError          EventKind = "error"           // the last event of a watch: Err says why it ended
 )
 
 // Event is one committed change, as every member applies it. Index is the
