@@ -31,7 +31,7 @@ type Job struct {
 	MaxAttempts    uint32     `json:"max_attempts"`
 	IdempotencyKey string     `json:"idempotency_key,omitempty"`
 	Attempts       uint32     `json:"attempts"`
-	State          string     `json:"state"` // pending, scheduled, running, succeeded, dead, canceled
+	State          string     `json:"state"` // pending, scheduled, running, succeeded, dead, canceled, waiting
 	Lease          *Lease     `json:"lease,omitempty"`
 	LastError      string     `json:"last_error,omitempty"`
 	Result         []byte     `json:"result,omitempty"`
@@ -39,6 +39,12 @@ type Job struct {
 	Created        time.Time  `json:"created"`
 	Updated        time.Time  `json:"updated"`
 	Finished       *time.Time `json:"finished,omitempty"`
+	// Parents (After), those not yet succeeded (Unmet), the policy on a
+	// parent's failure, and the job's batch.
+	After           []string `json:"after,omitempty"`
+	Unmet           []string `json:"unmet,omitempty"`
+	OnParentFailure string   `json:"on_parent_failure,omitempty"`
+	Batch           string   `json:"batch,omitempty"`
 }
 
 // Lease is a running job's lease.
@@ -98,6 +104,11 @@ type SubmitRequest struct {
 	RunAt          *time.Time `json:"run_at,omitempty"`
 	MaxAttempts    uint32     `json:"max_attempts,omitempty"`
 	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+	// After names the job's parents: it waits until every one succeeded;
+	// OnParentFailure ("cancel", the default, or "dead") is what a
+	// parent's failure does to it.
+	After           []string `json:"after,omitempty"`
+	OnParentFailure string   `json:"on_parent_failure,omitempty"`
 }
 
 // Submitted is a submit's outcome (POST /v1/jobs; one result of a batch).

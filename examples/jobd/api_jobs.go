@@ -39,8 +39,12 @@ func (j *submitJSON) request(now time.Time) (jobraft.SubmitRequest, error) {
 	if j.RunAt != nil && j.RunAt.Sub(now) > fsm.MaxDelay {
 		return jobraft.SubmitRequest{}, bad("run_at %s is more than %v ahead", j.RunAt.Format(time.RFC3339), fsm.MaxDelay)
 	}
+	after, policy, err := parents(&j.SubmitRequest)
+	if err != nil {
+		return jobraft.SubmitRequest{}, err
+	}
 	req := jobraft.SubmitRequest{ID: j.ID, Queue: j.Queue, Kind: j.Kind, Payload: j.Payload, Priority: j.Priority,
-		Delay: time.Duration(j.Delay), MaxAttempts: j.MaxAttempts, IdempotencyKey: j.IdempotencyKey}
+		Delay: time.Duration(j.Delay), MaxAttempts: j.MaxAttempts, IdempotencyKey: j.IdempotencyKey, After: after, OnParentFailure: policy}
 	if j.PayloadText != nil {
 		req.Payload = []byte(*j.PayloadText)
 	}
@@ -158,7 +162,7 @@ func parseState(s string) (jobraft.State, error) {
 			return st, nil
 		}
 	}
-	return 0, bad("unknown state %q (pending, scheduled, running, succeeded, dead, canceled)", s)
+	return 0, bad("unknown state %q (pending, scheduled, running, succeeded, dead, canceled, waiting)", s)
 }
 
 // GET /v1/stats

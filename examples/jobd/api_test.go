@@ -121,6 +121,7 @@ var apiRoutes = [][2]string{
 	{"POST", "/v1/jobs/x/extend"}, {"POST", "/v1/jobs/x/term"}, {"POST", "/v1/claim"}, {"GET", "/v1/stats"},
 	{"GET", "/v1/watch"}, {"GET", "/v1/cluster/status"}, {"GET", "/v1/cluster/walcompare"}, {"GET", "/metrics"},
 	{"GET", "/v1/cluster/backup"}, {"POST", "/v1/queues/work/pause"}, {"POST", "/v1/queues/work/resume"},
+	{"POST", "/v1/batches"}, {"GET", "/v1/batches"}, {"GET", "/v1/batches/b"}, {"GET", "/v1/jobs/x/dependents"},
 	{"GET", "/v1/nope"},
 }
 

@@ -58,6 +58,8 @@ func classify(err error, advice string) (int, string, string) {
 		return http.StatusConflict, "invalid_state", detail(err, jobraft.ErrInvalidState)
 	case errors.Is(err, jobraft.ErrQueuePaused):
 		return http.StatusConflict, "queue_paused", detail(err, jobraft.ErrQueuePaused)
+	case errors.Is(err, jobraft.ErrBatchExists):
+		return http.StatusConflict, "batch_exists", detail(err, jobraft.ErrBatchExists)
 	case errors.Is(err, jobraft.ErrCompacted):
 		return http.StatusGone, "compacted", err.Error()
 	case errors.Is(err, jobraft.ErrNotSubmitted):

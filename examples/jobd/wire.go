@@ -34,6 +34,10 @@ func jobOf(j jobraft.Job) client.Job {
 	if j.Lease != nil {
 		out.Lease = &client.Lease{Token: j.Lease.Token, Worker: j.Lease.Worker, Deadline: j.Lease.Deadline}
 	}
+	if len(j.After) > 0 {
+		out.After, out.Unmet, out.OnParentFailure = j.After, j.Unmet, j.OnParentFailure.String()
+	}
+	out.Batch = j.Batch
 	return out
 }
 

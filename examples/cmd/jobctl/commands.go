@@ -15,12 +15,13 @@ import (
 	"github.com/jobraft/jobraft/examples/client"
 )
 
-var commandOrder = []string{"submit", "get", "list", "watch", "cancel", "retry", "claim", "ack", "nak", "extend", "term",
+var commandOrder = []string{"submit", "get", "list", "watch", "cancel", "retry", "batch", "dependents", "claim", "ack", "nak", "extend", "term",
 	"pause", "resume", "stats", "members", "member-add", "member-remove", "walcompare", "backup", "verify-backup"}
 
 // Per-command flag values (one command runs per process).
 var (
 	fQueue, fKind, fEvent, fID, fPayload, fPayloadFile, fKey, fState, fReason, fJob, fOut string
+	fAfter, fOnParentFailure                                                              string
 	fPriority                                                                             int
 	fDelay                                                                                time.Duration
 	fMaxAttempts                                                                          uint
@@ -44,6 +45,8 @@ var commands = map[string]*command{
 			fs.DurationVar(&fDelay, "delay", 0, "run after this delay")
 			fs.UintVar(&fMaxAttempts, "max-attempts", 0, "attempts before the job is dead (0: the cluster's default)")
 			fs.StringVar(&fKey, "key", "", "idempotency key")
+			fs.StringVar(&fAfter, "after", "", "parents, comma-separated: the job waits until every one succeeded")
+			fs.StringVar(&fOnParentFailure, "on-parent-failure", "", "what a parent's failure does to it: cancel (default) or dead")
 		},
 		run: submit},
 	"get": {args: "ID", help: "show a job (linearizable read)", run: get},
@@ -67,7 +70,9 @@ var commands = map[string]*command{
 		run: watch},
 	"cancel": {args: "ID", help: "cancel a job",
 		flags: func(fs *flag.FlagSet) { fs.StringVar(&fReason, "reason", "", "why (recorded)") }, run: cancel},
-	"retry": {args: "ID", help: "move a dead or canceled job back to pending", run: retry},
+	"retry":      {args: "ID", help: "move a dead or canceled job back to pending", run: retry},
+	"batch":      {args: "[ID]", help: "a batch's progress and completion (every batch without ID)", run: batchCmd},
+	"dependents": {args: "ID", help: "the jobs that name a job as a parent", run: dependents},
 	"claim": {args: "", help: "lease jobs of a queue, as a worker does (never resent: a lost claim's leases expire)",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&fQueue, "queue", "", "queues, comma-separated (required)")
@@ -145,7 +150,10 @@ func submit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	req := client.SubmitRequest{ID: fID, Queue: fQueue, Kind: fKind, Priority: int32(fPriority), Delay: client.Duration(fDelay),
-		MaxAttempts: uint32(fMaxAttempts), IdempotencyKey: fKey}
+		MaxAttempts: uint32(fMaxAttempts), IdempotencyKey: fKey, OnParentFailure: fOnParentFailure}
+	if fAfter != "" {
+		req.After = strings.Split(fAfter, ",")
+	}
 	switch {
 	case fPayload != "" && fPayloadFile != "":
 		return usagef("give -payload or -payload-file, not both")
