@@ -62,7 +62,7 @@ func newConsole(s *server) *console {
 		j, err := s.ctl.Get(context.Background(), id, jobraft.Local)
 		return j.RunAt, err == nil
 	}
-	for _, p := range []string{"login", "queues", "jobs", "job", "cluster", "error", "bulk"} {
+	for _, p := range []string{"login", "queues", "jobs", "job", "cluster", "error", "bulk", "batches"} {
 		c.pages[p] = template.Must(template.New("layout.html").Funcs(consoleFuncs).
 			ParseFS(consoleFiles, "console/layout.html", "console/"+p+".html"))
 	}
@@ -96,6 +96,7 @@ func (c *console) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console/jobs", c.get(c.jobsPage))
 	mux.HandleFunc("POST /console/jobs/bulk", c.post(c.bulk))
 	mux.HandleFunc("GET /console/job", c.get(c.jobPage))
+	mux.HandleFunc("GET /console/batches", c.get(c.batchesPage))
 	mux.HandleFunc("POST /console/job/retry", c.post(c.retry))
 	mux.HandleFunc("POST /console/job/cancel", c.post(c.cancel))
 	mux.HandleFunc("GET /console/cluster", c.get(c.clusterPage))

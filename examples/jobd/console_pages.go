@@ -41,8 +41,12 @@ func (c *console) jobPage(w http.ResponseWriter, r *http.Request, p *page) error
 	if err != nil {
 		return err
 	}
+	deps, err := c.s.ctl.Dependents(r.Context(), id, jobraft.Local)
+	if err != nil {
+		return err
+	}
 	data := map[string]any{"Job": j, "PayloadSize": len(j.Payload), "ResultSize": len(j.Result),
-		"History": derivedHistory(j), "Events": c.feed.jobEvents(id),
+		"History": derivedHistory(j), "Events": c.feed.jobEvents(id), "Dependents": deps,
 		"Scheduled": j.RunAt.After(j.Created),
 		"CanRetry":  j.State == jobraft.StateDead || j.State == jobraft.StateCanceled, "CanCancel": !j.State.Terminal()}
 	since, start := c.feed.started()
