@@ -124,7 +124,7 @@ func TestConsoleLiveStream(t *testing.T) {
 		}
 		return stats != "" && health != ""
 	})
-	for _, want := range []string{`"name":"q"`, `"counts":[1,0,0,0,0,0]`, `"series":{`, `"submitted":[`} {
+	for _, want := range []string{`"name":"q"`, `"counts":[1,0,0,0,0,0,0]`, `"series":{`, `"submitted":[`} {
 		if !strings.Contains(stats, want) {
 			t.Errorf("stats lacks %s: %s", want, stats)
 		}
