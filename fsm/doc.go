@@ -62,6 +62,13 @@
 //     requests' bytes: of two different acks of one lease, exactly one
 //     succeeds.
 //   - Expiry safety under clock skew: see ExpireCmd and docs/jobs.md.
+//   - Dependencies and batches (NewJob.After, SubmitCmd.Batch): a job
+//     waits (StateWaiting) until every parent succeeded and ends by its
+//     policy in the entry a parent fails, cascading; a batch completes,
+//     creating its completion job once, in the entry its last member
+//     ends. What a command moved that way is in Result.Cascade and
+//     Result.Completed. See deps.go, batch_group.go and
+//     docs/dependencies.md.
 //   - Snapshots are O(number of paused queues) to take: the job tree is a
 //     copy-on-write btree clone and job records are immutable once
 //     published, so Persist streams while Apply continues. Restore validates
@@ -78,7 +85,8 @@
 // change (subtract the old record's hash, add the new one), so it does not
 // depend on any iteration order. Digest().Sum is SHA-256 over a domain tag,
 // the applied index, the submit sequence, that accumulator and the names of
-// paused queues: O(paused queues) per call. Index structures are functions
+// paused queues, and, while batches are held, their count and the
+// accumulator of their records' hashes: O(paused queues) per call. Index structures are functions
 // of the records and are not hashed separately.
 //
 // # Caveats
