@@ -29,8 +29,9 @@ type BatchRequest struct {
 	Completion *SubmitRequest
 }
 
-// BatchResult is what CreateBatch did: the batch as it is when the call
-// returns (this member's state) and each job's outcome, in request order.
+// BatchResult is what CreateBatch did: the batch as this member holds it
+// once it applied the creating entry (zero if the context ended before
+// this member applied it), and each job's outcome, in request order.
 type BatchResult struct {
 	Batch BatchInfo
 	Jobs  []SubmitResult
@@ -61,6 +62,10 @@ func (c *Controller) CreateBatch(ctx context.Context, req BatchRequest) (BatchRe
 		r, err := c.apply(ctx, cmd)
 		switch {
 		case err == nil:
+			// The answer's batch is this member's, once it applied the
+			// entry (the leader may have answered first; if ctx ends
+			// before, Batch is what this member holds: zero, or later).
+			_ = c.node.WaitApplied(ctx, r.Index)
 			return c.batchAnswer(cmd, r.Submitted, unknown), nil
 		case errors.Is(err, ErrBatchExists):
 			return c.ownBatch(ctx, cmd, sum, err)

@@ -35,6 +35,8 @@
 //	convergence    every live voter converges in the final phase
 //	membership     every change completes; the leader's voters are the expected ones
 //	powerloss      a member keeps, across a power loss, every entry it had applied
+//	deps-order     no dependent claimed before every parent's ack was called (deps.go)
+//	batch-once     a batch's completion job at most once, after every member ended, present when all did
 //
 // Safety verdicts are strict, under a power loss too (it breaks no Raft
 // assumption); in a run where a disk lied they excuse what docs/chaos.md

@@ -161,10 +161,9 @@ func (r *Recorder) appendEvents(evs []Event, e fsm.Entry, res *fsm.Result) (_ []
 		}
 	}
 	// What the command moved through dependencies and batches, in its
-	// order; a batch's completion before its completion job's submit.
-	for _, b := range res.Completed {
-		evs = append(evs, Event{Index: e.Index, Time: e.Time, Kind: EventBatchCompleted, Batch: b.ID, Succeeded: b.Counts.Succeeded, Failed: b.Failed()})
-	}
+	// order: dependents released or failed, then the batches completed,
+	// then their completion jobs (Cascade ends with those).
+	completed := false
 	for i := range res.Cascade {
 		c := &res.Cascade[i]
 		kind := EventReleased
@@ -174,10 +173,24 @@ func (r *Recorder) appendEvents(evs []Event, e fsm.Entry, res *fsm.Result) (_ []
 		case fsm.CascadeCompletion:
 			kind = EventSubmitted
 		}
+		if c.Kind == fsm.CascadeCompletion && !completed {
+			evs, completed = appendCompleted(evs, e, res), true
+		}
 		evs = append(evs, ev(kind, &c.Job))
 		ready = ready || c.Job.State == fsm.StatePending
 	}
+	if !completed {
+		evs = appendCompleted(evs, e, res)
+	}
 	return evs, ready
+}
+
+// appendCompleted appends the batch-completed events of res.
+func appendCompleted(evs []Event, e fsm.Entry, res *fsm.Result) []Event {
+	for _, b := range res.Completed {
+		evs = append(evs, Event{Index: e.Index, Time: e.Time, Kind: EventBatchCompleted, Batch: b.ID, Succeeded: b.Counts.Succeeded, Failed: b.Failed()})
+	}
+	return evs
 }
 
 // jobEvent is the event kind of a command that changes one job.
