@@ -6,7 +6,7 @@ import (
 
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/fsm"
-	"github.com/jobraft/jobraft/internal/ctltest"
+	"github.com/jobraft/jobraft/internal/clustertest"
 )
 
 // A waiting dependent's end by its parent's failure reaches Wait and a
@@ -14,9 +14,9 @@ import (
 // same request is answered as created, by another request ErrBatchExists;
 // an unknown parent is not submitted.
 func TestDependentsAndBatchesThroughTheController(t *testing.T) {
-	c := ctltest.Start(t, 3, nil)
+	c := clustertest.StartCtls(t, 3, nil)
 	l := c.WaitLeader(wait)
-	ctx := ctltest.Ctx(t, wait)
+	ctx := clustertest.Ctx(t, wait)
 	f := (l + 1) % 3
 	_, err := c.Ctls[f].Submit(ctx, jobraft.SubmitRequest{ID: "x", Queue: "q", Kind: "k", After: []string{"nope"}})
 	if !errors.Is(err, jobraft.ErrNotSubmitted) || !errors.Is(err, jobraft.ErrInvalidRequest) || !errors.Is(err, fsm.ErrUnknownParent) {
