@@ -9,6 +9,7 @@ require (
 	github.com/hashicorp/go-msgpack/v2 v2.1.2
 	github.com/hashicorp/raft v1.7.3
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/tidwall/btree v1.8.2
 	go.etcd.io/bbolt v1.5.0
 	pgregory.net/rapid v1.3.0

@@ -83,6 +83,8 @@ func (s *state) applyOne(e Entry, now int64, c Command, r *result) {
 		}
 	case *SweepCmd:
 		s.sweep(now, c, r)
+	case *ScheduleCmd, *ScheduleSetCmd, *FireCmd:
+		rf = s.applySchedule(e, now, c, r)
 	}
 	if rf != nil {
 		r.code, r.detail = rf.code, rf.detail

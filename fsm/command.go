@@ -25,10 +25,13 @@ const (
 	CmdResume
 	CmdSweep
 	CmdBatch
+	CmdSchedule    // schedule_codec.go
+	CmdScheduleSet // schedule_codec.go
+	CmdFire        // schedule_codec.go
 	numCmds
 )
 
-var cmdNames = [numCmds]string{"invalid", "submit", "claim", "extend", "ack", "nak", "term", "cancel", "retry", "expire", "pause", "resume", "sweep", "batch"}
+var cmdNames = [numCmds]string{"invalid", "submit", "claim", "extend", "ack", "nak", "term", "cancel", "retry", "expire", "pause", "resume", "sweep", "batch", "schedule", "schedule-set", "fire"}
 
 func (t CommandType) String() string {
 	if t < numCmds {
@@ -335,6 +338,8 @@ func validate(c Command, all bool) *refusal {
 		return checkName("queue", c.Queue)
 	case *BatchCmd:
 		return validateBatch(c, all)
+	case *ScheduleCmd, *ScheduleSetCmd, *FireCmd:
+		return validateSchedule(c)
 	case *SweepCmd:
 		if c.MaxAge < 0 {
 			return refuse(CodeInvalidCommand, "sweep max age %v negative", c.MaxAge)

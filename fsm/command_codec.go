@@ -146,7 +146,7 @@ func normalize(c Command) Command {
 	case BatchCmd:
 		return &v
 	}
-	return c
+	return normalizeSchedule(c)
 }
 
 // appendCommand encodes c (a pointer type) without validating it.
@@ -220,6 +220,8 @@ func appendCommand(b []byte, c Command) []byte {
 		b = binary.AppendUvarint(b, uint64(c.MaxPerQueue))
 	case *BatchCmd:
 		b = appendBatch(b, c)
+	default:
+		b = appendScheduleCmd(b, c)
 	}
 	return b
 }
@@ -313,6 +315,8 @@ func decodeCommand(b []byte, scratch []NewJob) (Command, error) {
 		c = &SweepCmd{MaxAge: durationOf(d.varint()), MaxPerQueue: d.u32()}
 	case CmdBatch:
 		c = decodeBatch(&d)
+	case CmdSchedule, CmdScheduleSet, CmdFire:
+		c = decodeScheduleCmd(&d, CommandType(b[1]))
 	default:
 		return nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, b[1])
 	}

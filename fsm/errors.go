@@ -57,6 +57,20 @@ var (
 	// exists. Nothing of the submit applied; the detail says whether the
 	// batch was created by the same request (BatchInfo.Sum).
 	ErrBatchExists = errors.New("fsm: batch exists")
+	// ErrBadCron: a schedule's cron expression does not parse (or names a
+	// zone or an interval: those are fields of their own).
+	ErrBadCron = errors.New("fsm: bad cron expression")
+	// ErrBadInterval: a schedule's interval is out of [MinInterval,
+	// MaxInterval], or it has neither an interval nor a cron expression.
+	ErrBadInterval = errors.New("fsm: bad schedule interval")
+	// ErrUnknownZone: LoadZone does not know the time zone's name.
+	ErrUnknownZone = errors.New("fsm: unknown time zone")
+	// ErrScheduleExists: a create names a schedule ID that exists with
+	// another definition (a repeat of the same create succeeds, Changed
+	// false).
+	ErrScheduleExists = errors.New("fsm: schedule exists with another definition")
+	// ErrScheduleNotFound: the schedule ID names no schedule.
+	ErrScheduleNotFound = errors.New("fsm: schedule not found")
 )
 
 // Errors of queries, DecodeResult and Restore.
@@ -99,6 +113,11 @@ const (
 	CodeDependencyCycle
 	CodeParentFailed
 	CodeBatchExists
+	CodeBadCron
+	CodeBadInterval
+	CodeUnknownZone
+	CodeScheduleExists
+	CodeScheduleNotFound
 	numCodes
 )
 
@@ -117,6 +136,11 @@ var codeErrs = [numCodes]error{
 	ErrDependencyCycle,
 	ErrParentFailed,
 	ErrBatchExists,
+	ErrBadCron,
+	ErrBadInterval,
+	ErrUnknownZone,
+	ErrScheduleExists,
+	ErrScheduleNotFound,
 }
 
 // Err returns the sentinel error for c (nil for CodeOK).

@@ -99,6 +99,8 @@ func resultSizeHint(r *result) int {
 		n += uvarintLen(r.removed)
 	case CmdPause, CmdResume:
 		n++
+	case CmdSchedule, CmdScheduleSet, CmdFire:
+		n += scheduleResultSize(r)
 	case CmdBatch:
 		n += uvarintLen(uint64(len(r.batch)))
 		for _, sr := range r.batch {

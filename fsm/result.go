@@ -75,6 +75,13 @@ type Result struct {
 	Cascade []Cascaded
 	// Completed: the batches the command completed, in ID order.
 	Completed []BatchInfo
+	// Schedule: schedule, schedule-set: the schedule after the command
+	// (a delete: as it was). Changed: whether it changed (a create
+	// repeated: false).
+	Schedule *Schedule
+	// Fired: fire: the IDs of the jobs created, in order. Changed: some
+	// schedule was due.
+	Fired []string
 }
 
 // Err returns nil if the command was applied, else an error wrapping the
@@ -150,6 +157,8 @@ func appendResult(b []byte, r *result) []byte {
 		b = binary.AppendUvarint(b, r.removed)
 	case CmdPause, CmdResume:
 		b = appendBool(b, r.changed)
+	case CmdSchedule, CmdScheduleSet, CmdFire:
+		b = appendScheduleResult(b, r)
 	case CmdBatch:
 		b = binary.AppendUvarint(b, uint64(len(r.batch)))
 		for _, sr := range r.batch {
@@ -201,6 +210,8 @@ type result struct {
 	// and batches (deps.go), encoded as result version 5.
 	cascade   []cascaded
 	completed []*group
+	sched   *Schedule // schedule, schedule-set: the schedule after (a delete: before)
+	fired   []string  // fire: the jobs created
 }
 
 type sub struct {
@@ -313,6 +324,8 @@ func decodeResult(b []byte, arena *[]byte, mode decodeMode) (Result, error) {
 			r.Removed = d.uvarint()
 		case CmdPause, CmdResume:
 			r.Changed = d.bool()
+		case CmdSchedule, CmdScheduleSet, CmdFire:
+			decodeScheduleResult(&d, &r)
 		case CmdBatch:
 			n := d.count(MaxBatch, 3)
 			r.Batch = make([]Result, 0, n)

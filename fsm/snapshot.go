@@ -21,6 +21,8 @@ import (
 //	+----------------------------------------------------------------+
 //	| records, each: tag (1 byte) + body                             |
 //	|   'Q' paused queue:  name (str)          (in name order)       |
+//	|   'S' schedule:      length (uvarint) + schedule record        |
+//	|                      (schedule_codec.go; in ID order)          |
 //	|   'J' job:           length (uvarint) + job record (record.go) |
 //	|                      (in ID order, strictly increasing)        |
 //	|   'B' batch:         length (uvarint) + batch record           |
@@ -35,9 +37,10 @@ import (
 // Nothing may follow the CRC. Restore rebuilds every index from the
 // records, recomputes the digest and requires it to equal the stored one.
 //
-// Version 5 is the same layout without 'B' records and job record flag 32
-// (dependencies and batches, deps.go): Restore still reads it, with no
-// batch and no job depending on another.
+// Version 5 is the same layout without 'S' and 'B' records and job record
+// flag 32 (schedules, schedule_codec.go; dependencies and batches,
+// deps.go): Restore still reads it, with no schedule, no batch and no job
+// depending on another.
 // Version 4 is the same layout without job record flag 16 (the request
 // sum of a lease end by nak or term, record.go): Restore still reads it,
 // and its naks' and terms' ends have no sum (a repeat of one is refused
@@ -80,6 +83,7 @@ type snapshot struct {
 	paused     []string
 	jobs       *btree.BTreeG[*slot] // slots of generations before the live one: frozen
 	groups     *groupTree           // batches (immutable records), nil: none
+	scheds     *btree.BTreeG[*schedEnt]
 }
 
 var _ Snapshot = (*snapshot)(nil)
@@ -90,7 +94,7 @@ func (m *Jobs) Snapshot() (Snapshot, error) {
 	defer m.mu.Unlock()
 	st := m.st
 	st.freeze() // every slot the copy shares is now frozen (state.go)
-	sn := &snapshot{index: st.index, seq: st.seq, clock: st.clock, sum: st.sum(), paused: st.pausedNames(), jobs: st.jobs.Copy()}
+	sn := &snapshot{index: st.index, seq: st.seq, clock: st.clock, sum: st.sum(), paused: st.pausedNames(), jobs: st.jobs.Copy(), scheds: st.schedCopy()}
 	if st.dep.groups != nil {
 		sn.groups = st.dep.groups.Copy()
 	}
@@ -117,6 +121,7 @@ func (sn *snapshot) Persist(w io.Writer) error {
 		b = append(b, 'Q')
 		b = appendStr(b, name)
 	}
+	b = appendSchedRecords(b, sn.scheds)
 	if _, err := bw.Write(b); err != nil {
 		return err
 	}
@@ -261,6 +266,14 @@ func readSnapshot(r io.Reader) (*state, error) {
 			}
 			lastQ = name
 			st.queueOrCreate(name).paused = true
+			continue
+		case 'S':
+			if inJobs || lastB != "" || version < snapVersion {
+				return nil, corrupt("schedule record after job or batch records or in a version %d snapshot", version)
+			}
+			if err := readSchedRecord(cr, st); err != nil {
+				return nil, err
+			}
 			continue
 		case 'J':
 			if lastB != "" {

@@ -268,6 +268,7 @@ type state struct {
 	acc    [4]uint64 // sum of per-job hashes, lane-wise mod 2^64
 	clock  logClock  // the log's time (clock.go)
 	dep    depState  // dependencies and batches (deps.go, batch_group.go)
+	sch    schedules // the schedules (schedule_apply.go)
 
 	// Caches that only save memory (not state): interned kinds and
 	// backoff policies, bounded so hostile input cannot grow them forever.
@@ -585,6 +586,7 @@ func (s *state) digest(clock bool) [32]byte {
 	for _, v := range s.acc {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
+	b = s.appendSchedDigest(b)
 	s.queues.Scan(func(q *queue) bool {
 		if q.paused {
 			b = appendStr(b, q.name)
