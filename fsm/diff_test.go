@@ -71,7 +71,9 @@ func (w *world) genCommand(t *rapid.T) Command {
 	dur := func(label string) time.Duration {
 		return time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, label))
 	}
-	switch rapid.IntRange(0, 16).Draw(t, "kind") {
+	switch rapid.IntRange(0, 19).Draw(t, "kind") {
+	case 17, 18, 19:
+		return genScheduleCmd(t)
 	case 15, 16:
 		if len(w.finishes) > 0 {
 			return w.genRepeat(t)
@@ -268,6 +270,9 @@ func stripDetail(r *Result) {
 	if len(r.Completed) == 0 {
 		r.Completed = nil
 	}
+	if len(r.Fired) == 0 {
+		r.Fired = nil
+	}
 }
 
 // checkQueries compares every query of the real machine with the model.
@@ -317,6 +322,7 @@ func (w *world) checkQueries(t *rapid.T) {
 	if got := w.real.Sweepable(age, per, w.now); got != want {
 		t.Fatalf("Sweepable(%v, %d, %v) = %v, model's sweep removes some: %v", age, per, w.now, got, want)
 	}
+	w.checkSchedules(t)
 	limit := rapid.IntRange(1, 3).Draw(t, "limit")
 	for _, q := range []string{"a", "b", "c"} {
 		for s := StatePending; s < numStates; s++ {

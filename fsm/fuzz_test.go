@@ -26,6 +26,9 @@ func seedCommands() [][]byte {
 		&SubmitCmd{Jobs: []NewJob{{ID: "c", Queue: "q", Kind: "k", After: []string{"a"}}, {ID: "d", Queue: "q", Kind: "k", After: []string{"c", "e"}, OnParentFailure: ParentFailDead},
 			{ID: "e", Queue: "q", Kind: "k"}}, Batch: &BatchSpec{ID: "b", Completion: &NewJob{Queue: "q", Kind: "done"}}},
 		&TermCmd{ID: "c", Token: 2, Reason: "r"},
+		&ScheduleCmd{Def: ScheduleDef{ID: "s", Every: time.Second, Job: Template{Queue: "q", Kind: "k", Payload: []byte("p")}, Overlap: OverlapOne}},
+		&ScheduleCmd{Def: ScheduleDef{ID: "c", Cron: "*/2 * * * * *", Zone: Zone{Name: "Z", Offset: 3600, Shifts: []ZoneShift{{At: 1e9, Offset: 7200}}}, Job: Template{Queue: "q", Kind: "k"}}},
+		&ScheduleSetCmd{ID: "s", Op: SchedulePause}, &ScheduleSetCmd{ID: "s", Op: ScheduleDelete}, &FireCmd{},
 	} {
 		out = append(out, appendCommand(nil, c))
 	}

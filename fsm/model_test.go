@@ -18,6 +18,7 @@ type model struct {
 	ends       map[string]modelEnd // per job, the request that ended its last lease
 	clk        modelClock
 	groups     map[string]*modelGroup // batches (deps_model_test.go)
+	scheds     map[string]*Schedule // schedule_model_test.go
 }
 
 // modelEnd is what ended a job's last lease: the kind, the token and, for
@@ -105,6 +106,7 @@ func (m *model) clone() *model {
 		cp := *g
 		c.groups[k] = &cp
 	}
+	c.scheds = cloneScheds(m.scheds)
 	return c
 }
 
@@ -503,6 +505,8 @@ func (m *model) applyCmd(e Entry, r Result, nowNs int64) Result {
 	case *ResumeCmd:
 		r.Changed = m.paused[c.Queue]
 		delete(m.paused, c.Queue)
+	case *ScheduleCmd, *ScheduleSetCmd, *FireCmd:
+		m.schedule(c, nowNs, &r)
 	case *SweepCmd:
 		m.sweepGroups(c, nowNs)
 		for _, q := range m.queueNames() {

@@ -210,7 +210,9 @@ func (s *state) fireTick(e Entry, now int64, n *Schedule, tick int64, r *result)
 			open = append(open, id)
 			queued = queued || j.state == StatePending || j.state == StateScheduled
 		}
-		n.Open = open
+		if n.Open = open; len(open) == 0 {
+			n.Open = nil
+		}
 		if (n.Overlap == OverlapSkip && len(open) > 0) || (n.Overlap == OverlapOne && queued) {
 			n.Skipped++
 			return
