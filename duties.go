@@ -17,6 +17,8 @@ import (
 //     than it took office, so the FSM's skew rule stays conservative). It is
 //     proposed with raft.Node.ProposeOnLeader for that term: never
 //     forwarded, never proposed in another term.
+//   - FireCmd when a schedule's tick is due by this member's clock (fireDue,
+//     schedules.go), waking for the next tick.
 //   - SweepCmd every SweepInterval with the retention policy, when its
 //     state shows a job the sweep would remove (an idle cluster writes
 //     nothing).
@@ -30,6 +32,8 @@ func (c *Controller) duties() {
 	defer cancel()
 	tick := time.NewTicker(c.cfg.ExpireInterval)
 	defer tick.Stop()
+	fire := time.NewTimer(c.cfg.ExpireInterval) // the next schedule tick (fireDue)
+	defer fire.Stop()
 	var (
 		term      uint64 // the term we lead in, 0 if not leading
 		since     time.Time
@@ -41,6 +45,7 @@ func (c *Controller) duties() {
 			return
 		case <-events:
 		case <-tick.C:
+		case <-fire.C:
 		}
 		r := c.node.Raft()
 		if r.State() != hraft.Leader {
@@ -60,6 +65,7 @@ func (c *Controller) duties() {
 			lastSweep = c.cfg.Clock()
 			c.leaderCmd(term, &sweep)
 		}
+		fire.Reset(c.fireDue(term))
 	}
 }
 

@@ -64,6 +64,12 @@ var (
 	// ErrQueuePaused: a claim named only paused queues. Nothing changed. It
 	// also matches fsm.ErrQueuePaused.
 	ErrQueuePaused = errors.New("jobraft: queue paused")
+	// ErrScheduleExists: a schedule of this ID exists with another
+	// definition. Nothing changed. It also matches fsm.ErrScheduleExists.
+	ErrScheduleExists = errors.New("jobraft: schedule exists with another definition")
+	// ErrScheduleNotFound: no schedule has this ID. It also matches
+	// fsm.ErrScheduleNotFound.
+	ErrScheduleNotFound = errors.New("jobraft: schedule not found")
 )
 
 // Watch errors.
@@ -177,6 +183,10 @@ func causeText(class, cause error) string {
 		mirror = fsm.ErrInvalidState
 	case ErrQueuePaused:
 		mirror = fsm.ErrQueuePaused
+	case ErrScheduleExists:
+		mirror = fsm.ErrScheduleExists
+	case ErrScheduleNotFound:
+		mirror = fsm.ErrScheduleNotFound
 	case ErrInvalidRequest:
 		mirror = fsm.ErrInvalidCommand
 	}
@@ -229,10 +239,16 @@ func mapRefusal(err error) error {
 		return &classed{class: ErrQueuePaused, cause: err}
 	case errors.Is(err, fsm.ErrBatchExists):
 		return &classed{class: ErrBatchExists, cause: err}
+	case errors.Is(err, fsm.ErrScheduleExists):
+		return &classed{class: ErrScheduleExists, cause: err}
+	case errors.Is(err, fsm.ErrScheduleNotFound):
+		return &classed{class: ErrScheduleNotFound, cause: err}
 	case errors.Is(err, fsm.ErrInvalidCommand), errors.Is(err, fsm.ErrTooLarge),
 		errors.Is(err, fsm.ErrUnknownCommand), errors.Is(err, fsm.ErrUnsupportedVersion),
-		errors.Is(err, fsm.ErrUnknownParent), errors.Is(err, fsm.ErrDependencyCycle), errors.Is(err, fsm.ErrParentFailed):
-		// A job's parents: unknown, a cycle, or failed (submit, retry).
+		errors.Is(err, fsm.ErrUnknownParent), errors.Is(err, fsm.ErrDependencyCycle), errors.Is(err, fsm.ErrParentFailed),
+		errors.Is(err, fsm.ErrBadCron), errors.Is(err, fsm.ErrBadInterval), errors.Is(err, fsm.ErrUnknownZone):
+		// A job's parents: unknown, a cycle, or failed (submit, retry); a
+		// schedule's cron expression, interval or zone.
 		// The last two: the applying member's build cannot read this
 		// command. Nothing changed.
 		return &classed{class: ErrInvalidRequest, cause: err}
@@ -244,7 +260,7 @@ func mapRefusal(err error) error {
 
 // opClasses are the outcome classes of the non-submit operations.
 var opClasses = []error{ErrOutcomeUnknown, ErrNotApplied, ErrStaleLease, ErrNotFound, ErrInvalidState,
-	ErrInvalidRequest, ErrQueuePaused, ErrClosed, ErrBatchExists}
+	ErrInvalidRequest, ErrQueuePaused, ErrClosed, ErrBatchExists, ErrScheduleExists, ErrScheduleNotFound}
 
 // classify returns err, the error of one attempt of an operation (a
 // proposal error, an fsm refusal, a result that cannot be decoded, a

@@ -396,3 +396,14 @@ func floorSec(ns int64) int64 {
 	}
 	return s
 }
+
+// NextTick returns the definition's first tick strictly after after, for a
+// schedule created at created (an interval's anchor); zero when there is
+// none (or the timing is invalid). It is the state machine's own tick
+// arithmetic (for checkers and displays); the job template is not read.
+func (d *ScheduleDef) NextTick(created, after time.Time) time.Time {
+	if (d.Cron == "" && (d.Every < MinInterval || d.Every > MaxInterval)) || d.Zone.validate() != nil {
+		return time.Time{}
+	}
+	return fromNanos(d.tickAfter(toNanos(created), toNanos(after)))
+}

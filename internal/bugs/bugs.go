@@ -13,6 +13,7 @@
 //	dedupe    fsm: a submit whose ID exists creates a second job under a new ID
 //	early     fsm: a waiting dependent is released when any one of its parents succeeds
 //	batchearly fsm: a batch completes (its completion job is created) when any member ends
+//	schedid   fsm: a schedule's job is named by the proposer's clock (the fire entry's stamp, cut to the second), not by its tick
 package bugs
 
 // Env names the environment variable that arms a bug (chaosbugs builds
@@ -20,4 +21,4 @@ package bugs
 const Env = "JOBRAFT_CHAOS_BUG"
 
 // Names lists the bugs.
-var Names = []string{"clamp", "floor", "fencing", "dedupe", "early", "batchearly"}
+var Names = []string{"clamp", "floor", "fencing", "dedupe", "early", "batchearly", "schedid"}

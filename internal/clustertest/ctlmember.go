@@ -211,6 +211,8 @@ type Request struct {
 	// nanoseconds of the machine's clock (StallTo 0: now).
 	StallFrom int64 `json:"stall_from,omitempty"`
 	StallTo   int64 `json:"stall_to,omitempty"`
+	// Schedule is a /schedule create's definition (schedules.go).
+	Schedule *ScheduleSpec `json:"schedule,omitempty"`
 }
 
 // consistency is the read consistency r asks for (Local).
@@ -279,6 +281,8 @@ type Reply struct {
 	Batch *BatchView `json:"batch,omitempty"`
 	// GuardRefusals is raft.Status.GuardRefusals (/status).
 	GuardRefusals uint64 `json:"guard_refusals,omitempty"`
+	// Schedule a /schedule or /schedule-get answered.
+	Schedule *ScheduleView `json:"schedule,omitempty"`
 }
 
 func view(j jobraft.Job) *JobView {
@@ -402,6 +406,7 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 		return Reply{Outcome: OutcomeOK, Stall: &s}
 	})
 	moreRoutes(ctl, handle, classify)
+	scheduleRoutes(ctl, handle)
 	depRoutes(ctl, handle, classify)
 	return mux
 }
@@ -435,6 +440,7 @@ func classifyOutcome(err error) Reply {
 		{jobraft.ErrNotApplied, OutcomeError}, {jobraft.ErrNotFound, OutcomeError},
 		{jobraft.ErrInvalidState, OutcomeError}, {jobraft.ErrInvalidRequest, OutcomeError},
 		{jobraft.ErrQueuePaused, OutcomeError}, {jobraft.ErrClosed, OutcomeError}, {jobraft.ErrBatchExists, OutcomeError},
+		{jobraft.ErrScheduleExists, OutcomeError}, {jobraft.ErrScheduleNotFound, OutcomeError},
 	} {
 		if errors.Is(err, c.class) {
 			n++
