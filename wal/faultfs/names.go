@@ -133,10 +133,17 @@ func (p *power) move(n *node, name string, hidden bool, do func(from, to string)
 	return nil
 }
 
-// hide moves n aside under a fresh hidden name. nsmu held.
+// hide moves n aside under a fresh hidden name: one no entry of its
+// directory holds, not even a leftover of an earlier process over the same
+// directory (one killed before the directory's SyncDir removed what it had
+// moved aside). nsmu held.
 func (p *power) hide(n *node) error {
 	name := hiddenPrefix + strconv.FormatUint(p.hidden, 10)
 	p.hidden++
+	for _, err := os.Lstat(filepath.Join(n.parent.path(), name)); err == nil; _, err = os.Lstat(filepath.Join(n.parent.path(), name)) {
+		name = hiddenPrefix + strconv.FormatUint(p.hidden, 10)
+		p.hidden++
+	}
 	if err := p.move(n, name, true, os.Rename); err != nil {
 		return fmt.Errorf("faultfs: move %s aside: %w", n.path(), err)
 	}

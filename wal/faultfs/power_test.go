@@ -448,3 +448,24 @@ func TestPowerLossAtLosesBeforeTheNthChange(t *testing.T) {
 	}
 	h.want("a=old")
 }
+
+// A process killed before a SyncDir removed what it moved aside leaves
+// that entry on disk; the next FS over the directory moves its own
+// removals aside under other names (chaos: a member restarted twice
+// exited at start, its snapshot store's removal of a leftover refused
+// with "file exists").
+func TestHideSkipsLeftoversOfAnEarlierProcess(t *testing.T) {
+	h := newPL(t)
+	for _, d := range []string{"gone", hiddenPrefix + "0", hiddenPrefix + "1"} {
+		if err := os.Mkdir(h.path(d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.syncDir("")
+	if err := h.fs.Remove(h.path("gone")); err != nil {
+		t.Fatalf("remove with leftovers of an earlier process: %v", err)
+	}
+	if _, err := os.Stat(h.path(hiddenPrefix + "2")); err != nil {
+		t.Fatalf("the removal is not moved aside under a free name: %v", err)
+	}
+}
