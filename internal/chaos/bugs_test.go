@@ -42,6 +42,7 @@ var injected = []struct {
 }{
 	{"fencing", []string{"fencing", "linearizable"}},
 	{"dedupe", []string{"acked-set", "linearizable"}},
+	{"schedid", []string{"schedule"}},
 	{"clamp", []string{"applied", "digest"}},
 	{"clamp,floor", []string{"applied", "digest", "acked-set"}},
 	{"floor", []string{"honest", "digest", "applied"}},

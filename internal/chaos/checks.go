@@ -23,7 +23,7 @@ func (r *runner) finalChecks() []Verdict {
 		lieAt = -1
 	}
 	out := []Verdict{r.ackedSet(ops, lieAt), fencing(ops, lieAt), r.linearizable(lieAt), r.liveness(), r.leaderWait(ops),
-		depsOrder(ops), r.batchOnce(ops)}
+		depsOrder(ops), r.batchOnce(ops), r.scheduleCheck(ops, lieAt)}
 	return append(out, r.walCompare(), r.honest())
 }
 

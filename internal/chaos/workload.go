@@ -42,8 +42,9 @@ type workload struct {
 	stop  chan struct{}
 	wg    sync.WaitGroup
 
-	mu  sync.Mutex
-	ops []Op
+	mu    sync.Mutex
+	ops   []Op
+	specs []clustertest.ScheduleSpec // the run's schedules (schedules.go)
 }
 
 // Workload sizes.
@@ -62,7 +63,7 @@ func newWorkload(r *runner) *workload {
 }
 
 func (w *workload) start(seed uint64) {
-	for c := 0; c < modelClients+bulkClients+depsClients; c++ {
+	for c := 0; c <= schedClient; c++ {
 		rng := rand.New(rand.NewPCG(seed, uint64(c)+1))
 		w.wg.Add(1)
 		go func() {
@@ -72,8 +73,10 @@ func (w *workload) start(seed uint64) {
 				w.modelClient(c, rng)
 			case c < modelClients+bulkClients:
 				w.bulkClient(c, rng)
-			default:
+			case c < schedClient:
 				w.depsClient(c, rng)
+			default:
+				w.scheduleClient(c, rng)
 			}
 		}()
 	}
