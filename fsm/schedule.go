@@ -119,7 +119,7 @@ type Template struct {
 
 // ScheduleDef is what a create names: the schedule's definition.
 type ScheduleDef struct {
-	// ID names the schedule: 1..MaxScheduleIDLen bytes, no '/'.
+	// ID names the schedule: 1..MaxScheduleIDLen bytes of A-Z a-z 0-9 . _ -
 	ID string
 	// Cron is a cron expression (robfig/cron/v3's syntax: 5 fields, or 6
 	// with seconds first, or a descriptor such as @hourly; no TZ= prefix
@@ -287,14 +287,8 @@ func (t *Template) newJob() NewJob {
 // cron expression is parsed and must have a tick within five years of
 // any time (the parser's horizon).
 func (d *ScheduleDef) validate() *refusal {
-	if d.ID == "" {
-		return refuse(CodeInvalidCommand, "empty schedule id")
-	}
-	if len(d.ID) > MaxScheduleIDLen {
-		return refuse(CodeTooLarge, "schedule id of %d bytes (max %d)", len(d.ID), MaxScheduleIDLen)
-	}
-	if strings.ContainsRune(d.ID, '/') {
-		return refuse(CodeInvalidCommand, "schedule id %q contains '/'", d.ID)
+	if r := checkScheduleID(d.ID); r != nil {
+		return r
 	}
 	switch {
 	case d.Cron != "" && d.Every != 0:
@@ -333,11 +327,25 @@ func sameDef(a, b *ScheduleDef) bool {
 }
 
 // ScheduleJobID is the ID of the job schedule id fires for tick: '@', the
-// schedule ID, '/', the tick in UTC (RFC 3339, nanoseconds when not
+// schedule ID, ':', the tick in UTC (RFC 3339, nanoseconds when not
 // whole seconds). A function of the schedule and the tick alone, so a
 // tick can create at most one job; outside the callers' ID space ('@').
 func ScheduleJobID(id string, tick time.Time) string {
-	return "@" + id + "/" + tick.UTC().Format(time.RFC3339Nano)
+	return "@" + id + ":" + tick.UTC().Format(time.RFC3339Nano)
+}
+
+// checkScheduleID checks a schedule ID: 1..MaxScheduleIDLen bytes of
+// A-Z a-z 0-9 . _ - (no ':', which ends it in its jobs' IDs).
+func checkScheduleID(id string) *refusal {
+	if id == "" || len(id) > MaxScheduleIDLen {
+		return refuse(CodeInvalidCommand, "schedule id of %d bytes (1..%d)", len(id), MaxScheduleIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return refuse(CodeInvalidCommand, "schedule id: byte %d is outside A-Z a-z 0-9 . _ -", i)
+		}
+	}
+	return nil
 }
 
 // tickAfter returns the schedule's first tick strictly after after (unix

@@ -52,8 +52,8 @@ func validateSchedule(c Command) *refusal {
 	case *ScheduleCmd:
 		return c.Def.validate()
 	case *ScheduleSetCmd:
-		if c.ID == "" || len(c.ID) > MaxScheduleIDLen {
-			return refuse(CodeInvalidCommand, "schedule id of %d bytes (1..%d)", len(c.ID), MaxScheduleIDLen)
+		if r := checkScheduleID(c.ID); r != nil {
+			return r
 		}
 		if c.Op == opInvalid || c.Op >= numScheduleOps {
 			return refuse(CodeInvalidCommand, "schedule operation %d", c.Op)

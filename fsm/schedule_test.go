@@ -240,6 +240,7 @@ func TestScheduleRefusals(t *testing.T) {
 		{ScheduleDef{ID: "a", Every: time.Minute, Cron: "* * * * *", Job: tmpl}, ErrInvalidCommand},
 		{ScheduleDef{ID: "", Every: time.Minute, Job: tmpl}, ErrInvalidCommand},
 		{ScheduleDef{ID: "a/b", Every: time.Minute, Job: tmpl}, ErrInvalidCommand},
+		{ScheduleDef{ID: "a:b", Every: time.Minute, Job: tmpl}, ErrInvalidCommand},
 		{ScheduleDef{ID: "a", Every: time.Minute}, ErrInvalidCommand},
 		{ScheduleDef{ID: "a", Every: time.Minute, Job: tmpl, Overlap: numOverlaps}, ErrInvalidCommand},
 		{ScheduleDef{ID: "a", Every: time.Minute, Job: tmpl, Zone: Zone{Shifts: []ZoneShift{{At: 2}, {At: 1}}}}, ErrInvalidCommand},

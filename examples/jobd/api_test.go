@@ -122,6 +122,8 @@ var apiRoutes = [][2]string{
 	{"GET", "/v1/watch"}, {"GET", "/v1/cluster/status"}, {"GET", "/v1/cluster/walcompare"}, {"GET", "/metrics"},
 	{"GET", "/v1/cluster/backup"}, {"POST", "/v1/queues/work/pause"}, {"POST", "/v1/queues/work/resume"},
 	{"POST", "/v1/batches"}, {"GET", "/v1/batches"}, {"GET", "/v1/batches/b"}, {"GET", "/v1/jobs/x/dependents"},
+	{"POST", "/v1/schedules"}, {"GET", "/v1/schedules"}, {"GET", "/v1/schedules/s"}, {"POST", "/v1/schedules/s/pause"},
+	{"POST", "/v1/schedules/s/resume"}, {"DELETE", "/v1/schedules/s"},
 	{"GET", "/v1/nope"},
 }
 

@@ -47,6 +47,9 @@ func classify(err error, advice string) (int, string, string) {
 			advice = fmt.Sprintf("resubmit with job ID %q (and the same idempotency key): the job exists at most once, and the reply says whether it does", se.ID)
 		}
 		return http.StatusServiceUnavailable, "outcome_unknown", err.Error() + " (" + advice + ")"
+	case scheduleRefusal(err) != nil: // api_schedules.go
+		r := scheduleRefusal(err)
+		return r.code, r.kind, detail(err, r.class)
 	case errors.Is(err, jobraft.ErrInvalidRequest):
 		return http.StatusBadRequest, "invalid", detail(err, jobraft.ErrInvalidRequest)
 	case errors.Is(err, jobraft.ErrNotFound):

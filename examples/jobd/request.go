@@ -49,8 +49,13 @@ func idByte(c byte) bool {
 }
 
 // pathID is the {id} of the request's path, checked.
+// An ID the cluster derived (a schedule's job: "@schedule:tick") begins
+// with '@', which no submitted ID may.
 func pathID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
+	if rest, ok := strings.CutPrefix(id, "@"); ok && rest != "" {
+		return id, checkJobID(rest)
+	}
 	return id, checkJobID(id)
 }
 

@@ -98,7 +98,7 @@ func CheckTicks(s ScheduleView, jobs []JobView) []string {
 	var bad []string
 	def := fsm.ScheduleDef{ID: s.ID, Cron: s.Cron, Every: s.Every}
 	created, next := time.Unix(0, s.Created), time.Unix(0, s.Next)
-	prefix := "@" + s.ID + "/"
+	prefix := "@" + s.ID + ":"
 	byTick := map[int64]JobView{}
 	for _, j := range jobs {
 		rest, ok := strings.CutPrefix(j.ID, prefix)
