@@ -16,7 +16,8 @@ import (
 )
 
 var commandOrder = []string{"submit", "get", "list", "watch", "cancel", "retry", "batch", "dependents", "claim", "ack", "nak", "extend", "term",
-	"pause", "resume", "stats", "members", "member-add", "member-remove", "walcompare", "backup", "verify-backup"}
+	"pause", "resume", "schedule-create", "schedule-list", "schedule-get", "schedule-pause", "schedule-resume", "schedule-delete",
+	"stats", "members", "member-add", "member-remove", "walcompare", "backup", "verify-backup"}
 
 // Per-command flag values (one command runs per process).
 var (
@@ -154,23 +155,9 @@ func submit(ctx context.Context, e *env, args []string) error {
 	if fAfter != "" {
 		req.After = strings.Split(fAfter, ",")
 	}
-	switch {
-	case fPayload != "" && fPayloadFile != "":
-		return usagef("give -payload or -payload-file, not both")
-	case fPayloadFile == "-":
-		b, err := readAll(os.Stdin)
-		if err != nil {
-			return err
-		}
-		req.Payload = b
-	case fPayloadFile != "":
-		b, err := os.ReadFile(fPayloadFile)
-		if err != nil {
-			return usagef("-payload-file: %v", err)
-		}
-		req.Payload = b
-	case fPayload != "":
-		req.Payload = []byte(fPayload)
+	var err error
+	if req.Payload, err = payloadFlags(); err != nil {
+		return err
 	}
 	res, err := e.c.Submit(ctx, req)
 	if err != nil {
@@ -185,6 +172,25 @@ func submit(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.out, "%s %s (queue %s, kind %s, state %s)\n", res.Job.ID, what, res.Job.Queue, res.Job.Kind, res.Job.State)
 	return nil
+}
+
+// payloadFlags is the payload -payload or -payload-file gives (nil: none).
+func payloadFlags() ([]byte, error) {
+	switch {
+	case fPayload != "" && fPayloadFile != "":
+		return nil, usagef("give -payload or -payload-file, not both")
+	case fPayloadFile == "-":
+		return readAll(os.Stdin)
+	case fPayloadFile != "":
+		b, err := os.ReadFile(fPayloadFile)
+		if err != nil {
+			return nil, usagef("-payload-file: %v", err)
+		}
+		return b, nil
+	case fPayload != "":
+		return []byte(fPayload), nil
+	}
+	return nil, nil
 }
 
 func get(ctx context.Context, e *env, args []string) error {
