@@ -62,7 +62,7 @@ func newConsole(s *server) *console {
 		j, err := s.ctl.Get(context.Background(), id, jobraft.Local)
 		return j.RunAt, err == nil
 	}
-	for _, p := range []string{"login", "queues", "jobs", "job", "cluster", "error", "bulk", "batches"} {
+	for _, p := range []string{"login", "queues", "jobs", "job", "cluster", "error", "bulk", "batches", "schedules"} {
 		c.pages[p] = template.Must(template.New("layout.html").Funcs(consoleFuncs).
 			ParseFS(consoleFiles, "console/layout.html", "console/"+p+".html"))
 	}
@@ -103,6 +103,7 @@ func (c *console) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /console/cluster/walcompare", c.post(c.runCompare))
 	mux.HandleFunc("POST /console/cluster/add", c.post(c.addMember))
 	mux.HandleFunc("POST /console/cluster/remove", c.post(c.removeMember))
+	c.scheduleRoutes(mux) // console_schedules.go
 }
 
 // page is what every page's template gets.
