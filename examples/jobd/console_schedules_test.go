@@ -5,6 +5,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // The schedules page lists each schedule with its definition and counts;
@@ -58,4 +61,38 @@ func TestConsoleSchedules(t *testing.T) {
 	if code, _ := post("resume", url.Values{"id": {"hourly-report"}, "csrf": {m[1]}}); code != http.StatusNotFound {
 		t.Fatalf("resume of a deleted schedule: %d, want 404", code)
 	}
+}
+
+// In a browser: the Schedules page after a schedule fired, then its
+// Pause button (screenshots schedules.png, schedules-paused.png).
+func TestConsoleSchedulesInBrowser(t *testing.T) {
+	bin := needChromium(t)
+	d, api := startTest(t, func(o *options) { o.Workers = false })
+	for _, s := range []map[string]any{
+		{"id": "every-second", "every": "1s", "queue": "ticks", "kind": "tick", "catch_up": "skip"},
+		{"id": "nightly-report", "cron": "30 2 * * *", "zone": "America/New_York", "queue": "reports", "kind": "render", "overlap": "skip"},
+	} {
+		wantCode(t, jsonCall(t, api, d, "POST", "/v1/schedules", s), 201)
+	}
+	b := newBrowser(t, bin, d.URL(), testToken)
+	b.login()
+	deadline := time.Now().Add(20 * time.Second)
+	for r := jsonCall(t, api, d, "GET", "/v1/schedules/every-second", nil); r.body["fired"].(float64) < 2; r = jsonCall(t, api, d, "GET", "/v1/schedules/every-second", nil) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the schedule did not fire twice in 20s: %s", r.raw)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+	b.do(chromedp.Navigate(d.URL()+"/console/schedules"), chromedp.WaitVisible(chromedp.ID("schedules")))
+	if n := b.count(`#schedules tr.schedule`); n != 2 {
+		t.Fatalf("%d schedule rows, want 2", n)
+	}
+	b.wantText(`tr[data-schedule="nightly-report"] td:nth-child(2)`, "30 2 * * * (America/New_York)")
+	b.shot("schedules")
+	b.submit(chromedp.Click(`tr[data-schedule="every-second"] button.pause`))
+	b.wantText(`tr[data-schedule="every-second"] .badge`, "paused")
+	if r := jsonCall(t, api, d, "GET", "/v1/schedules/every-second", nil); r.body["paused"] != true {
+		t.Fatalf("API after the console's pause: %s", r.raw)
+	}
+	b.shot("schedules-paused")
 }
