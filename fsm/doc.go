@@ -19,7 +19,8 @@
 //
 //  1. Build a typed command (SubmitCmd, ClaimCmd, ExtendCmd, AckCmd, NakCmd,
 //     TermCmd, CancelCmd, RetryCmd, ExpireCmd, PauseCmd, ResumeCmd,
-//     SweepCmd, or a BatchCmd of lease commands) and encode it with
+//     SweepCmd, ScheduleCmd, ScheduleSetCmd, FireCmd, or a BatchCmd of
+//     lease commands) and encode it with
 //     EncodeCommand (or EncodeBatch over encoded lease commands); propose
 //     the bytes as one raft entry. EncodeCommand refuses what Apply would refuse for
 //     stateless reasons (sizes, ranges), with the same sentinel errors.
@@ -36,6 +37,9 @@
 //     clock when you took office, and SweepCmd with the retention policy.
 //     Leases never expire by themselves.
 //  5. Truncate worker error strings to MaxMessage before proposing.
+//  6. Resolve a schedule's zone with LoadZone before a ScheduleCmd (the
+//     rules ride in the command); as leader, propose FireCmd when
+//     ScheduleDue says a tick is due.
 //
 // # Guarantees
 //
@@ -47,7 +51,10 @@
 //     command, an unknown job, a stale token). Apply never panics on its
 //     input.
 //   - Time: every job time is a log time; once a job is due it stays due,
-//     whatever the next leader's clock says. LogTime translates a reading
+//     whatever the next leader's clock says. A schedule's tick fires when
+//     the log's time reaches it, once: its job's ID is the schedule's and
+//     the tick's (ScheduleJobID), and Apply fires what is due at the
+//     entry's log time (schedule_apply.go, docs/schedules.md). LogTime translates a reading
 //     of the leader's clock; Claimable, LeaseDue and Sweepable take one.
 //   - Fencing: a lease token is the raft index of the claim entry, so it is
 //     unique; ack, nak, extend and term must carry the job's current token.
