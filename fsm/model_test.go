@@ -18,7 +18,7 @@ type model struct {
 	ends       map[string]modelEnd // per job, the request that ended its last lease
 	clk        modelClock
 	groups     map[string]*modelGroup // batches (deps_model_test.go)
-	scheds     map[string]*Schedule // schedule_model_test.go
+	scheds     map[string]*Schedule   // schedule_model_test.go
 }
 
 // modelEnd is what ended a job's last lease: the kind, the token and, for

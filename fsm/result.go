@@ -210,8 +210,8 @@ type result struct {
 	// and batches (deps.go), encoded as result version 5.
 	cascade   []cascaded
 	completed []*group
-	sched   *Schedule // schedule, schedule-set: the schedule after (a delete: before)
-	fired   []string  // fire: the jobs created
+	sched     *Schedule // schedule, schedule-set: the schedule after (a delete: before)
+	fired     []string  // fire: the jobs created
 }
 
 type sub struct {
