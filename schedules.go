@@ -145,20 +145,3 @@ func (c *Controller) setSchedule(ctx context.Context, id string, op fsm.Schedule
 	}
 	return *r.Schedule, nil
 }
-
-// fireDue is the leader duty for schedules: when this member's state shows
-// a schedule due by its own clock (translated into the log's time), it
-// proposes a FireCmd for term; Apply fires what is due at the entry's log
-// time, so a repeated or concurrent proposal fires nothing twice. It
-// returns how long the duty loop may sleep before the next tick.
-func (c *Controller) fireDue(term uint64) time.Duration {
-	wait, ok := c.jobs.ScheduleDue(c.cfg.Clock())
-	if ok && wait == 0 {
-		c.leaderCmd(term, &fsm.FireCmd{})
-		wait, ok = c.jobs.ScheduleDue(c.cfg.Clock())
-	}
-	if !ok || wait > c.cfg.ExpireInterval {
-		return c.cfg.ExpireInterval
-	}
-	return max(wait, time.Millisecond)
-}
