@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"github.com/jobraft/jobraft/internal/bugs"
-	"slices"
 	"strconv"
 	"time"
 	"unsafe"
@@ -85,6 +84,8 @@ func (s *state) applyOne(e Entry, now int64, c Command, r *result) {
 		s.sweep(now, c, r)
 	case *ScheduleCmd, *ScheduleSetCmd, *FireCmd:
 		rf = s.applySchedule(e, now, c, r)
+	case *SetLimitCmd, *ClearLimitCmd, *SetRateCmd, *ClearRateCmd:
+		s.applyLimit(now, c, r)
 	}
 	if rf != nil {
 		r.code, r.detail = rf.code, rf.detail
@@ -184,6 +185,11 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 			}
 			id = s.newDerivedID(e.Index, i)
 		}
+		uq, holder := s.unique(nj, now) // unique.go
+		if holder != nil {
+			r.subs[i] = sub{outcome: OutcomeDuplicate, job: holder}
+			continue
+		}
 		deps, rf := s.parentsOf(nj, batch)
 		if rf != nil {
 			r.subs[i] = sub{outcome: OutcomeRejected, code: rf.code, detail: rf.detail}
@@ -200,6 +206,7 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 		}
 		s.seq++
 		j := newRecord(nj, id, s.seq, now, kept, bo)
+		j.setUniq(uq)
 		if j.setDeps(deps); deps.waits() {
 			j.state = StateWaiting
 		} else {
@@ -296,8 +303,9 @@ func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
 	src := s.readySources(qs, c.Kinds)
 	defer src.reset()
 	for len(r.jobs) < int(c.Max) {
-		best := src.best()
+		best := src.best(now)
 		if best < 0 {
+			src.countHeld(now)
 			break
 		}
 		old := s.rec(src.heads[best])
@@ -308,6 +316,7 @@ func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
 		n.lease = &lease{token: e.Index, worker: c.Worker, deadline: addSat(now, ttl), ttl: ttl, term: e.Term, claim: c.ID}
 		s.replace(old, n)
 		src.pop(best)
+		src.took(best, now)
 		r.jobs = append(r.jobs, n)
 	}
 	return nil
@@ -315,35 +324,22 @@ func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {
 
 // sources are the ready trees a claim takes from, with each one's best
 // item cached: one tree per queue, or per (queue, kind) when the claim
-// names kinds. Items never tie (seq is unique), so the best across them is
-// one job whatever the order of the trees.
+// names kinds or the queue has kind limits (limit_claim.go). Items never
+// tie (seq is unique), so the best across them is one job whatever the
+// order of the trees.
 type sources struct {
 	trees []*tree
 	heads []item
 	ok    []bool
+	lims  []limitSource
 }
 
 // readySources fills the state's scratch sources (apply goroutine only;
 // reset them after use).
 func (s *state) readySources(qs []*queue, kinds []string) *sources {
 	src := &s.src
-	add := func(t *tree) {
-		if t == nil {
-			return
-		}
-		it, ok := t.Min()
-		src.trees, src.heads, src.ok = append(src.trees, t), append(src.heads, it), append(src.ok, ok)
-	}
 	for _, q := range qs {
-		if len(kinds) == 0 {
-			add(q.ready)
-			continue
-		}
-		for i, k := range kinds {
-			if !slices.Contains(kinds[:i], k) {
-				add(q.kindTree(k, StatePending))
-			}
-		}
+		s.addQueue(src, q, kinds)
 	}
 	return src
 }
@@ -353,15 +349,16 @@ func (s *state) readySources(qs []*queue, kinds []string) *sources {
 func (src *sources) reset() {
 	clear(src.trees)
 	clear(src.heads)
-	src.trees, src.heads, src.ok = src.trees[:0], src.heads[:0], src.ok[:0]
+	clear(src.lims)
+	src.trees, src.heads, src.ok, src.lims = src.trees[:0], src.heads[:0], src.ok[:0], src.lims[:0]
 }
 
-// best returns the index of the tree holding the best item, -1 if all
-// are empty.
-func (src *sources) best() int {
+// best returns the index of the tree holding the best item among those
+// its limits do not block at now, -1 if there is none.
+func (src *sources) best(now int64) int {
 	b := -1
 	for i := range src.trees {
-		if src.ok[i] && (b < 0 || itemLess(src.heads[i], src.heads[b])) {
+		if src.ok[i] && (b < 0 || itemLess(src.heads[i], src.heads[b])) && src.blocked(i, now) == 0 {
 			b = i
 		}
 	}

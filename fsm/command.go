@@ -28,10 +28,15 @@ const (
 	CmdSchedule    // schedule_codec.go
 	CmdScheduleSet // schedule_codec.go
 	CmdFire        // schedule_codec.go
+	CmdSetLimit    // limit.go
+	CmdClearLimit  // limit.go
+	CmdSetRate     // limit.go
+	CmdClearRate   // limit.go
 	numCmds
 )
 
-var cmdNames = [numCmds]string{"invalid", "submit", "claim", "extend", "ack", "nak", "term", "cancel", "retry", "expire", "pause", "resume", "sweep", "batch", "schedule", "schedule-set", "fire"}
+var cmdNames = [numCmds]string{"invalid", "submit", "claim", "extend", "ack", "nak", "term", "cancel", "retry", "expire", "pause", "resume", "sweep", "batch", "schedule", "schedule-set", "fire",
+	"set-limit", "clear-limit", "set-rate", "clear-rate"}
 
 func (t CommandType) String() string {
 	if t < numCmds {
@@ -240,6 +245,11 @@ func (nj *NewJob) validate() *refusal {
 	if r := nj.validateDeps(); r != nil {
 		return r
 	}
+	if nj.Unique != nil {
+		if r := nj.Unique.validate(); r != nil {
+			return r
+		}
+	}
 	return nj.Backoff.validate()
 }
 
@@ -344,6 +354,8 @@ func validate(c Command, all bool) *refusal {
 		if c.MaxAge < 0 {
 			return refuse(CodeInvalidCommand, "sweep max age %v negative", c.MaxAge)
 		}
+	case *SetLimitCmd, *ClearLimitCmd, *SetRateCmd, *ClearRateCmd:
+		return validateLimit(c)
 	default:
 		return refuse(CodeUnknownCommand, "command %T", c)
 	}

@@ -24,6 +24,10 @@ const (
 	// or that makes a batch (NewJob.After, SubmitCmd.Batch): the version 1
 	// layout followed by them (deps_codec.go). Only such submits take it.
 	FormatVersionDeps = 4
+	// FormatVersionSubmitExt is the version of a submit with a job that
+	// carries unique options (NewJob.Unique): the version 4 layout, then
+	// each job's extensions (unique.go). Only such submits take it.
+	FormatVersionSubmitExt = 5
 )
 
 // Command encoding (all integers varint/uvarint, see codec.go):
@@ -57,6 +61,14 @@ const (
 //	submit: the version 1 submit, then per job: parent count, parents
 //	        (str), parent policy (byte); then batch (byte 0/1) [| batch id
 //	        (str) | completion (byte 0/1) [| a version 1 submit's job]]
+//
+//	version 5 (submit only, new in this release):
+//	submit: the version 4 submit, then per job its extensions: a uvarint
+//	        bit set, 1: unique options (period varint ns, states byte)
+//
+//	version 1, new in this release (limit.go):
+//	set limit: queue, kind, max      clear limit: queue, kind
+//	set rate:  queue, every, burst   clear rate:  queue
 //
 // Kinds are written in the caller's order, duplicates included: the bytes
 // are a function of the command value alone.
@@ -110,8 +122,12 @@ func commandSizeHint(c Command) int {
 		return 64
 	}
 	n := 2 + uvarintLen(uint64(len(sc.Jobs)))
+	ext := extended(sc)
 	for i := range sc.Jobs {
 		n += jobWireSize(&sc.Jobs[i])
+		if ext && sc.Jobs[i].Unique == nil {
+			n++ // its empty extension set
+		}
 	}
 	return n
 }
@@ -145,6 +161,14 @@ func normalize(c Command) Command {
 		return &v
 	case BatchCmd:
 		return &v
+	case SetLimitCmd:
+		return &v
+	case ClearLimitCmd:
+		return &v
+	case SetRateCmd:
+		return &v
+	case ClearRateCmd:
+		return &v
 	}
 	return normalizeSchedule(c)
 }
@@ -156,7 +180,9 @@ func appendCommand(b []byte, c Command) []byte {
 		version = FormatVersionClaimID
 	} else if ok && len(cc.Kinds) > 0 {
 		version = FormatVersionClaimKinds
-	} else if sc, ok := c.(*SubmitCmd); ok && sc.hasDeps() {
+	} else if sc, ok := c.(*SubmitCmd); ok && extended(sc) {
+		version = FormatVersionSubmitExt
+	} else if ok && sc.hasDeps() {
 		version = FormatVersionDeps
 	}
 	b = append(b, version, byte(c.Type()))
@@ -166,8 +192,13 @@ func appendCommand(b []byte, c Command) []byte {
 		for i := range c.Jobs {
 			b = appendNewJob(b, &c.Jobs[i])
 		}
-		if version == FormatVersionDeps {
+		if version >= FormatVersionDeps {
 			b = appendSubmitDeps(b, c)
+		}
+		if version == FormatVersionSubmitExt {
+			for i := range c.Jobs {
+				b = appendSubmitExt(b, &c.Jobs[i])
+			}
 		}
 	case *ClaimCmd:
 		b = binary.AppendUvarint(b, uint64(len(c.Queues)))
@@ -220,6 +251,8 @@ func appendCommand(b []byte, c Command) []byte {
 		b = binary.AppendUvarint(b, uint64(c.MaxPerQueue))
 	case *BatchCmd:
 		b = appendBatch(b, c)
+	case *SetLimitCmd, *ClearLimitCmd, *SetRateCmd, *ClearRateCmd:
+		b = appendLimitCmd(b, c)
 	default:
 		b = appendScheduleCmd(b, c)
 	}
@@ -244,7 +277,7 @@ func decodeCommand(b []byte, scratch []NewJob) (Command, error) {
 	switch {
 	case b[0] == FormatVersion:
 	case (b[0] == FormatVersionClaimKinds || b[0] == FormatVersionClaimID) && CommandType(b[1]) == CmdClaim:
-	case b[0] == FormatVersionDeps && CommandType(b[1]) == CmdSubmit:
+	case (b[0] == FormatVersionDeps || b[0] == FormatVersionSubmitExt) && CommandType(b[1]) == CmdSubmit:
 	default:
 		return nil, fmt.Errorf("%w: command version %d (type %d)", ErrUnsupportedVersion, b[0], b[1])
 	}
@@ -262,10 +295,16 @@ func decodeCommand(b []byte, scratch []NewJob) (Command, error) {
 		}
 		for i := range jobs {
 			decodeNewJob(&d, &jobs[i])
+			jobs[i].Unique = nil // scratch may hold an earlier submit's
 		}
 		sc := &SubmitCmd{Jobs: jobs}
-		if b[0] == FormatVersionDeps {
+		if b[0] >= FormatVersionDeps {
 			decodeSubmitDeps(&d, sc)
+		}
+		if b[0] == FormatVersionSubmitExt {
+			for i := range jobs {
+				decodeSubmitExt(&d, &jobs[i])
+			}
 		}
 		c = sc
 	case CmdClaim:
@@ -317,6 +356,8 @@ func decodeCommand(b []byte, scratch []NewJob) (Command, error) {
 		c = decodeBatch(&d)
 	case CmdSchedule, CmdScheduleSet, CmdFire:
 		c = decodeScheduleCmd(&d, CommandType(b[1]))
+	case CmdSetLimit, CmdClearLimit, CmdSetRate, CmdClearRate:
+		c = decodeLimitCmd(CommandType(b[1]), &d)
 	default:
 		return nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, b[1])
 	}
@@ -345,7 +386,21 @@ func jobWireSize(nj *NewJob) int {
 	return str(len(nj.ID)) + str(len(nj.Queue)) + str(len(nj.Kind)) + str(len(nj.Payload)) +
 		varintLen(int64(nj.Priority)) + varintLen(toNanos(nj.RunAt)) + uvarintLen(uint64(nj.MaxAttempts)) +
 		varintLen(int64(nj.Backoff.Base)) + varintLen(int64(nj.Backoff.Max)) + uvarintLen(uint64(nj.Backoff.Factor)) + 1 +
-		str(len(nj.IdempotencyKey)) + depsWireSize(nj)
+		str(len(nj.IdempotencyKey)) + depsWireSize(nj) + uniqueWireSize(nj)
+}
+
+// uniqueWireSize is what a job's unique options add: its extensions and,
+// for a job without parents, the version 4 part it then takes (its empty
+// parents and policy) with the submit's batch byte (0 without unique
+// options: such a submit takes version 1 or 4).
+func uniqueWireSize(nj *NewJob) int {
+	if nj.Unique == nil {
+		return 0
+	}
+	if depsWireSize(nj) == 0 {
+		return submitExtSize(nj) + 3
+	}
+	return submitExtSize(nj)
 }
 
 func uvarintLen(v uint64) int {

@@ -99,6 +99,11 @@ func (m *model) submit(e Entry, c *SubmitCmd, r *Result, now time.Time) {
 			subs[i] = Submitted{Outcome: OutcomeDuplicate, Job: noPayload(old)}
 			continue
 		}
+		holder, uq := m.uniqueHolder(nj, toNanos(now)) // limit_model_test.go
+		if holder != nil {
+			subs[i] = Submitted{Outcome: OutcomeDuplicate, Job: noPayload(holder)}
+			continue
+		}
 		var unmet []string
 		code := CodeOK
 		for _, p := range nj.After {
@@ -120,6 +125,7 @@ func (m *model) submit(e Entry, c *SubmitCmd, r *Result, now time.Time) {
 			continue
 		}
 		j := m.create(&nj, id, now)
+		j.Unique = uq
 		if len(nj.After) > 0 {
 			j.After, j.OnParentFailure = slices.Clone(nj.After), nj.OnParentFailure
 		}

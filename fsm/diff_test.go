@@ -71,9 +71,11 @@ func (w *world) genCommand(t *rapid.T) Command {
 	dur := func(label string) time.Duration {
 		return time.Duration(rapid.Int64Range(0, int64(20*time.Second)).Draw(t, label))
 	}
-	switch rapid.IntRange(0, 19).Draw(t, "kind") {
+	switch rapid.IntRange(0, 21).Draw(t, "kind") {
 	case 17, 18, 19:
 		return genScheduleCmd(t)
+	case 20, 21:
+		return genLimitCmd(t)
 	case 15, 16:
 		if len(w.finishes) > 0 {
 			return w.genRepeat(t)
@@ -101,6 +103,10 @@ func (w *world) genCommand(t *rapid.T) Command {
 				IdempotencyKey: rapid.SampledFrom([]string{"", "", "k0", "k1", "k2"}).Draw(t, "key"),
 				Backoff: Backoff{Base: time.Duration(rapid.Int64Range(0, int64(3*time.Second)).Draw(t, "bobase")),
 					Jitter: uint8(rapid.IntRange(0, 101).Draw(t, "jitter"))},
+			}
+			if rapid.IntRange(0, 2).Draw(t, "unique") == 0 {
+				nj.Unique = genUnique(t)
+				nj.Payload = []byte(rapid.SampledFrom([]string{"", "x", "y"}).Draw(t, "upayload"))
 			}
 			if rapid.Bool().Draw(t, "delayed") {
 				nj.RunAt = w.now.Add(time.Duration(rapid.Int64Range(-int64(5*time.Second), int64(10*time.Second)).Draw(t, "runat")))
@@ -310,6 +316,9 @@ func (w *world) checkQueries(t *rapid.T) {
 	wantDue := false
 	for _, j := range w.ref.jobs {
 		wantDue = wantDue || (j.State == StateRunning && !j.Lease.Deadline.After(w.ref.clk.at(w.now)))
+	}
+	if got, want := w.real.Limits(w.now), w.ref.queueLimits(w.now); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Limits(%v) = %+v, model %+v", w.now, got, want)
 	}
 	if got := w.real.LeaseDue(w.now); got != wantDue {
 		t.Fatalf("LeaseDue(%v) = %v, model %v", w.now, got, wantDue)

@@ -232,6 +232,10 @@ type NewJob struct {
 	// ends by OnParentFailure when one ends otherwise (deps.go).
 	After           []string
 	OnParentFailure ParentPolicy
+	// Unique, if set, makes the job unique by (queue, kind, payload)
+	// within a period and among states (unique.go): a submit whose key a
+	// job holds is a duplicate of that job.
+	Unique *UniqueOpts
 }
 
 // Job is a snapshot of one job as a query or result returns it. Slices are
@@ -263,7 +267,8 @@ type Job struct {
 	Unmet           []string
 	OnParentFailure ParentPolicy
 	// Batch is the ID of the batch the job was submitted in ("" none).
-	Batch string
+	Batch  string
+	Unique *Unique // a unique job's key (nil for other jobs)
 }
 
 // fromNanos converts the internal clock representation (unix nanoseconds,

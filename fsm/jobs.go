@@ -97,7 +97,7 @@ func resultSizeHint(r *result) int {
 		}
 	case CmdSweep:
 		n += uvarintLen(r.removed)
-	case CmdPause, CmdResume:
+	case CmdPause, CmdResume, CmdSetLimit, CmdClearLimit, CmdSetRate, CmdClearRate:
 		n++
 	case CmdSchedule, CmdScheduleSet, CmdFire:
 		n += scheduleResultSize(r)
@@ -264,7 +264,7 @@ func (m *Jobs) Queues() []QueueInfo {
 // kind), stamped now by the current leader (translated into the log's time
 // as LogTime does), would lease a job: whether one of the
 // queues that is not paused holds a pending job, or a scheduled one due by
-// now, of one of the kinds. It reads this instance's state as it is: on a
+// now, of one of the kinds, that its limits (limit.go) let a claim lease. It reads this instance's state as it is: on a
 // member that is behind, an answer of the past. O(queues × kinds × log n).
 func (m *Jobs) Claimable(queues, kinds []string, now time.Time) bool {
 	m.mu.RLock()
@@ -282,13 +282,21 @@ func (m *Jobs) Claimable(queues, kinds []string, now time.Time) bool {
 		if !ok || q.paused {
 			continue
 		}
-		if len(kinds) == 0 {
+		l := m.st.limitOf(name) // limit_claim.go
+		if l.blocksQueue(q, t) {
+			continue
+		}
+		ks := l.claimKinds(q, kinds)
+		if len(ks) == 0 {
 			if q.ready.Len() > 0 || due(q.sched) {
 				return true
 			}
 			continue
 		}
-		for _, k := range kinds {
+		for _, k := range ks {
+			if l.blocksKind(k) {
+				continue
+			}
 			if r := q.kindTree(k, StatePending); (r != nil && r.Len() > 0) || due(q.kindTree(k, StateScheduled)) {
 				return true
 			}

@@ -19,6 +19,7 @@ type model struct {
 	clk        modelClock
 	groups     map[string]*modelGroup // batches (deps_model_test.go)
 	scheds     map[string]*Schedule   // schedule_model_test.go
+	limits     map[string]*modelLimit // limit_model_test.go
 }
 
 // modelEnd is what ended a job's last lease: the kind, the token and, for
@@ -86,11 +87,15 @@ func (c modelClock) at(now time.Time) time.Time {
 }
 
 func newModel() *model {
-	return &model{jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}, ends: map[string]modelEnd{}, groups: map[string]*modelGroup{}}
+	return &model{jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}, ends: map[string]modelEnd{}, groups: map[string]*modelGroup{},
+		limits: map[string]*modelLimit{}}
 }
 
 func (m *model) clone() *model {
-	c := &model{index: m.index, seq: m.seq, clk: m.clk, jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}}
+	c := &model{index: m.index, seq: m.seq, clk: m.clk, jobs: map[string]*Job{}, keys: map[string]string{}, paused: map[string]bool{}, limits: map[string]*modelLimit{}}
+	for q, l := range m.limits {
+		c.limits[q] = l.clone()
+	}
 	for id, j := range m.jobs {
 		cp := *j
 		c.jobs[id] = &cp
@@ -236,7 +241,7 @@ func (m *model) claimable(queues, kinds []string, now time.Time) bool {
 		if !slices.Contains(queues, j.Queue) || m.paused[j.Queue] || (len(kinds) > 0 && !slices.Contains(kinds, j.Kind)) {
 			continue
 		}
-		if j.State == StatePending || (j.State == StateScheduled && !j.RunAt.After(now)) {
+		if (j.State == StatePending || (j.State == StateScheduled && !j.RunAt.After(now))) && m.blockedBy(j, toNanos(now)) == 0 {
 			return true
 		}
 	}
@@ -278,12 +283,20 @@ func (m *model) apply(e Entry) Result {
 }
 
 // applyAt applies e's command at log time nowNs, then what it moved
-// through dependencies and batches (deps_model_test.go).
+// through dependencies and batches (deps_model_test.go), then frees the
+// unique keys of the jobs it moved out of their chosen states (the jobs
+// it answers show them freed).
 func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 	before := m.states()
 	r = m.applyCmd(e, r, nowNs)
 	if r.Code == CodeOK && r.Command != CmdBatch {
 		m.settle(before, &r, nowNs)
+	}
+	m.releaseKeys()
+	for i := range r.Jobs {
+		if j, ok := m.jobs[r.Jobs[i].ID]; ok {
+			r.Jobs[i].Unique = j.Unique
+		}
 	}
 	return r
 }
@@ -382,14 +395,13 @@ func (m *model) applyCmd(e Entry, r Result, nowNs int64) Result {
 		}
 		sort.Slice(cands, func(a, b int) bool { return lessKey(sortKey(cands[a]), sortKey(cands[b])) })
 		r.Jobs = []Job{}
-		for i := 0; i < len(cands) && i < int(c.Max); i++ {
-			j := cands[i]
+		m.leaseFrom(cands, int(c.Max), nowNs, func(j *Job) {
 			j.State = StateRunning
 			j.Attempts++
 			j.Updated = now
 			j.Lease = &Lease{Token: e.Index, Worker: c.Worker, Deadline: fromNanos(addSat(nowNs, int64(c.TTL))), TTL: c.TTL, Term: e.Term, ClaimID: c.ID}
 			r.Jobs = append(r.Jobs, withPayload(j))
-		}
+		})
 	case *ExtendCmd:
 		j, code := leased(c.ID, c.Token)
 		if code != CodeOK {
@@ -499,6 +511,8 @@ func (m *model) applyCmd(e Entry, r Result, nowNs int64) Result {
 			m.fail(j, now, 0, leaseExpiredMsg)
 			r.Expired = append(r.Expired, j.ID)
 		}
+	case *SetLimitCmd, *ClearLimitCmd, *SetRateCmd, *ClearRateCmd:
+		r.Changed = m.applyLimit(c)
 	case *PauseCmd:
 		r.Changed = !m.paused[c.Queue]
 		m.paused[c.Queue] = true

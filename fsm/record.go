@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"time"
 )
@@ -11,7 +12,7 @@ type job struct {
 	id, queue, kind, key string
 	payload              []byte
 	lease                *lease   // running only
-	out                  *outcome // last error, result and dependencies, nil when all empty
+	out                  *outcome // last error, result, dependencies and unique key, nil when all empty
 	runAt                int64    // unix ns
 	created, updated     int64    // unix ns; updated = finish time once terminal
 	seq                  uint64   // submit sequence
@@ -37,12 +38,14 @@ type lease struct {
 }
 
 // outcome holds a record's rarely set parts (the record stays in its
-// size class: TestSlotSize): the last error, the result, and the job's
-// parents and batch (deps.go, nil: none).
+// size class: TestSlotSize): the last error, the result, the job's
+// parents and batch (deps.go, nil: none) and its unique key (unique.go,
+// nil: not unique). Immutable once published, as the record.
 type outcome struct {
 	lastErr string
 	result  []byte
 	deps    *jobDeps
+	uq      *uniq
 }
 
 // dep returns the job's parents and batch, nil if none.
@@ -53,6 +56,14 @@ func (j *job) dep() *jobDeps {
 	return j.out.deps
 }
 
+// uniq is the record's unique key, nil if the job is not unique.
+func (j *job) uniq() *uniq {
+	if j.out == nil {
+		return nil
+	}
+	return j.out.uq
+}
+
 // setDeps sets the job's parents and batch (j is a private copy).
 func (j *job) setDeps(d *jobDeps) {
 	var o outcome
@@ -60,8 +71,23 @@ func (j *job) setDeps(d *jobDeps) {
 		o = *j.out
 	}
 	o.deps = d
+	j.setOut(o)
+}
+
+// setUniq sets the record's unique key (j is a private copy).
+func (j *job) setUniq(u *uniq) {
+	var o outcome
+	if j.out != nil {
+		o = *j.out
+	}
+	o.uq = u
+	j.setOut(o)
+}
+
+// setOut makes o the record's outcome, none when it is empty.
+func (j *job) setOut(o outcome) {
 	j.out = nil
-	if o.lastErr != "" || len(o.result) > 0 || o.deps != nil {
+	if o.lastErr != "" || len(o.result) > 0 || o.deps != nil || o.uq != nil {
 		j.out = &o
 	}
 }
@@ -86,12 +112,12 @@ func (j *job) result() []byte {
 }
 
 func (j *job) setOutcome(lastErr string, result []byte) {
-	d := j.dep()
-	if lastErr == "" && len(result) == 0 && d == nil {
+	d, u := j.dep(), j.uniq()
+	if lastErr == "" && len(result) == 0 && d == nil && u == nil {
 		j.out = nil
 		return
 	}
-	j.out = &outcome{lastErr: lastErr, result: result, deps: d}
+	j.out = &outcome{lastErr: lastErr, result: result, deps: d, uq: u}
 }
 
 // hasOutcome reports whether the job has a last error or result (record
@@ -126,6 +152,7 @@ func (j *job) publicWith(bo Backoff, l *lease, e *leaseEnd, withPayload bool) Jo
 		p.LastLease = &LeaseEnd{Token: e.token, By: e.by, Sum: e.sum}
 	}
 	j.dep().setPublic(&p)
+	p.Unique = j.uniq().public()
 	return p
 }
 
@@ -142,10 +169,12 @@ func (j *job) publicWith(bo Backoff, l *lease, e *leaseEnd, withPayload bool) Jo
 //	[claim id: the lease's claim ID (str, not empty; only with a lease)] |
 //	[request sum: the last lease end's (8 bytes, big endian, not 0; only
 //	 with flag 4 and an end by nak or term)] |
-//	[dependencies (flag 32): parents, unmet ones, policy, batch (deps_codec.go)]
+//	[dependencies (flag 32): parents, unmet ones, policy, batch (deps_codec.go)] |
+//	[unique key (flag 64): period, window (varint ns), states (byte), held
+//	 (byte) (unique.go)]
 //
-// Flag 32 is new in snapshot version 6 and result version 5; a record
-// without it encodes as before.
+// Flags 32 and 64 are new in snapshot version 6 and result version 5; a
+// record without them encodes as before.
 // Flag 16 is new in snapshot version 5 and result version 4; a record
 // without it encodes as before.
 // Flag 8 is new in snapshot version 3 and result version 3; a record
@@ -159,6 +188,7 @@ const (
 	flagEnd     = 4
 	flagClaim   = 8
 	flagSum     = 16
+	flagUnique  = 64
 )
 
 func appendJob(b []byte, j *job, withPayload bool) []byte {
@@ -202,6 +232,9 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	if j.dep() != nil {
 		flags |= flagDeps
 	}
+	if j.uniq() != nil {
+		flags |= flagUnique
+	}
 	b = append(b, flags)
 	if l := j.lease; l != nil {
 		b = binary.AppendUvarint(b, l.token)
@@ -226,6 +259,9 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 	}
 	if d := j.dep(); d != nil {
 		b = appendDeps(b, d)
+	}
+	if u := j.uniq(); u != nil {
+		b = appendUniq(b, u)
 	}
 	return b
 }
@@ -258,6 +294,9 @@ func jobSize(j *job, withPayload bool) int {
 	if d := j.dep(); d != nil {
 		n += depsSize(d)
 	}
+	if u := j.uniq(); u != nil {
+		n += uniqSize(u)
+	}
 	return n
 }
 
@@ -274,6 +313,9 @@ func decodeJob(d *decoder) *job {
 	if e.by != EndNone {
 		j.end = new(leaseEnd)
 		*j.end = e
+	}
+	if u := j.uniq(); u != nil {
+		u.sum = sha256.Sum256(j.payload)
 	}
 	return j
 }
@@ -317,7 +359,7 @@ func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool, e leas
 	j.seq = d.uvarint()
 	bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
 	flags := d.byte()
-	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim|flagSum|flagDeps) != 0 {
+	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim|flagSum|flagDeps|flagUnique) != 0 {
 		d.fail("job flags %#x", flags)
 	}
 	if flags&flagLease != 0 {
@@ -351,6 +393,9 @@ func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool, e leas
 	if flags&flagDeps != 0 {
 		j.setDeps(decodeDeps(d))
 	}
+	if flags&flagUnique != 0 {
+		j.setUniq(decodeUniq(d))
+	}
 	return bo, l, leased, e
 }
 
@@ -367,7 +412,7 @@ func checkJob(j *job) string {
 		return "bad state"
 	case (j.lease != nil) != (j.state == StateRunning):
 		return "lease present iff running violated"
-	case j.out != nil && !j.hasOutcome() && j.out.deps == nil:
+	case j.out != nil && !j.hasOutcome() && j.out.deps == nil && j.out.uq == nil:
 		return "empty outcome record"
 	case j.bo.validate() != nil || *j.bo != j.bo.withDefaults():
 		return "bad backoff"
@@ -375,6 +420,9 @@ func checkJob(j *job) string {
 		return "zero max attempts"
 	}
 	if why := checkDeps(j); why != "" {
+		return why
+	}
+	if why := checkUniq(j); why != "" {
 		return why
 	}
 	if l := j.lease; l != nil && (l.worker == "" || l.token == 0 || l.ttl <= 0 || len(l.claim) > MaxNameLen) {

@@ -59,7 +59,8 @@ type Result struct {
 	Jobs    []Job
 	Expired []string // expire: IDs of expired leases' jobs, in expiry order
 	Removed uint64   // sweep: jobs removed
-	// Changed: pause, resume: whether the queue's state changed; ack, nak,
+	// Changed: pause, resume, set/clear limit, set/clear rate: whether
+	// the queue's state changed; ack, nak,
 	// term: false when the command repeated the very request that ended
 	// the lease (idempotent: nothing changed, Jobs holds the job as it is); claim:
 	// false when it repeated a claim with the same ID whose leases are
@@ -103,15 +104,18 @@ func (r *Result) Err() error {
 //	          (with payload for claim, without otherwise)
 //	  ack, nak, term, claim: then changed (byte 0/1)
 //	  expire: count, ids (str)      sweep: removed (uvarint)
-//	  pause, resume: changed (byte 0/1)
+//	  pause, resume, set/clear limit, set/clear rate: changed (byte 0/1)
 //	  batch: count, then per command: length (uvarint), its result
 //	         (this encoding, recursively; lease commands only)
 //
 // Version 1 had no changed byte after ack, nak and term (they always
 // changed the job) and no job record flag 4; version 2 no changed byte
 // after a claim and no job record flag 8, nor batch results; version 3 no
-// job record flag 16 (a lease end's request sum). DecodeResult still
-// reads them all.
+// job record flag 16 (a lease end's request sum). Results of this
+// release's limit commands (limit.go) and job records with flag 64 (a
+// unique key, unique.go) keep version 4: an older build neither proposes
+// those commands nor reads those records. DecodeResult still reads them
+// all.
 const (
 	ResultVersion   = 4
 	resultVersionV3 = 3
@@ -155,7 +159,7 @@ func appendResult(b []byte, r *result) []byte {
 		}
 	case CmdSweep:
 		b = binary.AppendUvarint(b, r.removed)
-	case CmdPause, CmdResume:
+	case CmdPause, CmdResume, CmdSetLimit, CmdClearLimit, CmdSetRate, CmdClearRate:
 		b = appendBool(b, r.changed)
 	case CmdSchedule, CmdScheduleSet, CmdFire:
 		b = appendScheduleResult(b, r)
@@ -221,7 +225,7 @@ type sub struct {
 	job     *job
 }
 
-// DecodeResult parses the bytes Apply returned (result version 4 to 1). An
+// DecodeResult parses the bytes Apply returned (result version 5 to 1). An
 // error (wrapping ErrInvalidResult or ErrUnsupportedVersion) means the
 // bytes are not a result; a refused command decodes fine and reports
 // itself via Result.Err.
@@ -322,7 +326,7 @@ func decodeResult(b []byte, arena *[]byte, mode decodeMode) (Result, error) {
 			}
 		case CmdSweep:
 			r.Removed = d.uvarint()
-		case CmdPause, CmdResume:
+		case CmdPause, CmdResume, CmdSetLimit, CmdClearLimit, CmdSetRate, CmdClearRate:
 			r.Changed = d.bool()
 		case CmdSchedule, CmdScheduleSet, CmdFire:
 			decodeScheduleResult(&d, &r)

@@ -23,6 +23,8 @@ import (
 //	|   'Q' paused queue:  name (str)          (in name order)       |
 //	|   'S' schedule:      length (uvarint) + schedule record        |
 //	|                      (schedule_codec.go; in ID order)          |
+//	|   'L' queue limits:  length (uvarint) + limits (limit.go,      |
+//	|                      appendLimit)  (in queue order, after 'Q') |
 //	|   'J' job:           length (uvarint) + job record (record.go) |
 //	|                      (in ID order, strictly increasing)        |
 //	|   'B' batch:         length (uvarint) + batch record           |
@@ -37,10 +39,11 @@ import (
 // Nothing may follow the CRC. Restore rebuilds every index from the
 // records, recomputes the digest and requires it to equal the stored one.
 //
-// Version 5 is the same layout without 'S' and 'B' records and job record
-// flag 32 (schedules, schedule_codec.go; dependencies and batches,
-// deps.go): Restore still reads it, with no schedule, no batch and no job
-// depending on another.
+// Version 5 is the same layout without 'S', 'L' and 'B' records and job
+// record flags 32 and 64 (schedules, schedule_codec.go; dependencies and
+// batches, deps.go; a unique key, unique.go): Restore still reads it,
+// with no schedule, no limits, no batch, no job depending on another and
+// no unique job.
 // Version 4 is the same layout without job record flag 16 (the request
 // sum of a lease end by nak or term, record.go): Restore still reads it,
 // and its naks' and terms' ends have no sum (a repeat of one is refused
@@ -58,7 +61,7 @@ import (
 // clock, which the first entry applied after it starts (so a member
 // restored from one may hold another log time than one that applied the
 // same entries, until the next term: no mixed-version clusters). Older
-// builds do not read version 5.
+// builds do not read version 6.
 const (
 	snapMagic   = "JRFSMSNP"
 	snapVersion = 6
@@ -81,6 +84,7 @@ type snapshot struct {
 	clock      logClock
 	sum        [32]byte
 	paused     []string
+	limits     []qlimit
 	jobs       *btree.BTreeG[*slot] // slots of generations before the live one: frozen
 	groups     *groupTree           // batches (immutable records), nil: none
 	scheds     *btree.BTreeG[*schedEnt]
@@ -94,7 +98,7 @@ func (m *Jobs) Snapshot() (Snapshot, error) {
 	defer m.mu.Unlock()
 	st := m.st
 	st.freeze() // every slot the copy shares is now frozen (state.go)
-	sn := &snapshot{index: st.index, seq: st.seq, clock: st.clock, sum: st.sum(), paused: st.pausedNames(), jobs: st.jobs.Copy(), scheds: st.schedCopy()}
+	sn := &snapshot{index: st.index, seq: st.seq, clock: st.clock, sum: st.sum(), paused: st.pausedNames(), limits: st.copyLimits(), jobs: st.jobs.Copy(), scheds: st.schedCopy()}
 	if st.dep.groups != nil {
 		sn.groups = st.dep.groups.Copy()
 	}
@@ -122,6 +126,10 @@ func (sn *snapshot) Persist(w io.Writer) error {
 		b = appendStr(b, name)
 	}
 	b = appendSchedRecords(b, sn.scheds)
+	for i := range sn.limits {
+		b = append(b, 'L')
+		b = appendBytes(b, appendLimit(nil, &sn.limits[i]))
+	}
 	if _, err := bw.Write(b); err != nil {
 		return err
 	}
@@ -239,13 +247,14 @@ func readSnapshot(r io.Reader) (*state, error) {
 		}
 	}
 	var (
-		rec     []byte
-		count   uint64
-		lastID  string
-		lastQ   string
-		inJobs  bool
-		lastB   string
-		wantSum [32]byte
+		rec      []byte
+		count    uint64
+		lastID   string
+		lastQ    string
+		inJobs   bool
+		inLimits bool
+		lastB    string
+		wantSum  [32]byte
 	)
 	for {
 		tag, err := cr.ReadByte()
@@ -253,8 +262,14 @@ func readSnapshot(r io.Reader) (*state, error) {
 			return nil, err
 		}
 		switch tag {
+		case 'L':
+			if err := readLimit(cr, st, version, inJobs); err != nil {
+				return nil, err
+			}
+			inLimits = true
+			continue
 		case 'Q':
-			if inJobs {
+			if inJobs || inLimits {
 				return nil, corrupt("queue record after job records")
 			}
 			name, err := readStr(cr, MaxNameLen)
@@ -268,8 +283,8 @@ func readSnapshot(r io.Reader) (*state, error) {
 			st.queueOrCreate(name).paused = true
 			continue
 		case 'S':
-			if inJobs || lastB != "" || version < snapVersion {
-				return nil, corrupt("schedule record after job or batch records or in a version %d snapshot", version)
+			if inJobs || inLimits || lastB != "" || version < snapVersion {
+				return nil, corrupt("schedule record after limits, job or batch records or in a version %d snapshot", version)
 			}
 			if err := readSchedRecord(cr, st); err != nil {
 				return nil, err
@@ -320,6 +335,12 @@ func readSnapshot(r io.Reader) (*state, error) {
 			}
 			if version < snapV3 && j.lease != nil && j.lease.claim != "" {
 				return nil, corrupt("job %q: version %d record with a claim id", j.id, version)
+			}
+			if version < snapVersion && j.uniq() != nil {
+				return nil, corrupt("job %q: version %d record with a unique key", j.id, version)
+			}
+			if st.uniqueTaken(j) {
+				return nil, corrupt("job %q: unique key held by another job", j.id)
 			}
 			if j.key != "" {
 				if _, dup := st.keys.Get(keyEnt{key: j.key}); dup {
@@ -380,6 +401,40 @@ func readSnapshot(r io.Reader) (*state, error) {
 		return nil, corrupt("restored state digest differs from the snapshot's")
 	}
 	return st, nil
+}
+
+// readLimit reads one 'L' record into st: only in version 6, before the
+// job records, in queue order.
+func readLimit(cr *crcReader, st *state, version uint16, inJobs bool) error {
+	if version < snapVersion || inJobs {
+		return corrupt("limits record in version %d or after job records", version)
+	}
+	n, err := readUvarint(cr)
+	if err != nil {
+		return err
+	}
+	if n > 1<<20 {
+		return corrupt("limits record of %d bytes", n)
+	}
+	b := make([]byte, n)
+	if err := cr.read(b); err != nil {
+		return err
+	}
+	d := decoder{b: b}
+	l, why := decodeLimit(&d)
+	if why == "" {
+		if d.end(); d.err != nil {
+			why = d.err.Error()
+		}
+	}
+	if why != "" {
+		return corrupt("limits record: %s", why)
+	}
+	if last, ok := st.limits.Max(); ok && l.queue <= last.queue {
+		return corrupt("limits of queue %q out of order", l.queue)
+	}
+	st.limits.Set(l)
+	return nil
 }
 
 func readStr(cr *crcReader, max int) (string, error) {

@@ -263,6 +263,11 @@ type state struct {
 	// only, and answers are sorted by job ID, so map order cannot reach a
 	// result.
 	claims map[string][]string
+	// limits holds the queues' limits (limit.go); uniq indexes the
+	// unique keys held, key -> job ID (unique.go; derived from the
+	// records, looked up by key only).
+	limits *btree.BTreeG[*qlimit]
+	uniq   map[uniqKey]string
 	keys   *btree.BTreeG[keyEnt]
 	queues *btree.BTreeG[*queue]
 	acc    [4]uint64 // sum of per-job hashes, lane-wise mod 2^64
@@ -297,6 +302,8 @@ func newState() *state {
 	return &state{
 		jobs:   btree.NewBTreeGOptions(func(a, b *slot) bool { return a.id < b.id }, btree.Options{NoLocks: true, Degree: 64}),
 		claims: map[string][]string{},
+		limits: newLimits(),
+		uniq:   map[uniqKey]string{},
 		keys:   btree.NewBTreeGOptions(func(a, b keyEnt) bool { return a.key < b.key }, btree.Options{NoLocks: true}),
 		queues: btree.NewBTreeGOptions(func(a, b *queue) bool { return a.name < b.name },
 			btree.Options{NoLocks: true}),
@@ -439,6 +446,10 @@ func (s *state) insert(q *queue, j *job) bool {
 	if j.key != "" {
 		s.keys.Set(keyEnt{key: j.key, id: j.id})
 	}
+	if j.state == StateRunning && s.limits.Len() > 0 {
+		s.limitMove(j, 1)
+	}
+	s.uniqueIndex(j, true)
 	s.accAdd(sl)
 	return true
 }
@@ -446,6 +457,8 @@ func (s *state) insert(q *queue, j *job) bool {
 // replace swaps the published record old for its modified copy n (same ID,
 // queue and key).
 func (s *state) replace(old, n *job) {
+	s.uniqueLeave(n)
+	s.limitRunning(old, n)
 	q := s.queue(old.queue)
 	oi, ni := itemOf(old), itemOf(n)
 	q.tree(old.state).Delete(oi)
@@ -559,13 +572,19 @@ func (s *state) remove(j *job) {
 	if j.key != "" {
 		s.keys.Delete(keyEnt{key: j.key})
 	}
+	if j.state == StateRunning && s.limits.Len() > 0 {
+		s.limitMove(j, -1)
+	}
+	s.uniqueIndex(j, false)
 	s.accSub(j.slot)
 	s.dropIfEmpty(q)
 }
 
 // sum is the digest of the whole state: SHA-256 over a domain tag, the
 // applied index, the submit sequence, the log clock, the job-hash
-// accumulator and the names of paused queues in order. O(paused queues).
+// accumulator, the names of paused queues in order and the queues'
+// limits (limit.go; nothing when there are none). O(paused queues +
+// limited queues).
 func (s *state) sum() [32]byte { return s.digest(true) }
 
 // digest computes sum; without the clock it is the digest of snapshot
@@ -594,6 +613,7 @@ func (s *state) digest(clock bool) [32]byte {
 		return true
 	})
 	b = s.dep.appendDigest(b)
+	b = s.appendLimitsDigest(b)
 	h.Write(b)
 	var out [32]byte
 	h.Sum(out[:0])
