@@ -19,8 +19,9 @@
 //
 //  1. Build a typed command (SubmitCmd, ClaimCmd, ExtendCmd, AckCmd, NakCmd,
 //     TermCmd, CancelCmd, RetryCmd, ExpireCmd, PauseCmd, ResumeCmd,
-//     SweepCmd, ScheduleCmd, ScheduleSetCmd, FireCmd, or a BatchCmd of
-//     lease commands) and encode it with
+//     SweepCmd, ScheduleCmd, ScheduleSetCmd, FireCmd, SetLimitCmd,
+//     ClearLimitCmd, SetRateCmd, ClearRateCmd, or a BatchCmd of lease
+//     commands) and encode it with
 //     EncodeCommand (or EncodeBatch over encoded lease commands); propose
 //     the bytes as one raft entry. EncodeCommand refuses what Apply would refuse for
 //     stateless reasons (sizes, ranges), with the same sentinel errors.
@@ -76,7 +77,12 @@
 //     ends. What a command moved that way is in Result.Cascade and
 //     Result.Completed. See deps.go, batch_group.go and
 //     docs/dependencies.md.
-//   - Snapshots are O(number of paused queues) to take: the job tree is a
+//   - Limits (limit.go): a queue's and a kind's concurrency limit and a
+//     queue's rate are enforced when a claim applies, on the running jobs
+//     and the log's time, so they hold across every member and worker.
+//     Unique jobs (unique.go): a submit whose (queue, kind, payload,
+//     window) key a job holds is a duplicate of that job.
+//   - Snapshots are O(number of paused and limited queues) to take: the job tree is a
 //     copy-on-write btree clone and job records are immutable once
 //     published, so Persist streams while Apply continues. Restore validates
 //     the magic, version, layout, CRC-32C, record invariants and the
@@ -93,7 +99,8 @@
 // depend on any iteration order. Digest().Sum is SHA-256 over a domain tag,
 // the applied index, the submit sequence, that accumulator and the names of
 // paused queues, and, while batches are held, their count and the
-// accumulator of their records' hashes: O(paused queues) per call. Index structures are functions
+// accumulator of their records' hashes, and the queues' limits: O(paused
+// and limited queues) per call. Index structures are functions
 // of the records and are not hashed separately.
 //
 // # Caveats

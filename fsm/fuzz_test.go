@@ -29,6 +29,9 @@ func seedCommands() [][]byte {
 		&ScheduleCmd{Def: ScheduleDef{ID: "s", Every: time.Second, Job: Template{Queue: "q", Kind: "k", Payload: []byte("p")}, Overlap: OverlapOne}},
 		&ScheduleCmd{Def: ScheduleDef{ID: "c", Cron: "*/2 * * * * *", Zone: Zone{Name: "Z", Offset: 3600, Shifts: []ZoneShift{{At: 1e9, Offset: 7200}}}, Job: Template{Queue: "q", Kind: "k"}}},
 		&ScheduleSetCmd{ID: "s", Op: SchedulePause}, &ScheduleSetCmd{ID: "s", Op: ScheduleDelete}, &FireCmd{},
+		&SetLimitCmd{Queue: "q", Max: 1}, &SetLimitCmd{Queue: "q", Kind: "k", Max: 2}, &ClearLimitCmd{Queue: "q", Kind: "k"},
+		&SetRateCmd{Queue: "q", Every: time.Second, Burst: 2}, &ClearRateCmd{Queue: "q"},
+		&SubmitCmd{Jobs: []NewJob{{Queue: "q", Kind: "k", Payload: []byte("u"), Unique: &UniqueOpts{Period: time.Minute, States: DefaultUniqueStates}}, {Queue: "q", Kind: "k"}}},
 	} {
 		out = append(out, appendCommand(nil, c))
 	}

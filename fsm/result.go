@@ -225,7 +225,7 @@ type sub struct {
 	job     *job
 }
 
-// DecodeResult parses the bytes Apply returned (result version 5 to 1). An
+// DecodeResult parses the bytes Apply returned (result version 4 to 1). An
 // error (wrapping ErrInvalidResult or ErrUnsupportedVersion) means the
 // bytes are not a result; a refused command decodes fine and reports
 // itself via Result.Err.
