@@ -135,6 +135,9 @@ type Stats struct {
 	AppliedIndex uint64
 	Jobs         int
 	Queues       []fsm.QueueInfo
+	// Limits are the queues' limits (limits.go), with the claims they
+	// held back.
+	Limits []fsm.QueueLimits
 	// SubmitEntries and SubmittedJobs count this member's submit entries
 	// and the jobs they carried since Open (their ratio is the batching).
 	SubmitEntries uint64
@@ -168,7 +171,7 @@ func (c *Controller) LocalStats() Stats {
 	oldest, _ := c.rec.Bounds()
 	return Stats{
 		Member: c.cfg.ID, Role: r.State().String(), Term: r.CurrentTerm(), Leader: string(leader),
-		AppliedIndex: c.jobs.AppliedIndex(), Jobs: c.jobs.Len(), Queues: c.jobs.Queues(),
+		AppliedIndex: c.jobs.AppliedIndex(), Jobs: c.jobs.Len(), Queues: c.jobs.Queues(), Limits: c.jobs.Limits(c.cfg.Clock()),
 		SubmitEntries: c.sub.Entries(), SubmittedJobs: c.sub.Jobs(), WatchOldest: oldest,
 		BatchHolds: c.hold.Holds(), BatchHoldsExpired: c.hold.Expired(),
 	}

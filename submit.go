@@ -49,6 +49,11 @@ type SubmitRequest struct {
 	// See docs/dependencies.md.
 	After           []string
 	OnParentFailure ParentPolicy
+	// Unique, if set, makes the job unique by (queue, kind, payload)
+	// within Unique.Period of log time and while the job's state is among
+	// Unique.States: a submit whose key a job holds returns that job as
+	// a duplicate and creates nothing (limits.go, fsm.UniqueOpts).
+	Unique *UniqueOpts
 }
 
 // Submitted is the job Submit returns: the job as created, or the existing
@@ -64,8 +69,8 @@ type Submitted struct {
 type SubmitResult struct {
 	// Job is the job as created (or the existing one), without payload.
 	Job Job
-	// Duplicate: the ID or idempotency key named a job that existed before
-	// this call, and Job is that job. (A job this call itself created on
+	// Duplicate: the ID, idempotency key or unique key named a job that
+	// existed before this call, and Job is that job. (A job this call itself created on
 	// an attempt whose answer was lost is not a duplicate; after such an
 	// attempt a job found under this call's own ID is reported new, one
 	// found by the idempotency key under another ID a duplicate.)
@@ -180,6 +185,7 @@ func (c *Controller) newJob(req *SubmitRequest) (fsm.NewJob, int, error) {
 		ID: req.ID, Queue: req.Queue, Kind: req.Kind, Payload: req.Payload, Priority: req.Priority,
 		RunAt: req.RunAt, MaxAttempts: req.MaxAttempts, Backoff: req.Backoff, IdempotencyKey: req.IdempotencyKey,
 		After: req.After, OnParentFailure: req.OnParentFailure,
+		Unique: req.Unique,
 	}
 	if nj.ID == "" {
 		nj.ID = NewID()
