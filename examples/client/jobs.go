@@ -244,3 +244,48 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// SetLimit sets the concurrency limit of queue (kind "") or of one kind
+// of it: at most max of its jobs run at once, across the cluster.
+// Idempotent, resent after an unknown outcome. The reply is the queue's
+// limits after it.
+func (c *Client) SetLimit(ctx context.Context, queue, kind string, max int64) (QueueLimits, error) {
+	var out QueueLimits
+	err := c.resend(ctx, &call{method: "POST", path: limitPath(queue, "limit"), in: LimitRequest{Kind: kind, Max: max}, out: &out, mutates: true}, nil)
+	return out, err
+}
+
+// ClearLimit removes the concurrency limit of queue (kind "") or of one
+// kind of it (clearing none succeeds).
+func (c *Client) ClearLimit(ctx context.Context, queue, kind string) (QueueLimits, error) {
+	var out QueueLimits
+	path := limitPath(queue, "limit")
+	if kind != "" {
+		path += "?kind=" + url.QueryEscape(kind)
+	}
+	err := c.resend(ctx, &call{method: "DELETE", path: path, out: &out, mutates: true}, nil)
+	return out, err
+}
+
+// SetRate sets queue's rate: perSecond jobs a second, bursts of burst.
+func (c *Client) SetRate(ctx context.Context, queue string, perSecond float64, burst int) (QueueLimits, error) {
+	var out QueueLimits
+	err := c.resend(ctx, &call{method: "POST", path: limitPath(queue, "rate"), in: RateRequest{PerSecond: perSecond, Burst: burst}, out: &out, mutates: true}, nil)
+	return out, err
+}
+
+// ClearRate removes queue's rate (clearing none succeeds).
+func (c *Client) ClearRate(ctx context.Context, queue string) (QueueLimits, error) {
+	var out QueueLimits
+	err := c.resend(ctx, &call{method: "DELETE", path: limitPath(queue, "rate"), out: &out, mutates: true}, nil)
+	return out, err
+}
+
+// Limits returns every queue's limits (linearizable).
+func (c *Client) Limits(ctx context.Context) ([]QueueLimits, error) {
+	var out LimitsReply
+	err := c.do(ctx, &call{method: "GET", path: "/v1/limits", out: &out})
+	return out.Limits, err
+}
+
+func limitPath(queue, what string) string { return "/v1/queues/" + url.PathEscape(queue) + "/" + what }

@@ -45,6 +45,7 @@ type Job struct {
 	Unmet           []string `json:"unmet,omitempty"`
 	OnParentFailure string   `json:"on_parent_failure,omitempty"`
 	Batch           string   `json:"batch,omitempty"`
+	Unique          *Unique  `json:"unique,omitempty"`
 }
 
 // Lease is a running job's lease.
@@ -109,6 +110,30 @@ type SubmitRequest struct {
 	// parent's failure does to it.
 	After           []string `json:"after,omitempty"`
 	OnParentFailure string   `json:"on_parent_failure,omitempty"`
+	// Unique makes the job unique by (queue, kind, payload) within a
+	// period and among states: a submit whose key a job holds answers
+	// that job as a duplicate.
+	Unique *UniqueOpts `json:"unique,omitempty"`
+}
+
+// UniqueOpts are a submit's unique options: Period (0: none) splits log
+// time into windows, one job per key per window; States are the states
+// in which a job holds its key (names as Job.State): pending, scheduled,
+// running and waiting always, with those of succeeded, dead and canceled
+// named (empty: succeeded too).
+type UniqueOpts struct {
+	Period Duration `json:"period,omitempty"`
+	States []string `json:"states,omitempty"`
+}
+
+// Unique is a unique job's key: its period, chosen states, the start of
+// its period window (none without a period) and whether the job still
+// holds it (false for good once it left the chosen states).
+type Unique struct {
+	Period Duration   `json:"period,omitempty"`
+	States []string   `json:"states"`
+	Window *time.Time `json:"window,omitempty"`
+	Held   bool       `json:"held"`
 }
 
 // Submitted is a submit's outcome (POST /v1/jobs; one result of a batch).
@@ -251,6 +276,8 @@ type Stats struct {
 	// Unserved lists the queues and kinds whose jobs wait with no claim
 	// (see Unserved); empty when there is none.
 	Unserved []Unserved `json:"unserved,omitempty"`
+	// Limits are the queues' limits (empty when none has one).
+	Limits []QueueLimits `json:"limits,omitempty"`
 	// WatchOldest is the oldest index a watch can start from on the
 	// answering member.
 	WatchOldest uint64 `json:"watch_oldest"`
@@ -375,4 +402,53 @@ type MemberAdded struct {
 // MemberRemoved is DELETE /v1/cluster/members/{id}'s reply.
 type MemberRemoved struct {
 	Removed string `json:"removed"`
+}
+
+// LimitRequest is POST /v1/queues/{queue}/limit's body: the concurrency
+// limit of the queue (Kind empty) or of one kind of it, 1 .. 2^32-1 (0
+// is refused: DELETE clears a limit).
+type LimitRequest struct {
+	Kind string `json:"kind,omitempty"`
+	Max  int64  `json:"max"`
+}
+
+// RateRequest is POST /v1/queues/{queue}/rate's body: PerSecond jobs per
+// second (above 0), in bursts of at most Burst (0: 1).
+type RateRequest struct {
+	PerSecond float64 `json:"per_second"`
+	Burst     int     `json:"burst,omitempty"`
+}
+
+// QueueLimits is one queue's limits: its concurrency limit (Max, 0: none)
+// with its running jobs, its kinds' limits, its rate, and how many claims
+// a concurrency limit (Limited) or the rate (RateLimited) held back.
+type QueueLimits struct {
+	Queue       string      `json:"queue"`
+	Max         uint32      `json:"max,omitempty"`
+	Running     int         `json:"running"`
+	Kinds       []KindLimit `json:"kinds,omitempty"`
+	Rate        *Rate       `json:"rate,omitempty"`
+	Limited     uint64      `json:"limited"`
+	RateLimited uint64      `json:"rate_limited"`
+}
+
+// KindLimit is one kind's concurrency limit in a queue.
+type KindLimit struct {
+	Kind    string `json:"kind"`
+	Max     uint32 `json:"max"`
+	Running int    `json:"running"`
+}
+
+// Rate is a queue's rate: a token every Every (PerSecond a second), at
+// most Burst at once; Tokens is what the bucket holds now.
+type Rate struct {
+	PerSecond float64  `json:"per_second"`
+	Every     Duration `json:"every"`
+	Burst     uint32   `json:"burst"`
+	Tokens    uint32   `json:"tokens"`
+}
+
+// LimitsReply is GET /v1/limits: every queue with a limit, in name order.
+type LimitsReply struct {
+	Limits []QueueLimits `json:"limits"`
 }

@@ -48,6 +48,11 @@ func (j *submitJSON) request(now time.Time) (jobraft.SubmitRequest, error) {
 	if j.PayloadText != nil {
 		req.Payload = []byte(*j.PayloadText)
 	}
+	u, err := uniqueOf(j.Unique) // api_limits.go
+	if err != nil {
+		return jobraft.SubmitRequest{}, err
+	}
+	req.Unique = u
 	if j.RunAt != nil {
 		req.RunAt = *j.RunAt
 	}

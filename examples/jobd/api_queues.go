@@ -21,13 +21,22 @@ func (s *server) resumeQueue(w http.ResponseWriter, r *http.Request) error {
 	return s.setPaused(w, r, false)
 }
 
-func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) error {
+// pathQueue is the request's {queue}, checked.
+func pathQueue(r *http.Request) (string, error) {
 	q := r.PathValue("queue")
 	if q == "" || len(q) > fsm.MaxIDLen {
-		return bad("queue name of %d bytes: 1..%d", len(q), fsm.MaxIDLen)
+		return "", bad("queue name of %d bytes: 1..%d", len(q), fsm.MaxIDLen)
 	}
 	if !utf8.ValidString(q) || strings.ContainsFunc(q, unicode.IsControl) {
-		return bad("queue name: UTF-8 text without control characters")
+		return "", bad("queue name: UTF-8 text without control characters")
+	}
+	return q, nil
+}
+
+func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) error {
+	q, err := pathQueue(r)
+	if err != nil {
+		return err
 	}
 	if err := decode(r, &struct{}{}, true); err != nil {
 		return err

@@ -124,7 +124,8 @@ var apiRoutes = [][2]string{
 	{"POST", "/v1/batches"}, {"GET", "/v1/batches"}, {"GET", "/v1/batches/b"}, {"GET", "/v1/jobs/x/dependents"},
 	{"POST", "/v1/schedules"}, {"GET", "/v1/schedules"}, {"GET", "/v1/schedules/s"}, {"POST", "/v1/schedules/s/pause"},
 	{"POST", "/v1/schedules/s/resume"}, {"DELETE", "/v1/schedules/s"},
-	{"GET", "/v1/nope"},
+	{"POST", "/v1/queues/work/limit"}, {"DELETE", "/v1/queues/work/limit"}, {"POST", "/v1/queues/work/rate"},
+	{"DELETE", "/v1/queues/work/rate"}, {"GET", "/v1/limits"}, {"GET", "/v1/nope"},
 }
 
 func TestAuthRequiredOnEveryRoute(t *testing.T) {

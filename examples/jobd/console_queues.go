@@ -127,7 +127,7 @@ func (c *console) queuesPage(w http.ResponseWriter, r *http.Request, p *page) er
 	rows, st := c.queueRows(r.Context())
 	since, _ := c.feed.started()
 	p.Title, p.Nav, p.Live = "Queues", "queues", "queues"
-	p.Data = map[string]any{"Queues": rows, "States": consoleStates, "Applied": st.AppliedIndex, "Since": since}
+	p.Data = map[string]any{"Queues": rows, "States": consoleStates, "Applied": st.AppliedIndex, "Since": since, "Limits": limitsOf(st.Limits)}
 	c.render(w, http.StatusOK, "queues", p)
 	return nil
 }

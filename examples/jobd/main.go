@@ -178,7 +178,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 		defer d.bg.Done()
 		sampleServed(bgCtx, ctl, served, max(o.UnservedAfter/4, 100*time.Millisecond))
 	}()
-	m.reg.MustRegister(newClusterCollector(ctl, served))
+	m.reg.MustRegister(newClusterCollector(ctl, served), newLimitsCollector(ctl))
 	m.scopeTo(ctl.Node())
 
 	workCtx, stopWork := context.WithCancel(context.Background())

@@ -78,6 +78,11 @@ func (s *server) handler() http.Handler {
 	api("POST /v1/schedules/{id}/pause", adviceSchedule, s.pauseSchedule)
 	api("POST /v1/schedules/{id}/resume", adviceSchedule, s.resumeSchedule)
 	api("DELETE /v1/schedules/{id}", adviceSchedule, s.deleteSchedule)
+	api("POST /v1/queues/{queue}/limit", adviceOther, s.setLimit) // api_limits.go
+	api("DELETE /v1/queues/{queue}/limit", adviceOther, s.clearLimit)
+	api("POST /v1/queues/{queue}/rate", adviceOther, s.setRate)
+	api("DELETE /v1/queues/{queue}/rate", adviceOther, s.clearRate)
+	api("GET /v1/limits", "", s.limits)
 	api("GET /v1/cluster/members", "", s.listMembers)
 	api("POST /v1/cluster/members", adviceOther, s.addMember)
 	api("DELETE /v1/cluster/members/{id}", adviceOther, s.removeMember)

@@ -38,6 +38,7 @@ func jobOf(j jobraft.Job) client.Job {
 		out.After, out.Unmet, out.OnParentFailure = j.After, j.Unmet, j.OnParentFailure.String()
 	}
 	out.Batch = j.Batch
+	out.Unique = uniqueJSON(j.Unique)
 	return out
 }
 
@@ -95,7 +96,7 @@ func statsOf(st jobraft.Stats, unserved []client.Unserved) client.Stats {
 	return client.Stats{AppliedIndex: st.AppliedIndex, Jobs: st.Jobs, Leader: st.Leader, Member: st.Member, Queues: queues,
 		Role: st.Role, BatchHolds: st.BatchHolds, BatchHoldsExpired: st.BatchHoldsExpired,
 		SubmitEntries: st.SubmitEntries, SubmittedJobs: st.SubmittedJobs, Term: st.Term, WatchOldest: st.WatchOldest,
-		Unserved: unserved}
+		Unserved: unserved, Limits: limitsOf(st.Limits)}
 }
 
 // statusOf is raft.Status with the digest in hex and the member's
