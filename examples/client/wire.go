@@ -430,6 +430,9 @@ type QueueLimits struct {
 	Rate        *Rate       `json:"rate,omitempty"`
 	Limited     uint64      `json:"limited"`
 	RateLimited uint64      `json:"rate_limited"`
+	// Unread: the reply of a change that succeeded but whose limits could
+	// not be read after it (the rest is empty).
+	Unread bool `json:"unread,omitempty"`
 }
 
 // KindLimit is one kind's concurrency limit in a queue.

@@ -18,8 +18,7 @@ import (
 //	DELETE /v1/queues/{queue}/rate
 //	GET    /v1/limits                                        every queue's limits
 //
-// Each change is idempotent and answers the queue's limits after it (as
-// this member applied them). A limit of 0 or beyond 2^32-1, a rate not
+// Each change is idempotent and answers the queue's limits after it. A limit of 0 or beyond 2^32-1, a rate not
 // above 0 (or so high a token would come in under a nanosecond), a burst
 // out of range and a bad queue or kind name are refused with 400 and
 // change nothing.
@@ -108,14 +107,17 @@ func (s *server) limits(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// writeLimits answers queue's limits as this member applied them (the
-// change just applied here): {"queue": q} alone when it has none.
+// writeLimits answers queue's limits after a change that succeeded, read
+// linearizably (a follower may not have applied it yet): {"queue": q}
+// alone when it has none, with "unread" when the read failed.
 func (s *server) writeLimits(w http.ResponseWriter, r *http.Request, queue string) error {
-	ls, err := s.ctl.Limits(r.Context(), jobraft.Local)
-	if err != nil {
-		return err
-	}
 	out := client.QueueLimits{Queue: queue}
+	ls, err := s.ctl.Limits(r.Context(), jobraft.Linearizable)
+	if err != nil {
+		out.Unread = true
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
 	for _, l := range limitsOf(ls) {
 		if l.Queue == queue {
 			out = l

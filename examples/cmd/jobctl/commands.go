@@ -16,8 +16,8 @@ import (
 )
 
 var commandOrder = []string{"submit", "get", "list", "watch", "cancel", "retry", "batch", "dependents", "claim", "ack", "nak", "extend", "term",
-	"pause", "resume", "schedule-create", "schedule-list", "schedule-get", "schedule-pause", "schedule-resume", "schedule-delete",
-	"stats", "members", "member-add", "member-remove", "walcompare", "backup", "verify-backup"}
+	"pause", "resume", "limit", "limit-clear", "rate", "rate-clear", "limits", "schedule-create", "schedule-list", "schedule-get",
+	"schedule-pause", "schedule-resume", "schedule-delete", "stats", "members", "member-add", "member-remove", "walcompare", "backup", "verify-backup"}
 
 // Per-command flag values (one command runs per process).
 var (
@@ -32,6 +32,9 @@ var (
 	fWorker, fResult, fResultFile, fError                                                 string
 	fToken                                                                                uint64
 	fLeaseTTL, fWait                                                                      time.Duration
+	fUnique                                                                               bool
+	fUniquePeriod                                                                         time.Duration
+	fUniqueStates                                                                         string
 )
 
 var commands = map[string]*command{
@@ -48,6 +51,7 @@ var commands = map[string]*command{
 			fs.StringVar(&fKey, "key", "", "idempotency key")
 			fs.StringVar(&fAfter, "after", "", "parents, comma-separated: the job waits until every one succeeded")
 			fs.StringVar(&fOnParentFailure, "on-parent-failure", "", "what a parent's failure does to it: cancel (default) or dead")
+			uniqueFlags(fs)
 		},
 		run: submit},
 	"get": {args: "ID", help: "show a job (linearizable read)", run: get},
@@ -98,8 +102,16 @@ var commands = map[string]*command{
 		tokenFlag(fs)
 		fs.StringVar(&fReason, "reason", "", "why (recorded as the job's last error)")
 	}, run: settle("term")},
-	"pause":         {args: "QUEUE", help: "stop claims from a queue (submits are still accepted)", run: pauseResume(true)},
-	"resume":        {args: "QUEUE", help: "restart claims from a paused queue", run: pauseResume(false)},
+	"pause":  {args: "QUEUE", help: "stop claims from a queue (submits are still accepted)", run: pauseResume(true)},
+	"resume": {args: "QUEUE", help: "restart claims from a paused queue", run: pauseResume(false)},
+	"limit": {args: "QUEUE MAX", help: "set a queue's cluster-wide concurrency limit (or a kind's, -kind): at most MAX of its jobs run at once",
+		flags: func(fs *flag.FlagSet) { fs.StringVar(&fKind, "kind", "", "limit this kind of the queue only") }, run: limitSet},
+	"limit-clear": {args: "QUEUE", help: "remove a queue's concurrency limit (or a kind's, -kind)",
+		flags: func(fs *flag.FlagSet) { fs.StringVar(&fKind, "kind", "", "the kind's limit") }, run: limitClear},
+	"rate": {args: "QUEUE PER-SECOND", help: "set a queue's rate: jobs per second (a token bucket on the log's time)",
+		flags: func(fs *flag.FlagSet) { fs.IntVar(&fCount, "burst", 1, "at most this many at once") }, run: rateSet},
+	"rate-clear":    {args: "QUEUE", help: "remove a queue's rate", run: rateClear},
+	"limits":        {args: "", help: "every queue's limits, running jobs, rate tokens and the claims they held back", run: limitsCmd},
 	"stats":         {args: "", help: "job counts per queue and state", run: stats},
 	"members":       {args: "", help: "the members with role, term, indexes, lag, readiness and catch-up state", run: members},
 	"member-add":    {args: "ID RAFT-ADDR", help: "add a member started with jobd -join: a non-voter until the catch-up policy promotes it", run: memberAdd},
@@ -155,7 +167,11 @@ func submit(ctx context.Context, e *env, args []string) error {
 	if fAfter != "" {
 		req.After = strings.Split(fAfter, ",")
 	}
-	var err error
+	u, err := uniqueOpts() // limits.go
+	if err != nil {
+		return err
+	}
+	req.Unique = u
 	if req.Payload, err = payloadFlags(); err != nil {
 		return err
 	}

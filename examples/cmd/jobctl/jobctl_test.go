@@ -191,6 +191,7 @@ func TestJobctlCommands(t *testing.T) {
 		t.Fatalf("nothing listening at the endpoint: exit %d, %q; want %d saying nothing listens there", code, errs, exitEndpoint)
 	}
 	firstHour(t, c)
+	limitCommands(t, c)
 	if _, _, code := jobctl(t, nil, "-h"); code != exitOK {
 		t.Fatalf("-h: exit %d", code)
 	}

@@ -3,7 +3,7 @@
 // never repeats an operation blindly.
 //
 //	jobctl help [COMMAND]
-//	jobctl [flags] submit -queue Q -kind K [-id ID] [-payload TEXT | -payload-file F] ...
+//	jobctl [flags] submit -queue Q -kind K [-id ID] [-payload TEXT | -payload-file F] [-unique [-unique-period D] [-unique-states S,...]] ...
 //	jobctl [flags] get ID
 //	jobctl [flags] list [-queue Q] [-state S] [-limit N]
 //	jobctl [flags] watch [-from N] [-queue Q] [-event E] [-kind K] [-job ID] [-n N]
@@ -13,6 +13,7 @@
 //	jobctl [flags] ack ID -lease T [-result TEXT | -result-file F]
 //	jobctl [flags] nak ID -lease T [-delay D] [-error TEXT] | term ID -lease T [-reason TEXT] | extend ID -lease T
 //	jobctl [flags] pause QUEUE | resume QUEUE
+//	jobctl [flags] limit QUEUE MAX [-kind K] | limit-clear QUEUE [-kind K] | rate QUEUE PER-SECOND [-burst N] | rate-clear QUEUE | limits
 //	jobctl [flags] stats | members | walcompare [-from N] [-to N]
 //	jobctl [flags] backup -o FILE
 //	jobctl verify-backup FILE
