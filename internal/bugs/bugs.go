@@ -14,6 +14,8 @@
 //	early     fsm: a waiting dependent is released when any one of its parents succeeds
 //	batchearly fsm: a batch completes (its completion job is created) when any member ends
 //	schedid   fsm: a schedule's job is named by the proposer's clock (the fire entry's stamp, cut to the second), not by its tick
+//	limit     fsm: claims ignore the queues' and kinds' concurrency limits and rates
+//	unique    fsm: a unique submit whose key a job holds creates a second job
 package bugs
 
 // Env names the environment variable that arms a bug (chaosbugs builds
@@ -21,4 +23,4 @@ package bugs
 const Env = "JOBRAFT_CHAOS_BUG"
 
 // Names lists the bugs.
-var Names = []string{"clamp", "floor", "fencing", "dedupe", "early", "batchearly", "schedid"}
+var Names = []string{"clamp", "floor", "fencing", "dedupe", "early", "batchearly", "schedid", "limit", "unique"}

@@ -43,6 +43,8 @@ var injected = []struct {
 	{"fencing", []string{"fencing", "linearizable"}},
 	{"dedupe", []string{"acked-set", "linearizable"}},
 	{"schedid", []string{"schedule"}},
+	{"limit", []string{"limit"}},
+	{"unique", []string{"unique"}},
 	{"clamp", []string{"applied", "digest"}},
 	{"clamp,floor", []string{"applied", "digest", "acked-set"}},
 	{"floor", []string{"honest", "digest", "applied"}},

@@ -24,6 +24,7 @@ func (r *runner) finalChecks() []Verdict {
 	}
 	out := []Verdict{r.ackedSet(ops, lieAt), fencing(ops, lieAt), r.linearizable(lieAt), r.liveness(), r.leaderWait(ops),
 		depsOrder(ops), r.batchOnce(ops), r.scheduleCheck(ops, lieAt)}
+	out = append(out, r.limitsChecks(ops, lieAt)...) // checks_limits.go
 	return append(out, r.walCompare(), r.honest())
 }
 

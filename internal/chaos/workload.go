@@ -45,6 +45,8 @@ type workload struct {
 	mu    sync.Mutex
 	ops   []Op
 	specs []clustertest.ScheduleSpec // the run's schedules (schedules.go)
+
+	limits *limitPlan // the limits and unique jobs' plan (workload_limits.go)
 }
 
 // Workload sizes.
@@ -63,7 +65,8 @@ func newWorkload(r *runner) *workload {
 }
 
 func (w *workload) start(seed uint64) {
-	for c := 0; c <= schedClient; c++ {
+	w.limits = newLimitPlan(seed)
+	for c := 0; c < firstLimitClient+limitClients+uniqueClients; c++ {
 		rng := rand.New(rand.NewPCG(seed, uint64(c)+1))
 		w.wg.Add(1)
 		go func() {
@@ -75,8 +78,12 @@ func (w *workload) start(seed uint64) {
 				w.bulkClient(c, rng)
 			case c < schedClient:
 				w.depsClient(c, rng)
-			default:
+			case c == schedClient:
 				w.scheduleClient(c, rng)
+			case c < firstLimitClient+limitClients:
+				w.limitClient(c, rng) // workload_limits.go
+			default:
+				w.uniqueClient(c, rng)
 			}
 		}()
 	}

@@ -213,6 +213,12 @@ type Request struct {
 	StallTo   int64 `json:"stall_to,omitempty"`
 	// Schedule is a /schedule create's definition (schedules.go).
 	Schedule *ScheduleSpec `json:"schedule,omitempty"`
+	// Kind, Max and Period: /limit's kind ("" the queue's) and limit;
+	// /lclaim's kinds' job kind and most jobs; /usubmit's job kind and
+	// unique period (limit_routes.go).
+	Kind   string        `json:"kind,omitempty"`
+	Max    int           `json:"max,omitempty"`
+	Period time.Duration `json:"period,omitempty"`
 }
 
 // consistency is the read consistency r asks for (Local).
@@ -243,6 +249,11 @@ type JobView struct {
 	Batch    string    `json:"batch,omitempty"`
 	Created  time.Time `json:"created"`
 	Finished time.Time `json:"finished"`
+	// Kind, Seq and Unique (the job's unique key: its window and whether
+	// it holds it), for the limit and unique checkers.
+	Kind   string      `json:"kind,omitempty"`
+	Seq    uint64      `json:"seq,omitempty"`
+	Unique *UniqueView `json:"unique,omitempty"`
 }
 
 // Reply is the answer of every member API call.
@@ -265,6 +276,8 @@ type Reply struct {
 	// NoLeader: the operation's error matched jobraft.ErrNoLeader (no
 	// leader reached within Config.LeaderWait).
 	NoLeader bool `json:"no_leader,omitempty"`
+	// Duplicate: a /usubmit answered an existing job.
+	Duplicate bool `json:"duplicate,omitempty"`
 	// Events a /watch saw.
 	Events []EventView `json:"events,omitempty"`
 	// Last log index and the state machine's digest (/status).
@@ -287,7 +300,10 @@ type Reply struct {
 
 func view(j jobraft.Job) *JobView {
 	v := &JobView{ID: j.ID, Queue: j.Queue, State: j.State.String(), Attempts: j.Attempts, Payload: string(j.Payload), Result: string(j.Result),
-		After: j.After, Batch: j.Batch, Created: j.Created, Finished: j.Finished}
+		After: j.After, Batch: j.Batch, Created: j.Created, Finished: j.Finished, Kind: j.Kind, Seq: j.Seq}
+	if u := j.Unique; u != nil {
+		v.Unique = &UniqueView{Window: u.Window, Held: u.Held, States: u.States.String()}
+	}
 	if j.Lease != nil {
 		v.Token, v.Worker, v.Deadline, v.TTL = j.Lease.Token, j.Lease.Worker, j.Lease.Deadline, j.Lease.TTL
 	}
@@ -408,6 +424,7 @@ func Handler(ctl *jobraft.Controller) http.Handler {
 	moreRoutes(ctl, handle, classify)
 	scheduleRoutes(ctl, handle)
 	depRoutes(ctl, handle, classify)
+	limitRoutes(ctl, handle, classify) // limit_routes.go
 	return mux
 }
 
