@@ -169,8 +169,12 @@ func uniqueCheck(lists map[int][]clustertest.JobView) Verdict {
 			for i := 1; i < len(g); i++ {
 				prev, next := g[i-1], g[i]
 				if prev.Unique.Held || prev.Finished.IsZero() || prev.Finished.After(next.Created) {
-					return Verdict{Checker: "unique", Detail: fmt.Sprintf("m%d: key %s: job %s (%s, finished %s, holds it: %v) and job %s created %s: two jobs for one key while the first held it",
-						m, k, prev.ID, prev.State, prev.Finished.Format(time.StampMilli), prev.Unique.Held, next.ID, next.Created.Format(time.StampMilli))}
+					finished := "not finished"
+					if !prev.Finished.IsZero() {
+						finished = "finished " + prev.Finished.Format(time.StampMilli)
+					}
+					return Verdict{Checker: "unique", Detail: fmt.Sprintf("m%d: key %s: job %s (%s, %s, holds it: %v) and job %s created %s: two jobs for one key while the first held it",
+						m, k, prev.ID, prev.State, finished, prev.Unique.Held, next.ID, next.Created.Format(time.StampMilli))}
 				}
 			}
 		}
