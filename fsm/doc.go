@@ -87,8 +87,8 @@
 //     published, so Persist streams while Apply continues. Restore validates
 //     the magic, version, layout, CRC-32C, record invariants and the
 //     recomputed digest before swapping the new state in.
-//   - Queries (Get, List, Queue, Queues, Len, AppliedIndex, Digest,
-//     Claimable, Sweepable) are safe from any goroutine; each sees the
+//   - Queries (Get, List, Queue, Queues, Limits, Len, AppliedIndex,
+//     Digest, Claimable, Sweepable) are safe from any goroutine; each sees the
 //     state after a whole entry.
 //
 // # Digest

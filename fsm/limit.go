@@ -102,7 +102,7 @@ func checkLimitTarget(queue, kind string) *refusal {
 	return nil
 }
 
-// Limit command encoding (format version 1, types 14 to 17):
+// Limit command encoding (format version 1, types 17 to 20):
 //
 //	set limit:   queue, kind (str; empty: the queue), max (uvarint)
 //	clear limit: queue, kind
