@@ -55,20 +55,6 @@ const (
 // (the claim's kinds, or every kind of the queue when it has kind limits).
 func (s *state) addQueue(src *sources, q *queue, kinds []string) {
 	l := s.limitOf(q.name)
-	add := func(t *tree, kind string) {
-		if t == nil {
-			return
-		}
-		ls := limitSource{q: q, lim: l, kind: -1}
-		if l != nil && kind != "" {
-			if i, ok := l.kind(kind); ok {
-				ls.kind = i
-			}
-		}
-		it, ok := t.Min()
-		src.trees, src.heads, src.ok = append(src.trees, t), append(src.heads, it), append(src.ok, ok)
-		src.lims = append(src.lims, ls)
-	}
 	if len(kinds) == 0 && l != nil && len(l.kinds) > 0 {
 		kinds = make([]string, 0, len(q.byKind))
 		for k := range q.byKind {
@@ -77,14 +63,31 @@ func (s *state) addQueue(src *sources, q *queue, kinds []string) {
 		slices.Sort(kinds) // sources' order does not reach a result; sorted all the same
 	}
 	if len(kinds) == 0 {
-		add(q.ready, "")
+		src.add(q.ready, q, l, "")
 		return
 	}
 	for i, k := range kinds {
 		if !slices.Contains(kinds[:i], k) {
-			add(q.kindTree(k, StatePending), k)
+			src.add(q.kindTree(k, StatePending), q, l, k)
 		}
 	}
+}
+
+// add adds tree t (nil: none) of queue q, whose limits are l (nil: none),
+// holding kind's jobs ("": every kind's).
+func (src *sources) add(t *tree, q *queue, l *qlimit, kind string) {
+	if t == nil {
+		return
+	}
+	ls := limitSource{q: q, lim: l, kind: -1}
+	if l != nil && kind != "" {
+		if i, ok := l.kind(kind); ok {
+			ls.kind = i
+		}
+	}
+	it, ok := t.Min()
+	src.trees, src.heads, src.ok = append(src.trees, t), append(src.heads, it), append(src.ok, ok)
+	src.lims = append(src.lims, ls)
 }
 
 // took accounts for a job leased from source i at now: one token of its
