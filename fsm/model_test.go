@@ -298,6 +298,11 @@ func (m *model) applyAt(e Entry, r Result, nowNs int64) Result {
 			r.Jobs[i].Unique = j.Unique
 		}
 	}
+	for i := range r.Cascade {
+		if j, ok := m.jobs[r.Cascade[i].Job.ID]; ok {
+			r.Cascade[i].Job.Unique = j.Unique
+		}
+	}
 	return r
 }
 

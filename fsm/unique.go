@@ -195,7 +195,7 @@ func (s *state) uniqueTaken(j *job) bool {
 	return ok
 }
 
-// Job record part (flag 32): period, window (varint ns), states (byte),
+// Job record part (flag 64): period, window (varint ns), states (byte),
 // held (byte 0/1).
 func appendUniq(b []byte, u *uniq) []byte {
 	b = binary.AppendVarint(b, u.period)
@@ -228,8 +228,8 @@ func checkUniq(j *job) string {
 	return ""
 }
 
-// Submit extension (format version 4, FormatVersionSubmitExt): after
-// each job's idempotency key, a uvarint bit set of the extensions that
+// Submit extensions (format version 5, FormatVersionSubmitExt): after
+// the version 4 part, per job a uvarint bit set of the extensions that
 // follow: 1 unique options: period (varint ns), states (byte).
 const extUnique = 1
 

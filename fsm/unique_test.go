@@ -163,3 +163,24 @@ func TestUniqueSnapshot(t *testing.T) {
 		t.Fatalf("two holders of one key: %v", err)
 	}
 }
+
+// A job waiting for its parents holds its key (the states before a job
+// finishes are always chosen); canceled by its parent's failure, it frees
+// it.
+func TestUniqueWaitingHoldsKey(t *testing.T) {
+	h := newHarness(t)
+	h.submit(NewJob{ID: "p", Queue: "q", Kind: "k"})
+	u := &UniqueOpts{States: StatesOf(StateSucceeded)}
+	w := h.submit(NewJob{ID: "a", Queue: "q", Kind: "k", Payload: []byte("x"), After: []string{"p"}, Unique: u})
+	if w.State != StateWaiting || !w.Unique.Held || !w.Unique.States.Has(StateWaiting) {
+		t.Fatalf("waiting job %s, key %+v", w.State, w.Unique)
+	}
+	if s := h.submitOutcome(NewJob{ID: "b", Queue: "q", Kind: "k", Payload: []byte("x"), Unique: u}); s.Outcome != OutcomeDuplicate || s.Job.ID != "a" {
+		t.Fatalf("submit while a waits: %s %q", s.Outcome, s.Job.ID)
+	}
+	h.ok(CancelCmd{ID: "p"}) // a is canceled by its policy: its key frees
+	if j, _ := h.m.Get("a"); j.State != StateCanceled || j.Unique.Held {
+		t.Fatalf("a after its parent's cancel: %s, holds its key %v", j.State, j.Unique.Held)
+	}
+	h.submit(NewJob{ID: "b", Queue: "q", Kind: "k", Payload: []byte("x"), Unique: u})
+}

@@ -15,7 +15,7 @@ import (
 func uniqueFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&fUnique, "unique", false, "unique by (queue, kind, payload): a job holding the key is answered instead")
 	fs.DurationVar(&fUniquePeriod, "unique-period", 0, "with -unique: one job per key per period window of log time (0: none)")
-	fs.StringVar(&fUniqueStates, "unique-states", "", "with -unique: states in which a job holds its key, comma-separated (default pending,scheduled,running,succeeded)")
+	fs.StringVar(&fUniqueStates, "unique-states", "", "with -unique: the finished states in which a job also holds its key, comma-separated: succeeded, dead, canceled (default succeeded; it always holds it until it finishes)")
 }
 
 // uniqueOpts is submit's unique options from the flags (nil without
