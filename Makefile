@@ -104,10 +104,14 @@ tidy-check:
 
 ## bench: jobraft next to what a user would pick instead (bare
 ## hashicorp/raft + raft-boltdb/v2, NATS JetStream R3 work queues with
-## fsync always), one table with ratios from one run (the bench/ module;
-## BENCH_FLAGS, e.g. '-c 64 -d 10s -runs 5'); then the packages'
-## benchmarks.
-BENCH_FLAGS ?= -c 1,16,64,256 -d 3s -runs 3
+## fsync always), one table with the goals' ratios from one run (the
+## bench/ module; BENCH_FLAGS, e.g. '-c 64 -d 10s -runs 5'; BENCH_FULL=1
+## for the full matrix); then the packages' benchmarks.
+ifdef BENCH_FULL
+BENCH_FLAGS ?= -c 1,16,64,256 -d 5s -runs 5
+else
+BENCH_FLAGS ?= -c 1,64,256 -d 2s -runs 3
+endif
 bench:
 	cd bench && $(GO) run . $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s -timeout 60m ./wal/segment/ ./snapshot/ ./walcompare/

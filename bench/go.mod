@@ -3,6 +3,7 @@ module github.com/jobraft/jobraft/bench
 go 1.26.0
 
 require (
+	github.com/google/uuid v1.6.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/raft v1.7.3
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1

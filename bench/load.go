@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -40,8 +41,8 @@ type op func(ctx context.Context, c int) error
 // client pauses 10 ms before its next one; the error is the last failure
 // when no operation at all succeeded.
 //
-// With prof set, the measured window is CPU-profiled into that file.
-func closedLoop(n int, warm, d time.Duration, prof string, f op) (result, error) {
+// The measured window is profiled as prof says.
+func closedLoop(n int, warm, d time.Duration, prof profiles, f op) (result, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var measuring atomic.Bool
@@ -81,7 +82,7 @@ func closedLoop(n int, warm, d time.Duration, prof string, f op) (result, error)
 	case <-timer.C:
 	case <-ctx.Done():
 	}
-	stopProfile, err := startProfile(prof)
+	stopProfile, err := prof.start()
 	if err != nil {
 		cancel()
 		wg.Wait()
@@ -127,13 +128,22 @@ func closedLoop(n int, warm, d time.Duration, prof string, f op) (result, error)
 	return r, nil
 }
 
-// startProfile starts a CPU profile into the file prof (nothing when it
-// is empty) and returns what stops it and closes the file.
-func startProfile(prof string) (stop func() error, err error) {
-	if prof == "" {
-		return func() error { return nil }, nil
+// profiles names the profile files of one measured window ("": none):
+// a CPU profile of the window, and the allocation profile at its start
+// (MemBase) and end (MemEnd).
+type profiles struct {
+	CPU, MemBase, MemEnd string
+}
+
+// start starts the window's profiles and returns what ends them.
+func (p profiles) start() (stop func() error, err error) {
+	if err := writeAllocs(p.MemBase); err != nil {
+		return nil, err
 	}
-	f, err := os.Create(prof)
+	if p.CPU == "" {
+		return func() error { return writeAllocs(p.MemEnd) }, nil
+	}
+	f, err := os.Create(p.CPU)
 	if err != nil {
 		return nil, err
 	}
@@ -143,8 +153,21 @@ func startProfile(prof string) (stop func() error, err error) {
 	}
 	return func() error {
 		pprof.StopCPUProfile()
-		return f.Close()
+		return errors.Join(f.Close(), writeAllocs(p.MemEnd))
 	}, nil
+}
+
+// writeAllocs writes the allocation profile so far into the file path
+// (nothing when it is empty).
+func writeAllocs(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
 }
 
 // usage is the CPU time this process used so far (user + system) and

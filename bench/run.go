@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // config is one benchmark invocation.
@@ -21,39 +23,34 @@ type config struct {
 	Runs     int
 	Payload  int
 	Hold     time.Duration // jobraft's Config.BatchHold (0: its default)
-	// Systems names the systems to run ("bare", "nats", "jobraft"); empty:
-	// all. A series not run reports zero and its ratios "-".
-	Systems []string
+	// Series names the series to run (allSeries' File names); empty: all.
+	// A series not run reports zero and its ratios "-".
+	Series []string
 	// CPUProfile, when set, is a path prefix: each series' measured window
 	// is CPU-profiled into <prefix>-c<C>-r<run>-<series>.pprof.
 	CPUProfile string
+	// MemProfile, when set, is a path prefix: the allocation profile
+	// (cumulative, runtime.MemProfileRate's sampling) is written at the
+	// start and the end of each series' measured window, into
+	// <prefix>-c<C>-r<run>-<series>.{base,end}.pprof; `go tool pprof
+	// -sample_index=alloc_space -base <base> <end>` shows the window's.
+	MemProfile string
 }
 
-// runs reports whether the invocation includes system sys.
-func (c config) runs(sys string) bool {
-	return len(c.Systems) == 0 || slices.Contains(c.Systems, sys)
+// runs reports whether the invocation includes series s.
+func (c config) runs(s int) bool {
+	return len(c.Series) == 0 || slices.Contains(c.Series, allSeries[s].File)
 }
 
-// systems are the names -systems takes.
-var systems = []string{"bare", "nats", "jobraft"}
-
-// Systems and operations measured, in table order.
-const (
-	bareSubmit = iota
-	bareCycle
-	natsSubmit
-	natsCycle
-	jobraftSubmit
-	jobraftCycle
-	nSeries
-)
-
-var seriesNames = [nSeries]string{
-	"bare raft submit", "bare raft cycle", "NATS JS R3 submit", "NATS JS R3 cycle", "jobraft Submit", "jobraft cycle",
+// runsSystem reports whether the invocation includes a series of sys.
+func (c config) runsSystem(sys string) bool {
+	for s := range allSeries {
+		if allSeries[s].System == sys && c.runs(s) {
+			return true
+		}
+	}
+	return false
 }
-
-// seriesFiles name the series in profile file names.
-var seriesFiles = [nSeries]string{"bare-submit", "bare-cycle", "nats-submit", "nats-cycle", "jobraft-submit", "jobraft-cycle"}
 
 // row is one client count's results (the median run of each series).
 type row struct {
@@ -75,17 +72,17 @@ func run(cfg config, progress func(string)) ([]row, error) {
 	for _, n := range cfg.Clients {
 		var runs [nSeries][]result
 		for r := 0; r < cfg.Runs; r++ {
-			got, err := runOnce(cfg, n, r, payload)
+			got, err := runOnce(cfg, n, r, payload, func(s int, res result) {
+				progress(fmt.Sprintf("c=%d run %d %-48s %9.0f/s  p50 %v  p99 %v  cpu/op %v  switches/op %.2f  failed %d", n, r, allSeries[s].Name, res.Rate,
+					res.P50.Round(10*time.Microsecond), res.P99.Round(10*time.Microsecond), res.CPU.Round(100*time.Nanosecond), res.Switches, res.Errors))
+			})
 			if err != nil {
 				return nil, fmt.Errorf("c=%d run %d: %w", n, r, err)
 			}
 			for s := range got {
-				if got[s].Ops == 0 {
-					continue // a system not run
+				if got[s].Ops > 0 {
+					runs[s] = append(runs[s], got[s])
 				}
-				runs[s] = append(runs[s], got[s])
-				progress(fmt.Sprintf("c=%d run %d %-18s %9.0f/s  p50 %v  p99 %v  cpu/op %v  switches/op %.2f  failed %d", n, r, seriesNames[s], got[s].Rate,
-					got[s].P50.Round(10*time.Microsecond), got[s].P99.Round(10*time.Microsecond), got[s].CPU.Round(100*time.Nanosecond), got[s].Switches, got[s].Errors))
 			}
 		}
 		rw := row{C: n}
@@ -101,20 +98,34 @@ func run(cfg config, progress func(string)) ([]row, error) {
 	return rows, nil
 }
 
+// measureFunc measures series s with operation f, if the invocation
+// includes it.
+type measureFunc func(s int, f op) error
+
 // runOnce measures every series once at n clients, each system on a
-// fresh cluster in a fresh directory.
-func runOnce(cfg config, n, run int, payload []byte) ([nSeries]result, error) {
+// fresh cluster in a fresh directory; done receives each result.
+func runOnce(cfg config, n, run int, payload []byte, done func(int, result)) ([nSeries]result, error) {
 	var out [nSeries]result
 	measure := func(s int, f op) error {
-		prof := ""
+		if !cfg.runs(s) {
+			return nil
+		}
+		name := func(prefix, suffix string) string {
+			return fmt.Sprintf("%s-c%d-r%d-%s%s.pprof", prefix, n, run, allSeries[s].File, suffix)
+		}
+		var prof profiles
 		if cfg.CPUProfile != "" {
-			prof = fmt.Sprintf("%s-c%d-r%d-%s.pprof", cfg.CPUProfile, n, run, seriesFiles[s])
+			prof.CPU = name(cfg.CPUProfile, "")
+		}
+		if cfg.MemProfile != "" {
+			prof.MemBase, prof.MemEnd = name(cfg.MemProfile, ".base"), name(cfg.MemProfile, ".end")
 		}
 		r, err := closedLoop(n, cfg.Warm, cfg.Duration, prof, f)
 		if err != nil {
-			return fmt.Errorf("%s: %w", seriesNames[s], err)
+			return fmt.Errorf("%s: %w", allSeries[s].Name, err)
 		}
 		out[s] = r
+		done(s, r)
 		return nil
 	}
 	dir, err := os.MkdirTemp("", "jobraft-bench-")
@@ -123,18 +134,23 @@ func runOnce(cfg config, n, run int, payload []byte) ([nSeries]result, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	if cfg.runs("bare") {
-		if err := runBare(cfg, dir, payload, measure); err != nil {
+	if cfg.runsSystem("bare") {
+		if err := runBare(dir, payload, measure); err != nil {
 			return out, err
 		}
 	}
-	if cfg.runs("nats") {
+	if cfg.runsSystem("nats") {
 		if err := runNATS(dir, payload, measure); err != nil {
 			return out, err
 		}
 	}
-	if cfg.runs("jobraft") {
-		if err := runJobraft(cfg, dir, payload, measure); err != nil {
+	if cfg.runsSystem("jobraft") {
+		if err := runJobraft(cfg, dir, 3, n, payload, measure); err != nil {
+			return out, err
+		}
+	}
+	if cfg.runsSystem("jobraft5") {
+		if err := runJobraft(cfg, dir, 5, n, payload, measure); err != nil {
 			return out, err
 		}
 	}
@@ -142,12 +158,12 @@ func runOnce(cfg config, n, run int, payload []byte) ([nSeries]result, error) {
 }
 
 // runBare measures bare raft's series on a fresh cluster in dir.
-func runBare(_ config, dir string, payload []byte, measure func(int, op) error) error {
+func runBare(dir string, payload []byte, measure measureFunc) error {
 	var bare *bareCluster
 	err := retryStart(func() error {
 		addrs, err := freeAddrs(3)
 		if err == nil {
-			bare, err = startBare(filepath.Join(dir, "bare-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs)
+			bare, err = startBare(filepath.Join(dir, "bare-"+port(addrs[0])), addrs)
 		}
 		return err
 	})
@@ -167,12 +183,12 @@ func runBare(_ config, dir string, payload []byte, measure func(int, op) error) 
 }
 
 // runNATS measures NATS JetStream's series on a fresh cluster in dir.
-func runNATS(dir string, payload []byte, measure func(int, op) error) error {
+func runNATS(dir string, payload []byte, measure measureFunc) error {
 	var nc *natsCluster
 	err := retryStart(func() error {
 		addrs, err := freeAddrs(6)
 		if err == nil {
-			nc, err = startNATS(filepath.Join(dir, "nats-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs[:3], addrs[3:])
+			nc, err = startNATS(filepath.Join(dir, "nats-"+port(addrs[0])), addrs[:3], addrs[3:])
 		}
 		return err
 	})
@@ -187,42 +203,68 @@ func runNATS(dir string, payload []byte, measure func(int, op) error) error {
 	return err
 }
 
-// runJobraft measures jobraft's series on a fresh cluster in dir.
-func runJobraft(cfg config, dir string, payload []byte, measure func(int, op) error) error {
+// port is the port of a host:port address (names a cluster's directory).
+func port(addr string) string { return addr[strings.LastIndex(addr, ":")+1:] }
+
+// runJobraft measures the series of jobraft with the given member count
+// (3: every jobraft series but the five-member ones; 5: those) on a
+// fresh cluster in dir, at n clients.
+func runJobraft(cfg config, dir string, members, n int, payload []byte, measure measureFunc) error {
 	var jr *jobraftCluster
 	err := retryStart(func() error {
-		addrs, err := freeAddrs(3)
+		addrs, err := freeAddrs(members)
 		if err == nil {
-			jr, err = startJobraft(filepath.Join(dir, "jobraft-"+addrs[0][strings.LastIndex(addrs[0], ":")+1:]), addrs, cfg.Hold)
+			jr, err = startJobraft(filepath.Join(dir, fmt.Sprintf("jobraft%d-%s", members, port(addrs[0]))), addrs, cfg.Hold)
 		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
+	defer jr.close()
 	l := jr.leader()
-	err = errors.Join(
-		measure(jobraftSubmit, func(ctx context.Context, _ int) error { return jr.submit(ctx, l, payload) }),
-		measure(jobraftCycle, func(ctx context.Context, c int) error { return jr.cycle(ctx, l, fmt.Sprint("w", c), payload) }),
+	submit := func(ctx context.Context, _ int) error { return jr.submit(ctx, l, "", payload) }
+	cycle := func(ctx context.Context, c int) error { return jr.cycle(ctx, l, fmt.Sprint("w", c), payload) }
+	if members == 5 {
+		return errors.Join(measure(jobraft5Submit, submit), measure(jobraft5Cycle, cycle))
+	}
+	seq := make([]int, n) // client c's next sequence number (its own goroutine only)
+	return errors.Join(
+		measure(jobraftSubmit, submit),
+		measure(jobraftSeqSubmit, func(ctx context.Context, c int) error {
+			seq[c]++
+			return jr.submit(ctx, l, fmt.Sprintf("client-%d-%010d", c, seq[c]), payload)
+		}),
+		measure(jobraftUUIDSubmit, func(ctx context.Context, _ int) error {
+			return jr.submit(ctx, l, uuid.NewString(), payload)
+		}),
+		measure(jobraftCycle, cycle),
+		jr.withWorkers(l, "handoff-run", n, cfg.runs(jobraftRunCycle), jr.runWorkers, func(q string) error {
+			return measure(jobraftRunCycle, func(ctx context.Context, _ int) error { return jr.handoff(ctx, l, q, payload) })
+		}),
+		jr.withWorkers(l, "handoff-claim", n, cfg.runs(jobraftClaimCycle), jr.claimWorkers, func(q string) error {
+			return measure(jobraftClaimCycle, func(ctx context.Context, _ int) error { return jr.handoff(ctx, l, q, payload) })
+		}),
 	)
-	jr.close()
-	return err
 }
 
-// table prints the rows and the ratios.
+// table prints the rows: rates and latencies, the goals, the other
+// ratios, CPU and context switches per operation.
 func table(rows []row) string {
 	var b strings.Builder
-	rate := func(r result) string {
-		if r.Ops == 0 {
-			return "-"
+	head := func(first string) {
+		fmt.Fprintf(&b, "| %s |", first)
+		for _, r := range rows {
+			fmt.Fprintf(&b, " C=%d |", r.C)
 		}
-		return fmt.Sprintf("%s/s", thousands(r.Rate))
+		fmt.Fprintf(&b, "\n|---|%s\n", strings.Repeat("---|", len(rows)))
 	}
-	withP99 := func(r result) string {
-		if r.Ops == 0 {
-			return "-"
+	line := func(name string, cell func(row) string) {
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, r := range rows {
+			fmt.Fprintf(&b, " %s |", cell(r))
 		}
-		return fmt.Sprintf("%s/s (p99 %.1f ms)", thousands(r.Rate), float64(r.P99)/float64(time.Millisecond))
+		b.WriteString("\n")
 	}
 	ratio := func(a, b result) string {
 		if a.Rate == 0 || b.Rate == 0 {
@@ -230,52 +272,61 @@ func table(rows []row) string {
 		}
 		return fmt.Sprintf("%.2f×", a.Rate/b.Rate)
 	}
-	fmt.Fprintf(&b, "| C | bare raft + raft-boltdb/v2 submit | bare raft cycle (3 entries) | NATS JetStream R3 submit | NATS JetStream R3 cycle | jobraft Submit | jobraft cycle (submit, claim, ack) |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", r.C, rate(r.R[bareSubmit]), rate(r.R[bareCycle]),
-			withP99(r.R[natsSubmit]), withP99(r.R[natsCycle]), withP99(r.R[jobraftSubmit]), withP99(r.R[jobraftCycle]))
+	head("series: rate (p50, p99)")
+	for s := range allSeries {
+		line(allSeries[s].Name, func(r row) string {
+			x := r.R[s]
+			if x.Ops == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%s/s (%.1f, %.1f ms)", thousands(x.Rate), ms(x.P50), ms(x.P99))
+		})
 	}
-	fmt.Fprintf(&b, "\nRatios (jobraft / other, same run):\n\n")
-	fmt.Fprintf(&b, "| C | Submit / NATS submit | Submit / bare submit | cycle / NATS cycle | cycle / bare cycle | cycle / bare submit |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", r.C, ratio(r.R[jobraftSubmit], r.R[natsSubmit]), ratio(r.R[jobraftSubmit], r.R[bareSubmit]),
-			ratio(r.R[jobraftCycle], r.R[natsCycle]), ratio(r.R[jobraftCycle], r.R[bareCycle]), ratio(r.R[jobraftCycle], r.R[bareSubmit]))
-	}
-	fmt.Fprintf(&b, "\nCPU per operation (process CPU seconds per 1000 operations, all three members and the clients):\n\n")
-	fmt.Fprintf(&b, "| C | bare submit | bare cycle | NATS submit | NATS cycle | jobraft Submit | jobraft cycle | Submit CPU / NATS submit CPU | cycle CPU / bare cycle CPU |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
-	cpu := func(r result) string {
-		if r.Ops == 0 {
-			return "-"
+	fmt.Fprintf(&b, "\nGoals (issue #32, stated at C=64; ratios of rates from this run):\n\n")
+	head("goal")
+	for _, g := range goals {
+		name := fmt.Sprintf("%s ≥ %.2f×", g.Name, g.Min)
+		if g.Den < 0 {
+			name = fmt.Sprintf("%s ≤ %.0f ms", g.Name, g.MaxP99)
 		}
-		return fmt.Sprintf("%.3f s", r.CPU.Seconds()*1000)
+		line(name, func(r row) string {
+			x := r.R[g.Num]
+			switch {
+			case x.Ops == 0 || (g.Den >= 0 && r.R[g.Den].Ops == 0):
+				return "-"
+			case g.Den < 0:
+				return fmt.Sprintf("%.1f ms %s", ms(x.P99), mark(ms(x.P99) <= g.MaxP99))
+			}
+			v := x.Rate / r.R[g.Den].Rate
+			return fmt.Sprintf("%.2f× %s", v, mark(v >= g.Min))
+		})
 	}
-	cpuRatio := func(a, b result) string {
-		if a.CPU == 0 || b.CPU == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f×", float64(a.CPU)/float64(b.CPU))
+	fmt.Fprintf(&b, "\nOther ratios (same run):\n\n")
+	head("ratio")
+	for _, q := range ratios {
+		line(allSeries[q[0]].Name+" / "+allSeries[q[1]].Name, func(r row) string { return ratio(r.R[q[0]], r.R[q[1]]) })
 	}
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.C, cpu(r.R[bareSubmit]), cpu(r.R[bareCycle]), cpu(r.R[natsSubmit]),
-			cpu(r.R[natsCycle]), cpu(r.R[jobraftSubmit]), cpu(r.R[jobraftCycle]), cpuRatio(r.R[jobraftSubmit], r.R[natsSubmit]), cpuRatio(r.R[jobraftCycle], r.R[bareCycle]))
-	}
-	fmt.Fprintf(&b, "\nContext switches per operation (the process's threads, voluntary and involuntary):\n\n")
-	fmt.Fprintf(&b, "| C | bare submit | bare cycle | NATS submit | NATS cycle | jobraft Submit | jobraft cycle |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
-	sw := func(r result) string {
-		if r.Ops == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f", r.Switches)
-	}
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", r.C, sw(r.R[bareSubmit]), sw(r.R[bareCycle]), sw(r.R[natsSubmit]),
-			sw(r.R[natsCycle]), sw(r.R[jobraftSubmit]), sw(r.R[jobraftCycle]))
+	fmt.Fprintf(&b, "\nCPU per operation (process CPU time over the window per operation completed: every member and the clients) and context switches per operation (the process's threads, voluntary and involuntary):\n\n")
+	head("series")
+	for s := range allSeries {
+		line(allSeries[s].Name, func(r row) string {
+			x := r.R[s]
+			if x.Ops == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f µs, %.2f", float64(x.CPU)/float64(time.Microsecond), x.Switches)
+		})
 	}
 	return b.String()
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func mark(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
 }
 
 // thousands formats a rate with thousands separators.
