@@ -109,12 +109,9 @@ func (c *jobraftCluster) handoff(ctx context.Context, ctl *jobraft.Controller, q
 // started; they work until ctx ends, then done is closed.
 type workers func(ctx context.Context, ctl *jobraft.Controller, queue string, w int, done chan<- struct{})
 
-// withWorkers runs measure (if run) with w workers of kind start working
-// on queue, and stops them after it.
-func (c *jobraftCluster) withWorkers(ctl *jobraft.Controller, queue string, w int, run bool, start workers, measure func(queue string) error) error {
-	if !run {
-		return nil
-	}
+// withWorkers runs measure with w workers of kind start working on
+// queue, and stops them after it.
+func (c *jobraftCluster) withWorkers(ctl *jobraft.Controller, queue string, w int, start workers, measure func(queue string) error) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	start(ctx, ctl, queue, w, done)
@@ -126,7 +123,7 @@ func (c *jobraftCluster) withWorkers(ctl *jobraft.Controller, queue string, w in
 
 // runWorkers: one Controller.Run with w slots on queue, acking every job
 // at once.
-func (c *jobraftCluster) runWorkers(ctx context.Context, ctl *jobraft.Controller, queue string, w int, done chan<- struct{}) {
+func runWorkers(ctx context.Context, ctl *jobraft.Controller, queue string, w int, done chan<- struct{}) {
 	go func() {
 		defer close(done)
 		_ = ctl.Run(ctx, jobraft.WorkerConfig{Worker: "run", Queues: map[string]int{queue: w}, PollWait: 10 * time.Second,
@@ -136,7 +133,7 @@ func (c *jobraftCluster) runWorkers(ctx context.Context, ctl *jobraft.Controller
 
 // claimWorkers: w goroutines, each claiming one job of queue at a time
 // (long-poll) and acking it.
-func (c *jobraftCluster) claimWorkers(ctx context.Context, ctl *jobraft.Controller, queue string, w int, done chan<- struct{}) {
+func claimWorkers(ctx context.Context, ctl *jobraft.Controller, queue string, w int, done chan<- struct{}) {
 	var wg sync.WaitGroup
 	for i := 0; i < w; i++ {
 		wg.Add(1)

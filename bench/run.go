@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jobraft/jobraft"
 )
 
 // config is one benchmark invocation.
@@ -207,44 +208,67 @@ func runNATS(dir string, payload []byte, measure measureFunc) error {
 func port(addr string) string { return addr[strings.LastIndex(addr, ":")+1:] }
 
 // runJobraft measures the series of jobraft with the given member count
-// (3: every jobraft series but the five-member ones; 5: those) on a
-// fresh cluster in dir, at n clients.
+// (3: every jobraft series but the five-member ones; 5: those), each on a
+// fresh cluster in dir (a series starts from an empty state, whatever the
+// series before it left), at n clients.
 func runJobraft(cfg config, dir string, members, n int, payload []byte, measure measureFunc) error {
-	var jr *jobraftCluster
-	err := retryStart(func() error {
-		addrs, err := freeAddrs(members)
-		if err == nil {
-			jr, err = startJobraft(filepath.Join(dir, fmt.Sprintf("jobraft%d-%s", members, port(addrs[0]))), addrs, cfg.Hold)
+	// on measures series s on a fresh cluster: f makes its operation from
+	// the cluster and its leader.
+	on := func(s int, f func(jr *jobraftCluster, l *jobraft.Controller) error) error {
+		if !cfg.runs(s) {
+			return nil
 		}
-		return err
-	})
-	if err != nil {
-		return err
+		var jr *jobraftCluster
+		err := retryStart(func() error {
+			addrs, err := freeAddrs(members)
+			if err == nil {
+				jr, err = startJobraft(filepath.Join(dir, fmt.Sprintf("jobraft%d-%s", members, port(addrs[0]))), addrs, cfg.Hold)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		defer jr.close()
+		return f(jr, jr.leader())
 	}
-	defer jr.close()
-	l := jr.leader()
-	submit := func(ctx context.Context, _ int) error { return jr.submit(ctx, l, "", payload) }
-	cycle := func(ctx context.Context, c int) error { return jr.cycle(ctx, l, fmt.Sprint("w", c), payload) }
+	submit := func(s int) error {
+		return on(s, func(jr *jobraftCluster, l *jobraft.Controller) error {
+			return measure(s, func(ctx context.Context, _ int) error { return jr.submit(ctx, l, "", payload) })
+		})
+	}
+	cycle := func(s int) error {
+		return on(s, func(jr *jobraftCluster, l *jobraft.Controller) error {
+			return measure(s, func(ctx context.Context, c int) error { return jr.cycle(ctx, l, fmt.Sprint("w", c), payload) })
+		})
+	}
+	handoff := func(s int, start workers) error {
+		return on(s, func(jr *jobraftCluster, l *jobraft.Controller) error {
+			return jr.withWorkers(l, "handoff", n, start, func(q string) error {
+				return measure(s, func(ctx context.Context, _ int) error { return jr.handoff(ctx, l, q, payload) })
+			})
+		})
+	}
 	if members == 5 {
-		return errors.Join(measure(jobraft5Submit, submit), measure(jobraft5Cycle, cycle))
+		return errors.Join(submit(jobraft5Submit), cycle(jobraft5Cycle))
 	}
 	seq := make([]int, n) // client c's next sequence number (its own goroutine only)
 	return errors.Join(
-		measure(jobraftSubmit, submit),
-		measure(jobraftSeqSubmit, func(ctx context.Context, c int) error {
-			seq[c]++
-			return jr.submit(ctx, l, fmt.Sprintf("client-%d-%010d", c, seq[c]), payload)
+		submit(jobraftSubmit),
+		on(jobraftSeqSubmit, func(jr *jobraftCluster, l *jobraft.Controller) error {
+			return measure(jobraftSeqSubmit, func(ctx context.Context, c int) error {
+				seq[c]++
+				return jr.submit(ctx, l, fmt.Sprintf("client-%d-%010d", c, seq[c]), payload)
+			})
 		}),
-		measure(jobraftUUIDSubmit, func(ctx context.Context, _ int) error {
-			return jr.submit(ctx, l, uuid.NewString(), payload)
+		on(jobraftUUIDSubmit, func(jr *jobraftCluster, l *jobraft.Controller) error {
+			return measure(jobraftUUIDSubmit, func(ctx context.Context, _ int) error {
+				return jr.submit(ctx, l, uuid.NewString(), payload)
+			})
 		}),
-		measure(jobraftCycle, cycle),
-		jr.withWorkers(l, "handoff-run", n, cfg.runs(jobraftRunCycle), jr.runWorkers, func(q string) error {
-			return measure(jobraftRunCycle, func(ctx context.Context, _ int) error { return jr.handoff(ctx, l, q, payload) })
-		}),
-		jr.withWorkers(l, "handoff-claim", n, cfg.runs(jobraftClaimCycle), jr.claimWorkers, func(q string) error {
-			return measure(jobraftClaimCycle, func(ctx context.Context, _ int) error { return jr.handoff(ctx, l, q, payload) })
-		}),
+		cycle(jobraftCycle),
+		handoff(jobraftRunCycle, runWorkers),
+		handoff(jobraftClaimCycle, claimWorkers),
 	)
 }
 
