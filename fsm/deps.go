@@ -392,8 +392,8 @@ type cascaded struct {
 // it returns a reason or "".
 func (s *state) checkWaiting() string {
 	why := ""
-	s.jobs.Scan(func(sl *slot) bool {
-		j := sl.j
+	s.jobs.Scan(func(e idEnt) bool {
+		j := e.sl.j
 		if j.state != StateWaiting {
 			return true
 		}

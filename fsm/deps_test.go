@@ -13,7 +13,8 @@ import (
 // it, and nothing else is.
 func checkDepIndexes(t fataler, st *state) {
 	want := map[string][]string{}
-	st.jobs.Scan(func(sl *slot) bool {
+	st.jobs.Scan(func(e idEnt) bool {
+		sl := e.sl
 		if d := sl.j.dep(); d != nil {
 			for _, p := range d.after {
 				want[p] = append(want[p], sl.j.id)

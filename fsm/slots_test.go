@@ -24,9 +24,12 @@ func checkIndexes(t fataler, st *state) {
 	t.Helper()
 	var acc [4]uint64
 	live := 0
-	st.jobs.Scan(func(sl *slot) bool {
+	st.jobs.Scan(func(e idEnt) bool {
+		sl := e.sl
 		live++
 		switch {
+		case e != entOf(sl):
+			t.Fatalf("job %q: tree entry's key is not its slot's ID", sl.id)
 		case int(sl.h) >= len(st.slots) || st.slots[sl.h] != sl:
 			t.Fatalf("job %q: tree slot is not its handle's live slot", sl.id)
 		case sl.j == nil || sl.j.slot != sl || sl.j.id != sl.id:
@@ -69,7 +72,7 @@ func checkIndexes(t fataler, st *state) {
 			if j == nil || itemOf(j) != it || j.queue != q.name || !ok(j.state) || (kind != "" && j.kind != kind) {
 				t.Fatalf("queue %q kind %q: item %+v does not match its record", q.name, kind, it)
 			}
-			if got, found := st.jobs.Get(&slot{id: j.id}); !found || got.j != j {
+			if got, found := st.jobs.Get(entOf(j.slot)); !found || got.sl.j != j {
 				t.Fatalf("queue %q: job %q is not the job-ID tree's record", q.name, j.id)
 			}
 			return true

@@ -85,7 +85,7 @@ type snapshot struct {
 	sum        [32]byte
 	paused     []string
 	limits     []qlimit
-	jobs       *btree.BTreeG[*slot] // slots of generations before the live one: frozen
+	jobs       *btree.BTreeG[idEnt] // slots of generations before the live one: frozen
 	groups     *groupTree           // batches (immutable records), nil: none
 	scheds     *btree.BTreeG[*schedEnt]
 }
@@ -135,8 +135,8 @@ func (sn *snapshot) Persist(w io.Writer) error {
 	}
 	var werr error
 	rec := make([]byte, 0, 4096)
-	sn.jobs.Scan(func(sl *slot) bool {
-		rec = appendJob(rec[:0], sl.j, true)
+	sn.jobs.Scan(func(e idEnt) bool {
+		rec = appendJob(rec[:0], e.sl.j, true)
 		b = append(b[:0], 'J')
 		b = binary.AppendUvarint(b, uint64(len(rec)))
 		if _, werr = bw.Write(b); werr == nil {
