@@ -2,6 +2,7 @@ package watchlog
 
 import (
 	"io"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -29,6 +30,10 @@ type Recorder struct {
 	changed chan struct{} // closed and replaced when events are appended
 	ready   chan struct{} // closed and replaced when jobs may have become claimable
 	fences  map[string]map[*fence]struct{}
+	// finished holds Finished's registrations by job ID: each channel is
+	// closed by the first event recorded after it that leaves the job
+	// terminal, or by a restore.
+	finished map[string][]chan struct{}
 }
 
 // fence is a worker runner's registration for one running job (Fence).
@@ -42,7 +47,7 @@ type ringEntry struct {
 	events []Event
 	size   int
 	// A successful submit, and a successful batch of lease commands while
-	// no fence waits, is recorded undecoded (raw result, entry time) and
+	// no fence or Finished wait is on its jobs, is recorded undecoded (raw result, entry time) and
 	// turned into events when a watcher (or LeaseEnd) first reads it: they
 	// are the hot path, watchers are few.
 	raw []byte
@@ -57,6 +62,7 @@ func New(maxEntries, maxBytes int) *Recorder {
 	return &Recorder{
 		jobs: fsm.New(), maxEntries: maxEntries, maxBytes: maxBytes, oldest: 1,
 		changed: make(chan struct{}), ready: make(chan struct{}), fences: map[string]map[*fence]struct{}{},
+		finished: map[string][]chan struct{}{},
 	}
 }
 
@@ -89,11 +95,12 @@ func (r *Recorder) Apply(re raft.Entry) []byte {
 }
 
 // appendBatchRaw records a successful batch's result undecoded, as a
-// submit's is, when no fence waits on a job it touches (a fence must end
-// when the entry is applied, so those events are needed now). Whether it
-// wakes claimers and which jobs it touches are read without decoding it
-// (fsm.ScanBatch). It reports false when the entry is not such a batch or
-// touches a fenced job: the caller decodes it. The check and the append are
+// submit's is, when no fence and no Finished wait is on a job it touches
+// (a fence must end, a wait be woken, when the entry is applied, so those
+// events are needed now). Whether it wakes claimers and which jobs it
+// touches are read without decoding it (fsm.ScanBatch). It reports false
+// when the entry is not such a batch or touches a fenced or waited job:
+// the caller decodes it. The check and the append are
 // under one lock: a fence set after it finds the entry in the history
 // (LeaseEnd decodes it).
 func (r *Recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
@@ -104,9 +111,12 @@ func (r *Recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
 	defer r.mu.Unlock()
 	fenced := false
 	var ids func(string) bool
-	if len(r.fences) > 0 {
+	if len(r.fences) > 0 || len(r.finished) > 0 {
 		ids = func(id string) bool {
 			_, fenced = r.fences[id]
+			if !fenced {
+				_, fenced = r.finished[id]
+			}
 			return !fenced
 		}
 	}
@@ -136,6 +146,12 @@ func (r *Recorder) append(ent ringEntry, ready bool) {
 	var endEv []Event
 	for i := range evs {
 		ev := &evs[i]
+		if len(r.finished) > 0 && ev.State.Terminal() {
+			for _, ch := range r.finished[ev.JobID] {
+				close(ch)
+			}
+			delete(r.finished, ev.JobID)
+		}
 		switch ev.Kind {
 		case EventCanceled, EventExpired, EventAcked, EventNaked, EventTermed, EventClaimed:
 		default:
@@ -213,6 +229,40 @@ func (r *Recorder) Fence(id string, token uint64, end func(Event)) func() {
 			delete(r.fences, id)
 		}
 	}
+}
+
+// Finished registers a wait for job id to finish: done is closed once an
+// entry applied after the call leaves the job terminal (succeeded, dead or
+// canceled), or the state is restored from a snapshot (the job may have
+// finished in it); the caller reads the job then. stop removes the
+// registration (after done is closed it does nothing). Finished keeps no
+// history: it costs one map entry per waiting job, and only entries that
+// touch a waited job are decoded as they apply.
+func (r *Recorder) Finished(id string) (done <-chan struct{}, stop func()) {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	r.finished[id] = append(r.finished[id], ch)
+	r.mu.Unlock()
+	return ch, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		chs := r.finished[id]
+		if i := slices.Index(chs, ch); i >= 0 {
+			chs = slices.Delete(chs, i, i+1)
+		}
+		if len(chs) == 0 {
+			delete(r.finished, id)
+		} else {
+			r.finished[id] = chs
+		}
+	}
+}
+
+// Waiting is the number of jobs Finished waits are registered for.
+func (r *Recorder) Waiting() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.finished)
 }
 
 // Ready returns a channel closed when jobs may next become claimable.
@@ -302,6 +352,12 @@ func (r *Recorder) Restore(rd io.Reader) error {
 	r.changed = make(chan struct{})
 	close(r.ready)
 	r.ready = make(chan struct{})
+	for id, chs := range r.finished {
+		for _, ch := range chs {
+			close(ch)
+		}
+		delete(r.finished, id)
+	}
 	r.mu.Unlock()
 	return nil
 }
