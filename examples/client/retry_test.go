@@ -228,3 +228,26 @@ func TestErrorClasses(t *testing.T) {
 		}
 	}
 }
+
+// A schedule delete resent after an unknown outcome that finds no schedule
+// is not a success: the schedule is gone, but whether this call deleted it
+// is unknown (another caller may have), so the answer says so.
+func TestDeleteScheduleAfterAnUnknownOutcomeIsNotClaimed(t *testing.T) {
+	f := newFake(t, func(n int, r *http.Request, _ map[string]any) (int, any) {
+		if n == 0 {
+			return unknown()
+		}
+		return 404, map[string]string{"error": "schedule_not_found", "reason": "no schedule s1"}
+	})
+	err := newTestClient(t, f.srv.URL).DeleteSchedule(testCtx(t), "s1")
+	if !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, ErrNotFound) || len(f.got()) != 2 {
+		t.Fatalf("delete: %v after %d requests, want ErrOutcomeUnknown wrapping ErrNotFound after 2", err, len(f.got()))
+	}
+	// Without an unknown outcome first, not found is the answer.
+	g := newFake(t, func(int, *http.Request, map[string]any) (int, any) {
+		return 404, map[string]string{"error": "schedule_not_found", "reason": "no schedule s1"}
+	})
+	if err := newTestClient(t, g.srv.URL).DeleteSchedule(testCtx(t), "s1"); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("delete of no schedule: %v, want ErrNotFound alone", err)
+	}
+}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"time"
 )
@@ -103,8 +104,9 @@ func (c *Client) setSchedule(ctx context.Context, id, op string) (Schedule, erro
 }
 
 // DeleteSchedule deletes a schedule (its jobs stay), resending after an
-// unknown outcome; a resend that finds no schedule counts as success only
-// if the first attempt's effect is visible (GET finds none).
+// unknown outcome. A resend that finds no schedule is not a success: the
+// schedule is gone, but this call or another may have deleted it, so the
+// answer is ErrOutcomeUnknown (wrapping ErrNotFound), as the library's.
 func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
 	path := "/v1/schedules/" + url.PathEscape(id)
 	unknown := false
@@ -114,7 +116,9 @@ func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
 		case err == nil:
 			return nil
 		case unknown && errors.Is(err, ErrNotFound):
-			return nil // the earlier attempt deleted it
+			// Gone, but by the earlier attempt or by another caller:
+			// not a success this call can claim.
+			return fmt.Errorf("%w: schedule %q is gone (deleted by an earlier attempt of this call or by another): %w", ErrOutcomeUnknown, id, err)
 		case !errors.Is(err, ErrOutcomeUnknown) || ctx.Err() != nil:
 			return err
 		}
