@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/vfs"
 	"github.com/jobraft/jobraft/snapshot"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 // ErrSeedExisting is returned by Seed when the data dir already holds a

@@ -5,7 +5,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 // FS is the file-system seam the store does all its IO through (WithFS):

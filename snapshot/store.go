@@ -15,7 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 // On-disk names inside the store directory (see docs/snapshot.md).

@@ -1,6 +1,6 @@
 package wal
 
-import "github.com/jobraft/jobraft/internal/vfs"
+import "github.com/jobraft/jobraft/wal/vfs"
 
 // FS is the file-system seam the log does all its IO through: open,
 // remove, rename, list, create directories, sync a directory. OSFS is the

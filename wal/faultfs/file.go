@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 // faultFile is a file opened through an FS: its writes pass the armed

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 func isSeg(name string) bool { return strings.HasSuffix(name, ".seg") }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 // The reference model of an honest disk, as naive as it gets: every inode

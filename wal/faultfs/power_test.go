@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 // pl is one power-loss test: an FS over a fresh directory and helpers that

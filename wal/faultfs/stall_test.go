@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 // A stall delays the next Sync only: the one after it is not stalled (the

@@ -38,7 +38,7 @@
 //
 // # Imports
 //
-// This package imports internal/vfs (the file-system seam) and never
+// This package imports wal/vfs (the file-system seam) and never
 // package wal; wal imports it. Its external tests (package segment_test)
 // open a guarded wal.Log and look at the files it wrote through
 // export_test.go.

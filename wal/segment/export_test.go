@@ -3,7 +3,7 @@ package segment
 import (
 	"sync"
 
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 // The external tests of this directory (package segment_test) open a

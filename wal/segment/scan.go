@@ -4,7 +4,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 // scanned is one segment file as read from disk.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/vfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 	bolt "go.etcd.io/bbolt"
 )
 

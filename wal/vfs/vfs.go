@@ -1,11 +1,13 @@
 // Package vfs is the file-system seam of the packages that write durable
 // state: wal (FS: what a log needs) and snapshot (DirFS: a log's needs and
-// the directory operations of a snapshot store). OSFS is the operating
-// system's; wal/faultfs implements both over the real disk for tests (fault
-// injection, an honest power loss). The types are the same in every
-// package (wal.FS, wal.File, wal.OSFS and snapshot.FS, snapshot.File are
-// aliases of these), so one file system serves a log and a snapshot store,
-// and snapshot does not depend on wal.
+// the directory operations of a snapshot store), and MkdirAll, the durable
+// directory creation they and a raft member's data directory use. OSFS is
+// the operating system's; wal/faultfs implements both over the real disk
+// for tests (fault injection, an honest power loss). The types are the
+// same in every package (wal.FS, wal.File, wal.OSFS and snapshot.FS,
+// snapshot.File are aliases of these), so one file system serves a log and
+// a snapshot store. It imports nothing of this module: snapshot depends on
+// it, not on the log.
 package vfs
 
 import (

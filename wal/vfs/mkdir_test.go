@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/jobraft/jobraft/internal/vfs"
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/faultfs"
+	"github.com/jobraft/jobraft/wal/vfs"
 )
 
 // Directories MkdirAll creates survive a power loss; with the file
