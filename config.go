@@ -2,9 +2,11 @@ package jobraft
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/logdigest"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -141,5 +143,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.WatchRetainBytes <= 0 {
 		c.WatchRetainBytes = 64 << 20
 	}
+	// Every member serves walcompare's digest protocol (its online
+	// comparison), beside the host's own log services; the member links
+	// the protocol (internal/logdigest), not walcompare.
+	svcs := maps.Clone(c.LogServices)
+	if svcs == nil {
+		svcs = map[string]raft.LogService{}
+	}
+	svcs[logdigest.Method] = logdigest.Serve
+	c.LogServices = svcs
 	return c, nil
 }

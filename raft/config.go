@@ -1,10 +1,12 @@
 package raft
 
 import (
+	"context"
 	"crypto/tls"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/catchup"
 )
 
@@ -107,11 +109,29 @@ type Config struct {
 	// (package catchup; zero fields take its defaults, ElectionTimeout this
 	// Config's, NearLag MaxAppendEntries).
 	CatchUp catchup.Policy
+
+	// LogServices are read-only services about the member's log that it
+	// serves on its RPC channel, by method name: walcompare's digest
+	// protocol (walcompare.DigestMethod: walcompare.ServeDigest), which
+	// jobraft.Open always adds, is one. A method of the member's own
+	// ("jr.propose", ...) cannot be taken.
+	LogServices map[string]LogService
 }
+
+// LogService answers one request about the member's log on its RPC channel
+// (Config.LogServices): log is the guarded log, floor its persisted commit
+// floor. It must only read log (FirstIndex, LastIndex, GetLog), and may run
+// concurrently with appends. Its error's text is all the caller receives.
+type LogService func(ctx context.Context, log hraft.LogStore, floor func() uint64, req []byte) ([]byte, error)
 
 func (c Config) withDefaults() (Config, error) {
 	if c.ID == "" || c.DataDir == "" || c.BindAddr == "" {
 		return c, invalidConfig("ID, DataDir and BindAddr are required")
+	}
+	for method, svc := range c.LogServices {
+		if _, own := ownHandlers[method]; own || svc == nil {
+			return c, invalidConfig("log service %q: nil, or a method of the member's own", method)
+		}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -231,22 +231,31 @@ func (n *Node) bootstrap() error {
 	return nil
 }
 
-// serve registers the member's RPC handlers on its listener.
+// serve registers the member's RPC handlers on its listener: its own
+// (ownHandlers), then the host's log services (Config.LogServices).
 func (n *Node) serve() {
-	for method, h := range map[string]transport.Handler{
-		methodPropose:      n.handlePropose,
-		methodReadIndex:    n.handleReadIndex,
-		methodTerm:         n.handleTerm,
-		methodStatus:       n.handleStatus,
-		methodAdd:          n.handleAdd,
-		methodRemove:       n.handleRemove,
-		methodRangeDigest:  n.handleRangeDigest,
-		methodSnapshotPast: n.handleSnapshotPast,
-		methodTermStarts:   n.handleTermStarts,
-		methodProgress:     n.handleProgress,
-	} {
-		n.mux.Handle(method, h)
+	for method, h := range ownHandlers {
+		n.mux.Handle(method, func(ctx context.Context, req []byte) ([]byte, error) { return h(n, ctx, req) })
 	}
+	for method, svc := range n.cfg.LogServices {
+		n.mux.Handle(method, func(ctx context.Context, req []byte) ([]byte, error) {
+			return svc(ctx, n.log, n.log.PersistedFloor, req)
+		})
+	}
+}
+
+// ownHandlers are the RPC methods a member serves itself; a log service
+// cannot take one (Config.LogServices).
+var ownHandlers = map[string]func(*Node, context.Context, []byte) ([]byte, error){
+	methodPropose:      (*Node).handlePropose,
+	methodReadIndex:    (*Node).handleReadIndex,
+	methodTerm:         (*Node).handleTerm,
+	methodStatus:       (*Node).handleStatus,
+	methodAdd:          (*Node).handleAdd,
+	methodRemove:       (*Node).handleRemove,
+	methodSnapshotPast: (*Node).handleSnapshotPast,
+	methodTermStarts:   (*Node).handleTermStarts,
+	methodProgress:     (*Node).handleProgress,
 }
 
 // run starts the member's goroutines, all ended by Close: the observer of

@@ -10,7 +10,9 @@
 //     data dir, or a raft-boltdb/v2 file), opened read-only and never
 //     modified; Dial(ctx, name, addr, tlsConfig) for a running raft.Node,
 //     read over its RPC channel (DigestMethod, the protocol of package
-//     logdigest) without stopping it.
+//     logdigest) without stopping it. Every member jobraft.Open starts
+//     serves it; a bare raft.Node serves it when its Config.LogServices
+//     names DigestMethod with ServeDigest.
 //  2. r, err := Compare(ctx, members, Options{}). err is an IO or RPC
 //     failure only; damage is reported, not returned. Options.From and
 //     Options.To, when set, are the first and last index to compare.

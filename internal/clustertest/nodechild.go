@@ -66,7 +66,7 @@ func (c ChildConfig) raftConfig(logger hclog.Logger) raft.Config {
 		LeaderLeaseTimeout: c.LeaderLeaseTimeout, CommitTimeout: c.CommitTimeout,
 		ApplyTimeout: c.ApplyTimeout, TrailingLogs: c.TrailingLogs,
 		SnapshotThreshold: c.SnapshotThreshold, SnapshotInterval: c.SnapshotInterval,
-		Logger: logger,
+		Logger: logger, LogServices: Digests(),
 	}
 }
 

@@ -55,7 +55,14 @@ func FastConfig(t testing.TB, id, dir, addr string) raft.Config {
 		SnapshotInterval: time.Hour, SnapshotThreshold: 1 << 30, TrailingLogs: 64,
 		ApplyTimeout: 2 * time.Second,
 		Logger:       hclog.New(&hclog.LoggerOptions{Name: id, Level: hclog.Warn, Output: testWriter{t}}),
+		LogServices:  Digests(),
 	}
+}
+
+// Digests serves walcompare's digest protocol (the online comparison the
+// checkers read), as every member jobraft.Open starts does.
+func Digests() map[string]raft.LogService {
+	return map[string]raft.LogService{walcompare.DigestMethod: walcompare.ServeDigest}
 }
 
 type testWriter struct{ t testing.TB }

@@ -8,7 +8,7 @@
 // # The protocol (a contract: the wire format is frozen)
 //
 // A member serves Method ("jr.walcompare.digest") on its RPC channel with
-// Serve. A request is a JSON Request, a reply a JSON Reply. Index bounds in
+// Serve (raft.Config.LogServices; jobraft.Open names it for every member). A request is a JSON Request, a reply a JSON Reply. Index bounds in
 // requests and digests are inclusive: [From, To], both held. Every reply
 // carries the member's bounds, First and Last (0, 0: an empty log), and its
 // persisted commit floor (Floor; HasFloor false when the store has none).
