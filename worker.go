@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
-	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/worker"
 )
 
 // Handler runs one job. Its context is canceled when the lease is lost
@@ -43,27 +41,14 @@ type WorkerConfig struct {
 
 // ErrLeaseLost is the cause of a handler context canceled because the job's
 // lease ended (context.Cause).
-var ErrLeaseLost = errors.New("jobraft: lease lost")
-
-type retryAfter struct {
-	err   error
-	delay time.Duration
-}
-
-func (e *retryAfter) Error() string { return e.err.Error() }
-func (e *retryAfter) Unwrap() error { return e.err }
+var ErrLeaseLost = worker.ErrLeaseLost
 
 // RetryAfter makes a handler's error nak the job with delay instead of its
 // backoff policy.
-func RetryAfter(err error, delay time.Duration) error { return &retryAfter{err, delay} }
-
-type permanent struct{ err error }
-
-func (e *permanent) Error() string { return e.err.Error() }
-func (e *permanent) Unwrap() error { return e.err }
+func RetryAfter(err error, delay time.Duration) error { return worker.RetryAfter(err, delay) }
 
 // Permanent makes a handler's error term the job (dead, no more attempts).
-func Permanent(err error) error { return &permanent{err} }
+func Permanent(err error) error { return worker.Permanent(err) }
 
 // Run works on jobs until ctx ends, with at most Queues[q] handlers running
 // per queue q. Each job's lease is extended while its handler runs; the
@@ -86,210 +71,55 @@ func Permanent(err error) error { return &permanent{err} }
 // handlers must be idempotent; a job is claimed only by a worker with a
 // handler for its kind.
 func (c *Controller) Run(ctx context.Context, wc WorkerConfig) error {
-	claims, err := c.workerClaims(&wc)
+	cfg := c.workerConfig(wc)
+	claims, err := worker.Plan(cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: worker: %w", ErrInvalidConfig, err)
 	}
-	var wg sync.WaitGroup
-	for _, req := range claims {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.runQueue(ctx, &wc, req, wc.Queues[req.Queues[0]])
-		}()
-	}
-	wg.Wait()
+	worker.Run(ctx, c.workerMember(), &cfg, claims)
 	return nil
 }
 
-// workerClaims fills wc's defaults, checks it, and returns the claim of
-// each queue (in queue order), Max 1 (runQueue sets it per claim).
-func (c *Controller) workerClaims(wc *WorkerConfig) ([]ClaimRequest, error) {
-	if wc.Worker == "" {
-		wc.Worker = c.cfg.ID
-	}
-	wc.LeaseTTL = c.cfg.leaseTTL(wc.LeaseTTL)
-	if wc.PollWait <= 0 {
-		wc.PollWait = 30 * time.Second
-	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: worker: "+format, append([]any{ErrInvalidConfig}, args...)...)
-	}
-	if len(wc.Queues) == 0 {
-		return nil, bad("no queues")
-	}
-	if len(wc.Handlers) == 0 && wc.Default == nil {
-		return nil, bad("no handlers")
-	}
-	kinds := make([]string, 0, len(wc.Handlers))
-	for k, h := range wc.Handlers {
-		if h == nil {
-			return nil, bad("nil handler for kind %q", k)
-		}
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds) // the claim's bytes do not depend on map order
-	if wc.Default != nil {
-		kinds = nil // every kind
-	} else if len(kinds) > fsm.MaxClaimKinds {
-		return nil, bad("%d kinds without a Default handler (a claim names at most %d)", len(kinds), fsm.MaxClaimKinds)
-	}
-	queues := make([]string, 0, len(wc.Queues))
-	for q := range wc.Queues {
-		queues = append(queues, q)
-	}
-	slices.Sort(queues)
-	var out []ClaimRequest
-	for _, q := range queues {
-		if n := wc.Queues[q]; n < 1 {
-			return nil, bad("queue %q: concurrency %d (at least 1)", q, n)
-		}
-		req := ClaimRequest{Queues: []string{q}, Kinds: kinds, Worker: wc.Worker, Max: 1, LeaseTTL: wc.LeaseTTL, Wait: wc.PollWait}
-		if err := req.validate(); err != nil {
-			return nil, bad("queue %q: %w", q, err)
-		}
-		out = append(out, req)
-	}
-	return out, nil
-}
-
-func (c *Controller) runQueue(ctx context.Context, wc *WorkerConfig, req ClaimRequest, n int) {
-	queue := req.Queues[0]
-	slots := make(chan struct{}, n)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for ctx.Err() == nil && !c.isClosed() {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		free := 1
-	more:
-		for free < n {
-			select {
-			case slots <- struct{}{}:
-				free++
-			default:
-				break more
-			}
-		}
-		req.Max = free
-		leases, err := c.Claim(ctx, req)
-		for i := len(leases); i < free; i++ {
-			<-slots
-		}
-		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrQueuePaused) {
-			c.report(wc, Job{Queue: queue}, err)
-			select {
-			case <-ctx.Done():
-			case <-c.closed:
-			case <-time.After(c.retryPause()):
-			}
-		}
-		for _, l := range leases {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				c.runOne(ctx, wc, l)
-			}()
-		}
+// workerMember is this controller as the runner sees it.
+func (c *Controller) workerMember() *worker.Member {
+	return &worker.Member{
+		Claim: c.workerClaim,
+		Gone:  func(err error) bool { return errors.Is(err, ErrStaleLease) || errors.Is(err, ErrNotFound) },
+		Rec:   c.rec, Closed: c.closed, RetryPause: c.retryPause(), ReportTimeout: c.cfg.ProposeTimeout, Log: c.log,
 	}
 }
 
-func (c *Controller) report(wc *WorkerConfig, j Job, err error) {
-	if wc.OnError != nil {
-		wc.OnError(j, err)
-		return
+// workerConfig is wc for the runner, its defaults filled: the member ID
+// for a worker name, Config.LeaseTTL, a 30s poll.
+func (c *Controller) workerConfig(wc WorkerConfig) worker.Config {
+	cfg := worker.Config{Worker: wc.Worker, Queues: wc.Queues, Default: worker.Handler(wc.Default),
+		LeaseTTL: c.cfg.leaseTTL(wc.LeaseTTL), PollWait: wc.PollWait, OnError: wc.OnError}
+	if cfg.Worker == "" {
+		cfg.Worker = c.cfg.ID
 	}
-	c.log.Warn("worker", "job", j.ID, "queue", j.Queue, "error", err)
+	if cfg.PollWait <= 0 {
+		cfg.PollWait = 30 * time.Second
+	}
+	if len(wc.Handlers) > 0 {
+		cfg.Handlers = make(map[string]worker.Handler, len(wc.Handlers))
+		for k, h := range wc.Handlers {
+			cfg.Handlers[k] = worker.Handler(h)
+		}
+	}
+	return cfg
 }
 
-func (c *Controller) runOne(ctx context.Context, wc *WorkerConfig, l *Lease) {
-	hctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	unfence := c.rec.Fence(l.Job.ID, l.Token, func(ev Event) {
-		cancel(fmt.Errorf("%w: job %s %s at index %d", ErrLeaseLost, ev.JobID, ev.Kind, ev.Index))
-	})
-	defer unfence()
-	// A cancel (or expiry) applied between the claim and the fence above
-	// is in the recorded history, not in the fence's future.
-	if kind, _, ok := c.rec.LeaseEnd(l.Job.ID, l.Token); ok {
-		cancel(fmt.Errorf("%w: job %s %s before its handler started", ErrLeaseLost, l.Job.ID, kind))
+// workerClaim is a runner's claim: a paused queue is waited on, not an
+// error.
+func (c *Controller) workerClaim(ctx context.Context, cl worker.Claim) ([]worker.Claimed, error) {
+	leases, err := c.Claim(ctx, ClaimRequest{Queues: []string{cl.Queue}, Kinds: cl.Kinds, Worker: cl.Worker,
+		Max: cl.Max, LeaseTTL: cl.LeaseTTL, Wait: cl.Wait})
+	if errors.Is(err, ErrQueuePaused) {
+		err = nil
 	}
-	// Extend every TTL/3 until the handler returns.
-	stop := make(chan struct{})
-	extended := make(chan struct{})
-	go func() {
-		defer close(extended)
-		t := time.NewTicker(max(wc.LeaseTTL/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-hctx.Done():
-				return
-			case <-t.C:
-			}
-			ectx, ecancel := context.WithTimeout(hctx, wc.LeaseTTL/3)
-			err := l.Extend(ectx)
-			ecancel()
-			if errors.Is(err, ErrStaleLease) || errors.Is(err, ErrNotFound) {
-				cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
-				return
-			}
-			if err != nil && hctx.Err() == nil {
-				c.report(wc, l.Job, err)
-			}
-		}
-	}()
-	h := wc.Handlers[l.Job.Kind]
-	if h == nil {
-		h = wc.Default
+	out := make([]worker.Claimed, len(leases))
+	for i, l := range leases {
+		out[i] = worker.Claimed{Job: l.Job, Token: l.Token, Lease: l}
 	}
-	var res []byte
-	var herr error
-	if h == nil {
-		// Unreachable through Run (it claims only its handlers' kinds);
-		// a lease made by hand for another kind goes back to its queue.
-		herr = RetryAfter(fmt.Errorf("no handler for kind %q on worker %s", l.Job.Kind, wc.Worker), wc.PollWait)
-	} else {
-		res, herr = call(hctx, h, l.Job)
-	}
-	close(stop)
-	<-extended
-	if cause := context.Cause(hctx); errors.Is(cause, ErrLeaseLost) {
-		c.log.Debug("lease lost; result dropped", "job", l.Job.ID, "token", l.Token, "cause", cause)
-		return
-	}
-	// Report with a fresh context: Run's may have ended.
-	rctx, rcancel := context.WithTimeout(context.Background(), c.cfg.ProposeTimeout)
-	defer rcancel()
-	var err error
-	var ra *retryAfter
-	var pe *permanent
-	switch {
-	case herr == nil:
-		err = l.Ack(rctx, res)
-	case errors.As(herr, &pe):
-		err = l.Term(rctx, herr.Error())
-	case errors.As(herr, &ra):
-		err = l.Nak(rctx, ra.delay, herr.Error())
-	default:
-		err = l.Nak(rctx, 0, herr.Error())
-	}
-	if err != nil && !errors.Is(err, ErrStaleLease) {
-		c.report(wc, l.Job, err)
-	}
-}
-
-func call(ctx context.Context, h Handler, j Job) (res []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("handler panic: %v", r)
-		}
-	}()
-	return h(ctx, j)
+	return out, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft/internal/worker"
 	"github.com/jobraft/jobraft/raft"
 )
 
@@ -45,7 +46,7 @@ func TestRunnerSeesCancelAppliedBeforeItsFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	cause := make(chan error, 1)
-	wc := &WorkerConfig{Worker: "w", LeaseTTL: time.Hour, Handlers: map[string]Handler{
+	cfg := c.workerConfig(WorkerConfig{Worker: "w", Queues: map[string]int{"q": 1}, LeaseTTL: time.Hour, Handlers: map[string]Handler{
 		"k": func(hctx context.Context, _ Job) ([]byte, error) {
 			select {
 			case <-hctx.Done():
@@ -55,9 +56,31 @@ func TestRunnerSeesCancelAppliedBeforeItsFence(t *testing.T) {
 			}
 			return nil, hctx.Err()
 		},
-	}}
-	c.runOne(ctx, wc, leases[0])
+	}})
+	claims, err := worker.Plan(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The runner gets the lease claimed (and canceled) above, then nothing.
+	m := c.workerMember()
+	rctx, stop := context.WithCancel(ctx)
+	given := false
+	m.Claim = func(cctx context.Context, _ worker.Claim) ([]worker.Claimed, error) {
+		if given {
+			<-cctx.Done()
+			return nil, cctx.Err()
+		}
+		given = true
+		return []worker.Claimed{{Job: leases[0].Job, Token: leases[0].Token, Lease: leases[0]}}, nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		worker.Run(rctx, m, &cfg, claims)
+	}()
 	if err := <-cause; !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("handler context cause %v, want ErrLeaseLost", err)
 	}
+	stop()
+	<-done
 }
