@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/internal/coalesce"
+	"github.com/jobraft/jobraft/internal/duties"
 	"github.com/jobraft/jobraft/internal/watchlog"
 	"github.com/jobraft/jobraft/raft"
 )
@@ -72,7 +73,12 @@ func Open(ctx context.Context, cfg Config, opts ...raft.Option) (*Controller, er
 		return c.proposeBytes(c.life, b, decode)
 	}, ErrClosed)
 	c.wg.Add(1)
-	go c.duties()
+	go func() { // the leader's duties: lease expiry, retention sweeps, schedule fires
+		defer c.wg.Done()
+		duties.Run(c.life, duties.Shell{Node: c.node, Jobs: c.jobs, Clock: c.cfg.Clock, ExpireInterval: c.cfg.ExpireInterval,
+			ProposeTimeout: c.cfg.ProposeTimeout, Log: c.log},
+			duties.Policy{RetainFor: c.cfg.RetainFor, RetainPerQueue: c.cfg.RetainPerQueue, SweepInterval: c.cfg.SweepInterval})
+	}()
 	return c, nil
 }
 
