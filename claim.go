@@ -43,10 +43,6 @@ func (req *ClaimRequest) command(id string) *fsm.ClaimCmd {
 	return &fsm.ClaimCmd{Queues: req.Queues, Worker: req.Worker, Max: uint32(min(req.Max, fsm.MaxClaim)), TTL: req.LeaseTTL, Kinds: req.Kinds, ID: id}
 }
 
-// validate checks req (its defaults filled) as the state machine checks
-// its claim command (fsm.Validate).
-func (req *ClaimRequest) validate() error { return fsm.Validate(req.command("")) }
-
 // Claim leases up to req.Max ready jobs to req.Worker. An empty result with
 // a nil error means nothing was ready (within req.Wait).
 //
