@@ -27,6 +27,12 @@
 //     succeeds, the other is stale). Handlers must be
 //     idempotent (a job runs at least once, more after a lost lease or a
 //     crash).
+//     Typed jobs carry no bytes for the host: NewKind[T](name) names a
+//     kind and its argument type; Kind.Submit encodes the arguments (JSON
+//     by default, Kind.WithCodec for another Codec), Kind.Handler and
+//     Handle decode them for the handler (Handle encodes a typed result,
+//     ResultOf reads it back). A payload that does not decode terms the
+//     job with a *CodecError (ErrCodec), whose text quotes no byte.
 //  4. Every error of Claim, Ack, Nak, Extend, Term, Cancel, Retry, Pause and
 //     Resume matches exactly one outcome class (errors.go): nothing
 //     happened (ErrNotApplied, ErrStaleLease, ErrNotFound, ErrInvalidState,

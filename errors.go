@@ -3,6 +3,8 @@ package jobraft
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jobraft/jobraft/fsm"
@@ -130,6 +132,38 @@ func (e *SubmitError) Error() string {
 
 // Unwrap returns the class and the cause.
 func (e *SubmitError) Unwrap() []error { return []error{e.Class, e.Cause} }
+
+// ErrCodec: a typed job's arguments or result did not encode or decode
+// with its kind's codec (Kind). Every *CodecError matches it.
+var ErrCodec = errors.New("jobraft: codec")
+
+// CodecError is the diagnostic of ErrCodec (errors.As): which kind, job
+// (empty before it was submitted) and operation, and how many bytes did
+// not decode. Its text never quotes the bytes or the values, nor the
+// codec's own text (which may: a JSON syntax error quotes the offending
+// character); the codec's error is Err (errors.As reaches it).
+type CodecError struct {
+	Kind  string
+	JobID string
+	Op    string // "encode arguments", "decode arguments", "encode result", "decode result"
+	Len   int    // decode: the length of the bytes that did not decode
+	Err   error
+}
+
+func (e *CodecError) Error() string {
+	s := "jobraft: kind " + strconv.Quote(e.Kind)
+	if e.JobID != "" {
+		s += ", job " + e.JobID
+	}
+	s += ": " + e.Op
+	if strings.HasPrefix(e.Op, "decode") {
+		s += " (" + strconv.Itoa(e.Len) + " bytes)"
+	}
+	return s + fmt.Sprintf(" failed (%T)", e.Err)
+}
+
+// Unwrap returns ErrCodec and the codec's error.
+func (e *CodecError) Unwrap() []error { return []error{ErrCodec, e.Err} }
 
 // CompactedError says which events are still retained.
 type CompactedError struct {
