@@ -1,6 +1,7 @@
 // Command embed is the README's embedding example: a one-member jobraft
-// Controller with a worker, one submitted job and its result. The README
-// quotes run; main_test.go runs it.
+// Controller with a worker, one submitted job and its result, typed (the
+// host handles no payload bytes). The README quotes it whole; main_test.go
+// runs it.
 package main
 
 import (
@@ -28,6 +29,15 @@ func main() {
 	fmt.Println(out)
 }
 
+// Upper is a job's arguments and its result: a kind names the type, and
+// the arguments travel as JSON (jobraft.Kind.WithCodec plugs in another
+// codec).
+type Upper struct {
+	Text string `json:"text"`
+}
+
+var upper = jobraft.NewKind[Upper]("upper")
+
 func run(ctx context.Context, dir string) (string, error) {
 	ctl, err := jobraft.Open(ctx, jobraft.Config{
 		Config: raft.Config{
@@ -49,14 +59,14 @@ func run(ctx context.Context, dir string) (string, error) {
 	go ctl.Run(wctx, jobraft.WorkerConfig{
 		Queues: map[string]int{"emails": 4},
 		Handlers: map[string]jobraft.Handler{
-			"upper": func(ctx context.Context, job jobraft.Job) ([]byte, error) {
-				return []byte(strings.ToUpper(string(job.Payload))), nil
-			},
+			upper.Name(): jobraft.Handle(upper, func(ctx context.Context, job jobraft.Job, in Upper) (Upper, error) {
+				return Upper{Text: strings.ToUpper(in.Text)}, nil
+			}),
 		},
 	})
 
 	// Submit on any member; the ID makes retries exactly-once.
-	job, err := ctl.Submit(ctx, jobraft.SubmitRequest{ID: "welcome-42", Queue: "emails", Kind: "upper", Payload: []byte("hello")})
+	job, err := upper.Submit(ctx, ctl, jobraft.SubmitRequest{ID: "welcome-42", Queue: "emails"}, Upper{Text: "hello"})
 	if err != nil {
 		return "", err // errors.Is(err, jobraft.ErrMayExist): resubmit with the same ID
 	}
@@ -69,5 +79,9 @@ func run(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s %s: %s", done.ID, done.State, done.Result), nil
+	out, err := jobraft.ResultOf[Upper](upper, done) // a dead job has no result: an error
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s %s: %s", done.ID, done.State, out.Text), nil
 }
