@@ -127,9 +127,9 @@ soak:
 	$(GO) test -count=1 -timeout 120m -run 'TestGuardModel' ./wal/ -rapid.checks=20000
 	$(GO) test -count=1 -timeout 120m -run 'TestCrash' ./wal/segment/ -crash.rounds=2000
 	$(GO) test -race -count=1 -timeout 60m -run 'TestScenario' ./raft/ -raft.long
-	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' ./internal/e2e/ -jobraft.long
+	$(GO) test -race -count=1 -timeout 60m -run 'TestFailover|TestLinearizable' ./internal/test/e2e/ -jobraft.long
 	$(GO) test -race -count=1 -timeout 60m -run 'TestFailoverWithDefaults' .
-	$(GO) test -count=1 -timeout 240m -run 'TestChaos$$' ./internal/chaos/ -chaos.seeds=$(CHAOS_SEEDS) -chaos.pictures=$(CURDIR)/.soak/chaos
+	$(GO) test -count=1 -timeout 240m -run 'TestChaos$$' ./internal/test/chaos/ -chaos.seeds=$(CHAOS_SEEDS) -chaos.pictures=$(CURDIR)/.soak/chaos
 	$(GO) test -count=1 -timeout 60m -v -run 'TestCatchUp' . -jobraft.long
 	cd examples && $(GO) test -count=1 -timeout 60m -v -run 'TestNetnsFaults$$' ./cmd/demo/ -netns.rtt 50ms -netns.heartbeat $(NETNS_SOAK_HEARTBEAT) -netns.jobs 6000
 
@@ -141,14 +141,14 @@ NETNS_SOAK_HEARTBEAT ?= 750ms
 CHAOS_SEEDS ?= 1000
 
 ## chaos-bugs: proves the chaos checkers against deliberately injected bugs
-## (internal/bugs, built only with -tags chaosbugs): fencing, exactly-once
+## (internal/test/bugs, built only with -tags chaosbugs): fencing, exactly-once
 ## dedupe, the commit clamp, the guard floor armed with the clamp, and the
 ## guard floor alone (reached by a lying disk) must each be caught within
 ## 50 seeds; prints the seed and the checkers that caught each
 ## (docs/chaos.md, "Proving the checkers").
 chaos-bugs:
 	@mkdir -p .soak; status=0; \
-	$(GO) test -tags chaosbugs -count=1 -timeout 60m -run 'TestInjectedBugs' ./internal/chaos/ -v > .soak/chaos-bugs.log 2>&1 || status=$$?; \
+	$(GO) test -tags chaosbugs -count=1 -timeout 60m -run 'TestInjectedBugs' ./internal/test/chaos/ -v > .soak/chaos-bugs.log 2>&1 || status=$$?; \
 	grep -E '^(chaos bug|--- FAIL|FAIL|ok)' .soak/chaos-bugs.log; echo "full log: .soak/chaos-bugs.log"; exit $$status
 
 clean:

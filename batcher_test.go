@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 )
 
 // TestBatchingNeverExceedsMaxCommandSize: with a MaxCommandSize below the

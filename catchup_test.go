@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/clustertest"
-	"github.com/jobraft/jobraft/internal/stalltest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
+	"github.com/jobraft/jobraft/internal/test/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
 

@@ -115,7 +115,7 @@
 // member's watch log, lease fences and claim wake-ups, and package backup
 // writes, checks and restores backups. The system tests (failover,
 // linearizability, frozen leader, clock skew, entries per cycle) are in
-// internal/e2e.
+// internal/test/e2e.
 //
 // docs/controller.md has the design notes, test map and figures.
 package jobraft

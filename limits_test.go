@@ -7,7 +7,7 @@ import (
 
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/fsm"
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 )
 
 // A queue's concurrency limit, set on a follower, holds across claims

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 )
 
 var (

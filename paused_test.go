@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 )
 
 // A worker process (a follower member holding a lease) is SIGSTOPped past

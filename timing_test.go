@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/clustertest"
-	"github.com/jobraft/jobraft/internal/stalltest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
+	"github.com/jobraft/jobraft/internal/test/stalltest"
 	"github.com/jobraft/jobraft/raft"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 )
 
 // Submit says whether the job existed before the call: by its ID, or by

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/jobraft/jobraft"
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 )
 
 // Watch's retained window, at its boundary: from the oldest retained index

@@ -1,7 +1,7 @@
 package fsm
 
 import (
-	"github.com/jobraft/jobraft/internal/bugs"
+	"github.com/jobraft/jobraft/internal/test/bugs"
 	"strconv"
 	"time"
 	"unsafe"

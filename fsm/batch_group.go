@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/bugs"
+	"github.com/jobraft/jobraft/internal/test/bugs"
 	"github.com/tidwall/btree"
 )
 

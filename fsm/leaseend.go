@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/bugs"
+	"github.com/jobraft/jobraft/internal/test/bugs"
 )
 
 // This file is how a job's last lease ended (job.end) and what makes a

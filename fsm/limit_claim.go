@@ -3,7 +3,7 @@ package fsm
 import (
 	"slices"
 
-	"github.com/jobraft/jobraft/internal/bugs"
+	"github.com/jobraft/jobraft/internal/test/bugs"
 )
 
 // Limits at claim time. A claim's sources (apply.go) are its queues'

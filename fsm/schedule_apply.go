@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/bugs"
+	"github.com/jobraft/jobraft/internal/test/bugs"
 	"github.com/tidwall/btree"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/bugs"
+	"github.com/jobraft/jobraft/internal/test/bugs"
 )
 
 // Unique jobs (NewJob.Unique, as River's UniqueOpts): a submitted job with

@@ -14,8 +14,8 @@ import (
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/jobraft/jobraft/catchup"
-	"github.com/jobraft/jobraft/internal/clustertest"
-	"github.com/jobraft/jobraft/internal/stalltest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
+	"github.com/jobraft/jobraft/internal/test/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport/faultnet"
 	"github.com/jobraft/jobraft/wal"

@@ -6,13 +6,13 @@ import (
 
 	"github.com/jobraft/jobraft/transport/faultnet"
 
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 )
 
 // The committed-prefix and applied-history checkers pass on a healthy
 // cluster and see every member's log and history. (The applied-history
 // checker's own self-test, which feeds it stale and legal histories, is in
-// internal/history; seam_history_test.go runs it against a real stale
+// internal/test/history; seam_history_test.go runs it against a real stale
 // apply.)
 func TestCheckersOnHealthyCluster(t *testing.T) {
 	faults := faultnet.New(7)

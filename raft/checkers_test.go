@@ -8,9 +8,9 @@ import (
 
 	"github.com/jobraft/jobraft/transport/faultnet"
 
-	"github.com/jobraft/jobraft/internal/clustertest"
-	"github.com/jobraft/jobraft/internal/history"
-	"github.com/jobraft/jobraft/internal/stalltest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
+	"github.com/jobraft/jobraft/internal/test/history"
+	"github.com/jobraft/jobraft/internal/test/stalltest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/walcompare"
 )
@@ -24,7 +24,7 @@ import (
 //	state digest     clustertest.NodeCluster.WaitConverged: equal digest at equal index
 //	applied history  checkAppliedHistory, checkAppliedProcs: every entry a
 //	                 member's state machine applied is the committed entry at
-//	                 its index (internal/history); the convergence waits also
+//	                 its index (internal/test/history); the convergence waits also
 //	                 check it on every poll and fail at once, naming it
 //	liveness         measured by the scenario and reported with t.Logf
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 )
 
 // loadProcs proposes unique keys from workers goroutines, round-robin over

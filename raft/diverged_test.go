@@ -15,7 +15,7 @@ import (
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/wal"
 	"github.com/jobraft/jobraft/wal/segment"

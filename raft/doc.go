@@ -21,7 +21,7 @@
 //  5. Close the node on shutdown; a crash needs nothing: the log recovers
 //     on the next Open.
 //  6. Pass Open no Option: options are this module's test instrumentation
-//     (internal/nodeopt builds them).
+//     (internal/test/nodeopt builds them).
 //
 // # Guarantees
 //

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 

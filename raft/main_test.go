@@ -3,9 +3,9 @@ package raft_test
 import (
 	"testing"
 
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 )
 
 // TestMain lets the test binary run as a member process for the crash tests
-// (internal/clustertest re-executes it).
+// (internal/test/clustertest re-executes it).
 func TestMain(m *testing.M) { clustertest.Main(m) }

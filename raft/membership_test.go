@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft/catchup"
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport/faultnet"
 )

@@ -9,7 +9,7 @@ import (
 
 // An Option changes how Open wires the member's parts: instrumentation and
 // fault seams for tests, below the member's own layers. This module's
-// tests build them (internal/nodeopt); a host passes none, and nothing in
+// tests build them (internal/test/nodeopt); a host passes none, and nothing in
 // a member's contract depends on them.
 type Option func(*Wiring)
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 	"github.com/jobraft/jobraft/raft"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/jobraft/jobraft/wal/faultfs"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/snapshot"
 	"github.com/jobraft/jobraft/wal"

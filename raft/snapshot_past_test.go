@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/jobraft/jobraft/internal/clustertest"
-	"github.com/jobraft/jobraft/internal/pkitest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
+	"github.com/jobraft/jobraft/internal/test/pkitest"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 	"github.com/jobraft/jobraft/wal"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/jobraft/jobraft/internal/stalltest"
+	"github.com/jobraft/jobraft/internal/test/stalltest"
 )
 
 // logSink collects log lines; tests dump it on failure and may look for a

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/pkitest"
+	"github.com/jobraft/jobraft/internal/test/pkitest"
 )
 
 // BenchmarkRaftAppendTLS sends synchronous appends of 64 entries of 256

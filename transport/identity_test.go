@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/pkitest"
+	"github.com/jobraft/jobraft/internal/test/pkitest"
 )
 
 func TestCertIdentity(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/pkitest"
+	"github.com/jobraft/jobraft/internal/test/pkitest"
 )
 
 func TestListenRefusesInsecureNonLoopback(t *testing.T) {

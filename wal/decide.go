@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/bugs"
+	"github.com/jobraft/jobraft/internal/test/bugs"
 	"github.com/jobraft/jobraft/wal/segment"
 )
 

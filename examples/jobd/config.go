@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/nodeopt"
 	"github.com/jobraft/jobraft/raft"
 	"github.com/jobraft/jobraft/transport"
 )
@@ -21,7 +20,7 @@ import (
 type options struct { // the json tags name the config-file keys (= flag names)
 	// nodeOpts are internal node options (tests: a fault-injecting log
 	// filesystem); never set from flags or the config file.
-	nodeOpts  []nodeopt.Option
+	nodeOpts  []raft.Option
 	ID        string `json:"id"`
 	DataDir   string `json:"data"`
 	RaftAddr  string `json:"raft-addr"`

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/nodeopt"
+	"github.com/jobraft/jobraft/internal/test/nodeopt"
 )
 
 // holdAppends is a member's raft transport whose appends carrying entries

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
-	"github.com/jobraft/jobraft/internal/bugs"
+	"github.com/jobraft/jobraft/internal/test/bugs"
 )
 
 // Wrap wraps the raft transport a member hands to hashicorp/raft so that

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobraft/jobraft/internal/stalltest"
+	"github.com/jobraft/jobraft/internal/test/stalltest"
 
 	"github.com/hashicorp/raft"
 )

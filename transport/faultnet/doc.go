@@ -2,7 +2,7 @@
 // tests: drops, delays, duplicates, partitions, one-way cuts, flapping links
 // and one-shot response losses. It is a separate package so that no host
 // binary links it: a node takes it only through the module's internal
-// options (internal/nodeopt), which wrap the member's raft transport (Wrap)
+// options (internal/test/nodeopt), which wrap the member's raft transport (Wrap)
 // and its RPC caller (WrapCaller).
 //
 // # Guarantees

@@ -61,7 +61,7 @@ func TestTermIndexAdoptedListEndsWithALaterInstallOnAnEmptyLog(t *testing.T) {
 	}
 }
 
-// The chaos harness's lying disk (internal/clustertest/ctlfaults.go, isSegment)
+// The chaos harness's lying disk (internal/test/clustertest/ctlfaults.go, isSegment)
 // checkpoints and restores only the *.seg files: stable.db, which now
 // holds the term index, keeps what was written during the lie. A member
 // that installs a snapshot during the lie (reset, AdoptTerms) comes back

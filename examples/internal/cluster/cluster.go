@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/jobraft/jobraft/examples/client"
-	"github.com/jobraft/jobraft/internal/clustertest"
+	"github.com/jobraft/jobraft/internal/test/clustertest"
 )
 
 // Options configures a cluster.

@@ -1,0 +1,21 @@
+package e2e_test
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/jobraft/jobraft/internal/test/clustertest"
+)
+
+var (
+	seedFlag = flag.Int64("jobraft.seed", 0, "seed of randomized tests (0: time)")
+	longFlag = flag.Bool("jobraft.long", false, "run the long failover/linearizability rounds")
+)
+
+// wait bounds what a test waits for a cluster (a leader, an apply).
+const wait = 20 * time.Second
+
+func TestMain(m *testing.M) { clustertest.Main(m) }
+
+func seed(t *testing.T) int64 { return clustertest.Seed(t, *seedFlag, "jobraft.seed") }
