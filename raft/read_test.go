@@ -195,7 +195,14 @@ func TestReadWithFourVotersNeedsThreeOfThem(t *testing.T) {
 // (read.go, readyFlight). Each read used to write its own.
 func TestNewLeaderWritesOneBarrierForConcurrentReads(t *testing.T) {
 	faults := faultnet.New(7)
-	c := clustertest.StartNodes(t, 3, faults, nil)
+	// hashicorp/raft gives a leadership transfer one election timeout to
+	// end; under the 40 ms delays below it takes at least four one-way
+	// trips (TimeoutNow, a vote round, the old leader hearing the new
+	// term), and on a loaded machine scheduling stalls come on top: the
+	// fast config's 300 ms failed it ("leadership transfer timeout").
+	c := clustertest.StartNodes(t, 3, faults, func(cfg *raft.Config) {
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = 2*time.Second, 2*time.Second
+	})
 	l := c.WaitLeader(wait)
 	proposeKeys(t, c, l, "a", 3)
 	c.WaitConverged(wait)
