@@ -207,8 +207,15 @@ func (n *Node) classify(rf refusal) {
 // snapshot covers them): raft's lookup of the previous entry fails, the
 // leader walks back one index at a time, and no truncation is ever asked
 // for, so the guard never refuses one (a lying disk elsewhere in the
-// cluster reaches this; docs/chaos.md, "A lying disk"). Entries above the
-// floor, or outside the log, are raft's to reconcile.
+// cluster reaches this; docs/chaos.md, "A lying disk"). A compacted entry
+// is compared too: the member's term there comes from its log's term index
+// (wal.Log.TermAt, kept across compaction: termIndex); where the log cannot
+// tell (no term index, or it does not know that far back) the entry is
+// skipped. Without it the lying disk's shape of seed 16 looped for ever: a
+// member that compacted past every index where the leader's log differs
+// from its own walked the leader back to index 1 with "log not found" and
+// reported nothing (TestCompactedDivergenceIsReported). Entries above the
+// floor, or past the log, are raft's to reconcile.
 func divergentEntry(log hraft.LogStore, floor uint64, a *hraft.AppendEntriesRequest) (Divergence, bool) {
 	if len(a.Entries) == 0 || a.Entries[0] == nil || a.Entries[0].Index > floor {
 		return Divergence{}, false
@@ -225,16 +232,41 @@ func divergentEntry(log hraft.LogStore, floor uint64, a *hraft.AppendEntriesRequ
 		if e == nil || e.Index > floor || e.Index > last {
 			break
 		}
-		var stored hraft.Log
-		if e.Index < first || log.GetLog(e.Index, &stored) != nil || stored.Term == e.Term {
+		held, ok := heldTerm(log, first, e.Index)
+		if !ok || held == e.Term {
 			continue
 		}
-		if a.Term <= stored.Term {
+		if a.Term <= held {
 			return Divergence{}, false
 		}
-		return Divergence{Index: e.Index, LocalTerm: stored.Term, LeaderTerm: a.Term, Leader: string(a.ID), Floor: floor}, true
+		return Divergence{Index: e.Index, LocalTerm: held, LeaderTerm: a.Term, Leader: string(a.ID), Floor: floor}, true
 	}
 	return Divergence{}, false
+}
+
+// termIndex is a log that can tell its term at an index it compacted
+// (wal.Log's term index).
+type termIndex interface {
+	TermAt(index uint64) (uint64, bool)
+}
+
+var _ termIndex = (*wal.Log)(nil)
+
+// heldTerm is the term of log's entry at index (first: its first index):
+// read from the entry when the log holds it, from the term index when it
+// was compacted; false when the log cannot tell.
+func heldTerm(log hraft.LogStore, first, index uint64) (uint64, bool) {
+	if index < first {
+		if ti, ok := log.(termIndex); ok {
+			return ti.TermAt(index)
+		}
+		return 0, false
+	}
+	var stored hraft.Log
+	if log.GetLog(index, &stored) != nil {
+		return 0, false
+	}
+	return stored.Term, true
 }
 
 // diverge records a divergence; the first one is logged and published

@@ -242,4 +242,46 @@ func TestDivergentEntry(t *testing.T) {
 			t.Errorf("%s: divergence %+v, want index %d", tc.name, d, tc.wantAt)
 		}
 	}
+
+	// With a term index (the wal's), the compacted prefix answers too: the
+	// log held term 2 from index 3 on, and knows terms from index 2.
+	indexed := termIndexed{InmemStore: log, known: 2, starts: map[uint64]uint64{2: 1, 3: 2}}
+	tcases := []struct {
+		name   string
+		a      *hraft.AppendEntriesRequest
+		want   bool
+		wantAt uint64
+	}{
+		{"only the compacted prefix, another term", app(3, 3, 4, 3), true, 3},
+		{"only the compacted prefix, the same terms", app(3, 3, 4, 2), false, 0},
+		{"a compacted index the term index does not know", app(3, 1, 1, 3), false, 0},
+		{"the compacted prefix from a leader whose term is not above ours", app(2, 3, 4, 1), false, 0},
+	}
+	for _, tc := range tcases {
+		d, ok := divergentEntry(indexed, 18, tc.a)
+		if ok != tc.want || ok && (d.Index != tc.wantAt || d.LocalTerm != 2 || d.LeaderTerm != tc.a.Term || d.Floor != 18) {
+			t.Errorf("term index, %s: divergentEntry = %+v, %t, want %t at %d", tc.name, d, ok, tc.want, tc.wantAt)
+		}
+	}
+}
+
+// termIndexed is an in-memory log with a term index for its compacted
+// prefix: the term at each index from known on is that of the last start
+// at or below it.
+type termIndexed struct {
+	*hraft.InmemStore
+	known  uint64
+	starts map[uint64]uint64 // start index -> term
+}
+
+func (l termIndexed) TermAt(index uint64) (uint64, bool) {
+	if index < l.known {
+		return 0, false
+	}
+	for i := index; i > 0; i-- {
+		if term, ok := l.starts[i]; ok {
+			return term, true
+		}
+	}
+	return 0, false
 }
