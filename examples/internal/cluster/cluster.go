@@ -246,12 +246,9 @@ func (c *Cluster) Index(id string) int {
 	return -1
 }
 
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+// freeAddr is a loopback address below the ephemeral range, reserved for
+// this process (clustertest.ReserveAddr): a spare started later, or a
+// member restarted, binds it without racing other processes' outgoing
+// connections for a kernel-assigned port (TestJoinChecksClusterID's spare
+// once found its port taken: "address already in use").
+func freeAddr() (string, error) { return clustertest.ReserveAddr() }

@@ -28,6 +28,17 @@ import (
 // in this process, only when no such range exists.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
+	addr, err := ReserveAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// ReserveAddr is FreeAddr for a caller without a test (a harness that a
+// program such as the demo also runs): the same reservation, an error
+// instead of a failed test.
+func ReserveAddr() (string, error) {
 	lo, hi := reservedRange()
 	for attempt := 0; hi > lo && attempt < 1000; attempt++ {
 		port := lo + rand.IntN(hi-lo)
@@ -40,9 +51,9 @@ func FreeAddr(t testing.TB) string {
 			continue // in use by someone who did not reserve it: keep the reservation, skip the port
 		}
 		ln.Close()
-		return addr
+		return addr, nil
 	}
-	return kernelAddr(t)
+	return kernelAddr()
 }
 
 const lowestPort = 20000
@@ -97,11 +108,11 @@ func reserve(port int) bool {
 
 // kernelAddr is a kernel-assigned loopback port never returned before in
 // this process.
-func kernelAddr(t testing.TB) string {
+func kernelAddr() (string, error) {
 	for {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(fmt.Errorf("clustertest: no free port: %w", err))
+			return "", fmt.Errorf("clustertest: no free port: %w", err)
 		}
 		addr := ln.Addr().String()
 		ln.Close()
@@ -110,7 +121,7 @@ func kernelAddr(t testing.TB) string {
 		handed[addr] = true
 		reservedMu.Unlock()
 		if !seen {
-			return addr
+			return addr, nil
 		}
 	}
 }
