@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"github.com/jobraft/jobraft/internal/test/bugs"
+	"math"
 	"strconv"
 	"time"
 	"unsafe"
@@ -244,16 +245,16 @@ func newRecord(nj *NewJob, id string, seq uint64, now int64, kind string, bo *Ba
 // promote moves every scheduled job whose run-at is due (<= now) to its
 // queue's ready order, queue by queue in name order.
 func (s *state) promote(now int64) {
-	// Again at the same time with no job scheduled since: nothing more is
-	// due (the claims of one batch share the entry's time).
-	if s.promo.done && s.promo.now == now && s.promo.scheds == s.scheds {
+	// No scheduled job is due before promo.next (state.promo).
+	if s.promo.ok && now < s.promo.next {
 		return
 	}
-	defer func() { s.promo.done, s.promo.now, s.promo.scheds = true, now, s.scheds }()
+	next := int64(math.MaxInt64)
 	var due []*job
 	s.queues.Scan(func(q *queue) bool {
 		q.sched.Scan(func(it item) bool {
 			if it.a > now {
+				next = min(next, it.a)
 				return false
 			}
 			due = append(due, s.rec(it))
@@ -266,6 +267,7 @@ func (s *state) promote(now int64) {
 		n.state = StatePending
 		s.replace(old, n)
 	}
+	s.promo.ok, s.promo.next = true, next
 }
 
 func (s *state) claim(e Entry, now int64, c *ClaimCmd, r *result) *refusal {

@@ -314,13 +314,15 @@ type state struct {
 	probe  slot    // scratch key for job lookups on the apply goroutine
 	qprobe queue   // scratch key for queue lookups on the apply goroutine
 	src    sources // scratch claim sources on the apply goroutine
-	// scheds counts jobs entering the scheduled state; promo is the last
-	// promote's time and count (a cache: nothing replicated).
-	scheds uint64
-	promo  struct {
-		done   bool
-		now    int64
-		scheds uint64
+	// promo caches when the next scheduled job can be due (nothing
+	// replicated): while ok, next is at or below every scheduled job's
+	// run-at. A promote's scan of every queue sets it to the earliest
+	// run-at left scheduled; a job entering the scheduled state lowers it.
+	// promote skips the scan while its time is below next: a claim's
+	// cost does not grow with the number of queues.
+	promo struct {
+		ok   bool
+		next int64
 	}
 	buf []byte
 	ids []byte // the chunk newDerivedID writes submitted jobs' IDs into
@@ -469,7 +471,7 @@ func (s *state) insert(q *queue, j *job) bool {
 	q.counts[j.state]++
 	q.total++
 	if j.state == StateScheduled {
-		s.scheds++
+		s.promo.next = min(s.promo.next, it.a)
 	}
 	s.jobs.SetHint(entOf(sl), &s.hint)
 	s.indexClaim(j, true)
@@ -499,7 +501,7 @@ func (s *state) replace(old, n *job) {
 	q.index(s, n, ni, true)
 	q.counts[n.state]++
 	if n.state == StateScheduled {
-		s.scheds++
+		s.promo.next = min(s.promo.next, ni.a)
 	}
 	s.publish(old, n)
 	if claimOf(old) != claimOf(n) {
