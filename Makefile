@@ -4,7 +4,7 @@ GO        ?= go
 PKGS      := ./...
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all smoke test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster chaos-bugs grow-demo netns-test netns-bench
+.PHONY: all smoke test unit fuzz lint tidy-check bench soak demo build clean jobd jobctl cluster chaos-bugs grow-demo netns-test netns-bench bench-scale
 
 all: lint test
 
@@ -41,6 +41,7 @@ unit:
 	$(GO) test -count=1 -timeout 5m -run 'TestCatchUpAddsMembersToALoadedCluster|NeverPromotedAndNamedStalled' . ./raft/
 	cd examples && $(GO) test -race -count=1 -timeout 10m ./...
 	cd bench && $(GO) test -count=1 -timeout 5m ./...
+	cd bench/scale && $(GO) test -count=1 -timeout 5m ./...
 
 
 ## netns-test: members on separate hosts, as root (CI is): each jobd in its
@@ -89,13 +90,14 @@ lint:
 	$(STATICCHECK) $(PKGS)
 	cd examples && $(GO) vet ./... && $(STATICCHECK) ./...
 	cd bench && $(GO) vet ./... && $(STATICCHECK) ./...
+	cd bench/scale && $(GO) vet ./... && $(STATICCHECK) ./...
 	@$(MAKE) --no-print-directory tidy-check
 
 ## tidy-check: every module's go.mod and go.sum are tidy (the examples
 ## and bench modules need `go mod tidy` whenever the root gains a
 ## dependency).
 tidy-check:
-	@for d in . examples bench; do \
+	@for d in . examples bench bench/scale; do \
 		(cd $$d && cp go.mod /tmp/jobraft-tidy.mod && cp go.sum /tmp/jobraft-tidy.sum && \
 		$(GO) mod tidy && if ! cmp -s go.mod /tmp/jobraft-tidy.mod || ! cmp -s go.sum /tmp/jobraft-tidy.sum; then \
 			echo "go.mod/go.sum of $$d not tidy: run 'cd $$d && go mod tidy'"; \
@@ -117,6 +119,18 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s -timeout 60m ./wal/segment/ ./snapshot/ ./walcompare/
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./raft/ .
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -benchtime 200000x -timeout 60m ./fsm/
+
+## bench-scale: how the cost grows with the work (the bench/scale module;
+## docs/bench.md, "Scale"): a backlog of each of SCALE_SIZES pending jobs
+## preloaded into a fresh 3-member cluster, then Submit and cycle rates at
+## C=64, claim p50/p99, heap per job, snapshot, restart, backup and
+## restore, a new member's promotion under half load; then 10,000 queues
+## and 100 kinds. Every figure next to the empty backlog's of the same
+## run; the plot goes to docs/bench-scale.png. 10M needs about 20 GB.
+SCALE_SIZES ?= 0,1e6,3e6,1e7
+SCALE_FLAGS ?= -d 5s
+bench-scale:
+	cd bench/scale && $(GO) run . -sizes $(SCALE_SIZES) $(SCALE_FLAGS) -plot ../../docs/bench-scale.png
 
 ## soak: long randomized runs: thousands of crash rounds and model checks,
 ## the fault scenarios' long variants, the Controller's long kill rounds,

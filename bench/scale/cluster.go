@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jobraft/jobraft"
+	"github.com/jobraft/jobraft/catchup"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// cluster is three Controllers in this process on loopback, real files
+// with fsync, every setting at its default but the catch-up stream, which
+// is unthrottled so that a new member's snapshot install runs at what the
+// disk and the member take (the install rate is measured against the
+// disk's).
+type cluster struct {
+	dir     string
+	members []raft.Member
+	ctls    []*jobraft.Controller // nil while a member is closed
+}
+
+// memberConfig is member i's Config (dir holds every member's data dir).
+func memberConfig(dir string, m raft.Member, bootstrap bool, members []raft.Member) jobraft.Config {
+	return jobraft.Config{Config: raft.Config{
+		ID: m.ID, DataDir: filepath.Join(dir, m.ID), BindAddr: m.Address,
+		Bootstrap: bootstrap, InitialMembers: members, Logger: hclog.NewNullLogger(),
+		CatchUp: catchup.Policy{MaxStreamBytesPerSecond: -1},
+	}}
+}
+
+// freeAddrs returns n loopback addresses whose ports were free a moment
+// ago (a race with another process is retried by the caller).
+func freeAddrs(n int) ([]string, error) {
+	var out []string
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
+}
+
+// startCluster opens three members in dir and waits for a leader whose
+// first barrier committed.
+func startCluster(dir string) (*cluster, error) {
+	var last error
+	for range 5 { // a port taken between freeAddrs and Open: other ports
+		addrs, err := freeAddrs(3)
+		if err != nil {
+			return nil, err
+		}
+		c := &cluster{dir: filepath.Join(dir, fmt.Sprint("c-", addrs[0][len("127.0.0.1:"):]))}
+		for i, a := range addrs {
+			c.members = append(c.members, raft.Member{ID: fmt.Sprint("m", i), Address: a, Voter: true})
+		}
+		c.ctls = make([]*jobraft.Controller, 3)
+		if last = c.openAll(); last == nil {
+			return c, nil
+		}
+		c.close()
+	}
+	return nil, last
+}
+
+func (c *cluster) openAll() error {
+	for i := range c.members {
+		if err := c.open(i); err != nil {
+			return err
+		}
+	}
+	l, err := c.waitLeader(60 * time.Second)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err = l.Node().LinearizableRead(ctx)
+	return err
+}
+
+// open opens member i (again, after close) from its data dir.
+func (c *cluster) open(i int) error {
+	ctl, err := jobraft.Open(context.Background(), memberConfig(c.dir, c.members[i], true, c.members))
+	if err != nil {
+		return err
+	}
+	c.ctls[i] = ctl
+	return nil
+}
+
+// leader is the member leading now, or nil.
+func (c *cluster) leader() *jobraft.Controller {
+	for _, ctl := range c.ctls {
+		if ctl != nil && ctl.Node().Status().Role == "Leader" {
+			return ctl
+		}
+	}
+	return nil
+}
+
+func (c *cluster) waitLeader(d time.Duration) (*jobraft.Controller, error) {
+	var l *jobraft.Controller
+	err := waitUntil(d, func() bool { l = c.leader(); return l != nil })
+	if err != nil {
+		return nil, fmt.Errorf("no leader: %w", err)
+	}
+	return l, nil
+}
+
+// follower is the index of a member that is open and not leading.
+func (c *cluster) follower() int {
+	for i, ctl := range c.ctls {
+		if ctl != nil && ctl.Node().Status().Role != "Leader" {
+			return i
+		}
+	}
+	return -1
+}
+
+// closeMember closes member i (its memory becomes garbage).
+func (c *cluster) closeMember(i int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := c.ctls[i].Close(ctx)
+	c.ctls[i] = nil
+	return err
+}
+
+func (c *cluster) close() {
+	for i, ctl := range c.ctls {
+		if ctl != nil {
+			_ = c.closeMember(i)
+		}
+	}
+}
+
+// waitApplied waits until every open member holds want jobs.
+func (c *cluster) waitJobs(want int, d time.Duration) error {
+	return waitUntil(d, func() bool {
+		for _, ctl := range c.ctls {
+			if ctl != nil && ctl.LocalStats().Jobs != want {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+var errTimeout = errors.New("timed out")
+
+// waitUntil polls cond every 20 ms for at most d.
+func waitUntil(d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w after %v", errTimeout, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
