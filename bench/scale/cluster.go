@@ -20,17 +20,18 @@ import (
 // disk and the member take (the install rate is measured against the
 // disk's).
 type cluster struct {
-	dir     string
-	members []raft.Member
-	ctls    []*jobraft.Controller // nil while a member is closed
+	dir        string
+	noProgress int // the catch-up policy's NoProgressRounds (0: default)
+	members    []raft.Member
+	ctls       []*jobraft.Controller // nil while a member is closed
 }
 
-// memberConfig is member i's Config (dir holds every member's data dir).
-func memberConfig(dir string, m raft.Member, bootstrap bool, members []raft.Member) jobraft.Config {
+// memberConfig is member m's Config (its data dir in c.dir).
+func (c *cluster) memberConfig(m raft.Member, bootstrap bool, members []raft.Member) jobraft.Config {
 	return jobraft.Config{Config: raft.Config{
-		ID: m.ID, DataDir: filepath.Join(dir, m.ID), BindAddr: m.Address,
+		ID: m.ID, DataDir: filepath.Join(c.dir, m.ID), BindAddr: m.Address,
 		Bootstrap: bootstrap, InitialMembers: members, Logger: hclog.NewNullLogger(),
-		CatchUp: catchup.Policy{MaxStreamBytesPerSecond: -1},
+		CatchUp: catchup.Policy{MaxStreamBytesPerSecond: -1, NoProgressRounds: c.noProgress},
 	}}
 }
 
@@ -57,14 +58,14 @@ func freeAddrs(n int) ([]string, error) {
 
 // startCluster opens three members in dir and waits for a leader whose
 // first barrier committed.
-func startCluster(dir string) (*cluster, error) {
+func startCluster(dir string, noProgress int) (*cluster, error) {
 	var last error
 	for range 5 { // a port taken between freeAddrs and Open: other ports
 		addrs, err := freeAddrs(3)
 		if err != nil {
 			return nil, err
 		}
-		c := &cluster{dir: filepath.Join(dir, fmt.Sprint("c-", addrs[0][len("127.0.0.1:"):]))}
+		c := &cluster{dir: filepath.Join(dir, fmt.Sprint("c-", addrs[0][len("127.0.0.1:"):])), noProgress: noProgress}
 		for i, a := range addrs {
 			c.members = append(c.members, raft.Member{ID: fmt.Sprint("m", i), Address: a, Voter: true})
 		}
@@ -95,7 +96,7 @@ func (c *cluster) openAll() error {
 
 // open opens member i (again, after close) from its data dir.
 func (c *cluster) open(i int) error {
-	ctl, err := jobraft.Open(context.Background(), memberConfig(c.dir, c.members[i], true, c.members))
+	ctl, err := jobraft.Open(context.Background(), c.memberConfig(c.members[i], true, c.members))
 	if err != nil {
 		return err
 	}

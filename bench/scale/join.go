@@ -30,7 +30,7 @@ func (r *runner) join(c *cluster, res *sizeResult) error {
 		return err
 	}
 	m := raft.Member{ID: "m3", Address: addrs[0], Voter: true}
-	ctl, err := jobraft.Open(context.Background(), memberConfig(c.dir, m, false, nil))
+	ctl, err := jobraft.Open(context.Background(), c.memberConfig(m, false, nil))
 	if err != nil {
 		return err
 	}
@@ -59,18 +59,24 @@ func (r *runner) join(c *cluster, res *sizeResult) error {
 	}
 	go func() { added <- l.Node().AddMember(ctx, m.ID, m.Address) }()
 	var start, end time.Time
-	var size uint64
+	var size, sent uint64
 	for finished := false; !finished; {
 		select {
 		case err = <-added:
 			finished = true
 		case <-time.After(20 * time.Millisecond):
 		}
-		if p := progressOf(l, m.ID); p != nil {
+		// The leader's progress line (whoever leads: a busy process can
+		// lose an election meanwhile), refreshed every quarter election
+		// timeout: the install runs from the first line showing it (or
+		// snapshot bytes sent) to the first that no longer does.
+		if p := progressOf(c.leader(), m.ID); p != nil {
+			busy := p.Installing || p.SnapshotBytesSent > sent
+			size, sent = max(size, p.SnapshotSize, p.SnapshotBytesSent), max(sent, p.SnapshotBytesSent)
 			switch {
-			case p.Installing && start.IsZero():
-				start, size = time.Now(), p.SnapshotSize
-			case !p.Installing && !start.IsZero() && end.IsZero():
+			case busy && start.IsZero():
+				start = time.Now()
+			case !busy && !start.IsZero() && end.IsZero():
 				end = time.Now()
 			}
 		}
@@ -93,6 +99,9 @@ func (r *runner) join(c *cluster, res *sizeResult) error {
 
 // progressOf is the leader's progress line of member id, or nil.
 func progressOf(l *jobraft.Controller, id string) *raft.MemberProgress {
+	if l == nil {
+		return nil
+	}
 	st := l.Node().Status()
 	for i := range st.Progress {
 		if st.Progress[i].ID == id {
@@ -188,7 +197,7 @@ func memAvailable() uint64 {
 // Kinds×PerKind jobs of Kinds kinds in one queue, each client submitting
 // and claiming (by kind) its own.
 func (r *runner) fanout() (out fanoutResult, err error) {
-	c, err := startCluster(r.cfg.Dir)
+	c, err := startCluster(r.cfg.Dir, r.cfg.NoProgressRounds)
 	if err != nil {
 		return out, err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"time"
 
@@ -24,6 +25,8 @@ type config struct {
 	PerKind  int
 	Dir      string // where the clusters' data dirs go
 	Profile  string // a directory: CPU profiles of every phase, heap profiles
+	// NoProgressRounds is the catch-up policy's (0: its default).
+	NoProgressRounds int
 }
 
 // sizeResult is everything measured at one backlog size.
@@ -80,7 +83,7 @@ func (r *runner) step(n int, f string, a ...any) {
 // measure runs every phase at backlog size n on a fresh cluster.
 func (r *runner) measure(n int) (res sizeResult, err error) {
 	res.N = n
-	c, err := startCluster(r.cfg.Dir)
+	c, err := startCluster(r.cfg.Dir, r.cfg.NoProgressRounds)
 	if err != nil {
 		return res, err
 	}
@@ -105,15 +108,9 @@ func (r *runner) measure(n int) (res sizeResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	o := &ops{l: l, payload: r.payload}
-	if res.Cycle, err = closedLoop(r.cfg.Clients, r.cfg.Warm, r.cfg.D, r.prof(n, "cycle"), o.backlogCycle); err != nil {
-		return res, fmt.Errorf("cycle: %w", err)
+	if err := r.rates(l, &res); err != nil {
+		return res, err
 	}
-	r.step(n, "cycle  %s/s  p99 %v  claim p50 %v p99 %v  failed %d", thousands(res.Cycle.Rate), ms(res.Cycle.P99), ms(res.Cycle.ClaimP50), ms(res.Cycle.ClaimP99), res.Cycle.Errors)
-	if res.Submit, err = closedLoop(r.cfg.Clients, r.cfg.Warm, r.cfg.D, r.prof(n, "submit"), o.submit); err != nil {
-		return res, fmt.Errorf("submit: %w", err)
-	}
-	r.step(n, "Submit %s/s  p99 %v  failed %d", thousands(res.Submit.Rate), ms(res.Submit.P99), res.Submit.Errors)
 
 	if res.Snapshot, err = timed(r.prof(n, "snapshot"), func() error { return r.snapshot(c, &res) }); err != nil {
 		return res, fmt.Errorf("snapshot: %w", err)
@@ -149,11 +146,41 @@ func (r *runner) measure(n int) (res sizeResult, err error) {
 	return res, nil
 }
 
+// rates measures cycles, then Submits, on the leader l.
+func (r *runner) rates(l *jobraft.Controller, res *sizeResult) (err error) {
+	n, o := res.N, &ops{l: l, payload: r.payload}
+	if res.Cycle, err = closedLoop(r.cfg.Clients, r.cfg.Warm, r.cfg.D, r.prof(n, "cycle"), o.backlogCycle); err != nil {
+		return fmt.Errorf("cycle: %w", err)
+	}
+	r.step(n, "cycle  %s/s  p99 %v  claim p50 %v p99 %v  CPU %v  failed %d", thousands(res.Cycle.Rate), ms(res.Cycle.P99), ms(res.Cycle.ClaimP50), ms(res.Cycle.ClaimP99), us(res.Cycle.CPU), res.Cycle.Errors)
+	if res.Submit, err = closedLoop(r.cfg.Clients, r.cfg.Warm, r.cfg.D, r.prof(n, "submit"), o.submit); err != nil {
+		return fmt.Errorf("submit: %w", err)
+	}
+	r.step(n, "Submit %s/s  p99 %v  CPU %v  failed %d", thousands(res.Submit.Rate), ms(res.Submit.P99), us(res.Submit.CPU), res.Submit.Errors)
+	return nil
+}
+
+// again measures the empty backlog's rates once more on a fresh cluster
+// (the end of a run: how far the machine drifted meanwhile).
+func (r *runner) again() (res sizeResult, err error) {
+	c, err := startCluster(r.cfg.Dir, r.cfg.NoProgressRounds)
+	if err != nil {
+		return res, err
+	}
+	defer func() { c.close(); os.RemoveAll(c.dir) }()
+	l, err := c.waitLeader(time.Minute)
+	if err != nil {
+		return res, err
+	}
+	return res, r.rates(l, &res)
+}
+
 // fits reports whether a phase that holds about k more copies of one
 // member's state fits in the memory available now; if not it is recorded
 // as skipped.
 func (r *runner) fits(res *sizeResult, phase string, k float64) bool {
 	need := uint64(k * float64(res.MemberHeap))
+	debug.FreeOSMemory()
 	avail := memAvailable()
 	if avail == 0 || need < avail {
 		return true

@@ -36,7 +36,8 @@ func writePlot(path string, sizes []sizeResult) error {
 		"cycle (submit, claim, ack)", points(func(s sizeResult) float64 { return s.Cycle.Rate })); err != nil {
 		return err
 	}
-	rates.Legend.Top = true
+	rates.Legend.Top, rates.Legend.Left = true, true
+	headroom(rates)
 
 	p99 := plot.New()
 	p99.Title.Text = "p99 latency"
@@ -49,7 +50,8 @@ func writePlot(path string, sizes []sizeResult) error {
 		"claim p99", points(func(s sizeResult) float64 { return msOf(s.Cycle.ClaimP99) })); err != nil {
 		return err
 	}
-	p99.Legend.Top = true
+	p99.Legend.Top, p99.Legend.Left = true, true
+	headroom(p99)
 
 	img := vgimg.New(8*vg.Inch, 8*vg.Inch)
 	dc := draw.New(img)
@@ -68,4 +70,10 @@ func writePlot(path string, sizes []sizeResult) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// headroom raises p's y range by a third above its data, so the legend
+// (top left) does not cover a line.
+func headroom(p *plot.Plot) {
+	p.Y.Max *= 1.35
 }

@@ -111,6 +111,10 @@ func (rep report) table() string {
 			fmt.Fprintf(&b, "\n%s: the new member was not promoted: %s", sizeName(s.N), s.JoinErr)
 		}
 	}
+	if a := rep.Again; a != nil {
+		fmt.Fprintf(&b, "\nThe empty backlog again, at the end of the run: Submit %s/s (p99 %s, CPU %s), cycle %s/s (p99 %s, CPU %s), claim p50 %s, p99 %s.\n",
+			thousands(a.Submit.Rate), ms(a.Submit.P99), us(a.Submit.CPU), thousands(a.Cycle.Rate), ms(a.Cycle.P99), us(a.Cycle.CPU), ms(a.Cycle.ClaimP50), ms(a.Cycle.ClaimP99))
+	}
 	for _, n := range rep.Skipped {
 		fmt.Fprintf(&b, "\n%s: skipped (would not fit in the memory available)", sizeName(n))
 	}
