@@ -16,6 +16,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -40,12 +41,22 @@ func main() {
 	flag.StringVar(&cfg.Dir, "dir", os.TempDir(), "directory for the clusters' data (each removed after its size)")
 	flag.StringVar(&cfg.Profile, "profile", "", "directory: a CPU profile of every phase (<size>-<phase>.pprof) and a heap profile per size")
 	flag.StringVar(&plotPath, "plot", "", "write the plot (PNG) here")
+	var jsonPath, replot string
+	flag.StringVar(&jsonPath, "json", "", "write the figures (JSON) here")
+	flag.StringVar(&replot, "replot", "", "only draw -plot from the figures in this JSON file (from -json) and print their table")
 	flag.IntVar(&cfg.NoProgressRounds, "no-progress-rounds", 0, "the catch-up policy's NoProgressRounds (0: its default, 20 election timeouts)")
 	flag.Parse()
 	var err error
 	if cfg.Sizes, err = parseSizes(sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(2)
+	}
+	if replot != "" {
+		if err := redraw(replot, plotPath); err != nil {
+			fmt.Fprintln(os.Stderr, "scale:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if cfg.Profile != "" {
 		if err := os.MkdirAll(cfg.Profile, 0o755); err != nil {
@@ -65,6 +76,16 @@ func main() {
 	rep, err := run(cfg, func(s string) { fmt.Fprintln(os.Stderr, s) })
 	fmt.Print(rep.table())
 	fmt.Printf("\nload at the end: %s\n", loadAverage())
+	if jsonPath != "" {
+		b, jerr := json.MarshalIndent(rep, "", "  ")
+		if jerr == nil {
+			jerr = os.WriteFile(jsonPath, b, 0o644)
+		}
+		if jerr != nil {
+			fmt.Fprintln(os.Stderr, "scale: json:", jerr)
+			os.Exit(1)
+		}
+	}
 	if plotPath != "" && len(rep.Sizes) > 0 {
 		if perr := writePlot(plotPath, rep.Sizes); perr != nil {
 			fmt.Fprintln(os.Stderr, "scale: plot:", perr)
@@ -161,4 +182,22 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// redraw prints the table of the figures in the JSON file path and, with
+// plotPath set, draws their plot.
+func redraw(path, plotPath string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Print(rep.table())
+	if plotPath == "" || len(rep.Sizes) == 0 {
+		return nil
+	}
+	return writePlot(plotPath, rep.Sizes)
 }

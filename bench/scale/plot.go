@@ -13,9 +13,9 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// writePlot draws two panels against the backlog (millions of pending
-// jobs): Submit and cycle rates, and the p99s of Submit, cycle and claim;
-// written as a PNG to path.
+// writePlot draws three panels against the backlog (millions of pending
+// jobs): Submit and cycle rates; the p99s of Submit, cycle and claim; the
+// CPU per Submit and per cycle; written as a PNG to path.
 func writePlot(path string, sizes []sizeResult) error {
 	points := func(y func(sizeResult) float64) plotter.XYs {
 		xy := make(plotter.XYs, len(sizes))
@@ -25,41 +25,36 @@ func writePlot(path string, sizes []sizeResult) error {
 		return xy
 	}
 	msOf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-	rates := plot.New()
-	rates.Title.Text = "jobraft at scale: rates (3 members, C=64, fsync on)"
-	rates.X.Label.Text = "backlog (million pending jobs)"
-	rates.Y.Label.Text = "operations per second"
-	rates.Y.Min = 0
-	if err := plotutil.AddLinePoints(rates,
+	usOf := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	rates, err := panel("jobraft at scale: rates (3 members, C=64, fsync on)", "operations per second",
 		"Submit", points(func(s sizeResult) float64 { return s.Submit.Rate }),
-		"cycle (submit, claim, ack)", points(func(s sizeResult) float64 { return s.Cycle.Rate })); err != nil {
+		"cycle (submit, claim, ack)", points(func(s sizeResult) float64 { return s.Cycle.Rate }))
+	if err != nil {
 		return err
 	}
-	rates.Legend.Top, rates.Legend.Left = true, true
-	headroom(rates)
-
-	p99 := plot.New()
-	p99.Title.Text = "p99 latency"
-	p99.X.Label.Text = "backlog (million pending jobs)"
-	p99.Y.Label.Text = "milliseconds"
-	p99.Y.Min = 0
-	if err := plotutil.AddLinePoints(p99,
+	p99, err := panel("p99 latency", "milliseconds",
 		"Submit p99", points(func(s sizeResult) float64 { return msOf(s.Submit.P99) }),
 		"cycle p99", points(func(s sizeResult) float64 { return msOf(s.Cycle.P99) }),
-		"claim p99", points(func(s sizeResult) float64 { return msOf(s.Cycle.ClaimP99) })); err != nil {
+		"claim p99", points(func(s sizeResult) float64 { return msOf(s.Cycle.ClaimP99) }))
+	if err != nil {
 		return err
 	}
-	p99.Legend.Top, p99.Legend.Left = true, true
-	headroom(p99)
+	cpu, err := panel("process CPU per operation (3 members and the clients; not moved by the machine's other load)", "microseconds",
+		"per Submit", points(func(s sizeResult) float64 { return usOf(s.Submit.CPU) }),
+		"per cycle", points(func(s sizeResult) float64 { return usOf(s.Cycle.CPU) }))
+	if err != nil {
+		return err
+	}
 
-	img := vgimg.New(8*vg.Inch, 8*vg.Inch)
+	img := vgimg.New(8*vg.Inch, 11*vg.Inch)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 6 * vg.Millimeter,
+	tiles := draw.Tiles{Rows: 3, Cols: 1, PadX: vg.Millimeter, PadY: 6 * vg.Millimeter,
 		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
-	cs := plot.Align([][]*plot.Plot{{rates}, {p99}}, tiles, dc)
-	rates.Draw(cs[0][0])
-	p99.Draw(cs[1][0])
+	ps := []*plot.Plot{rates, p99, cpu}
+	cs := plot.Align([][]*plot.Plot{{rates}, {p99}, {cpu}}, tiles, dc)
+	for i, p := range ps {
+		p.Draw(cs[i][0])
+	}
 
 	f, err := os.Create(path)
 	if err != nil {
@@ -72,8 +67,19 @@ func writePlot(path string, sizes []sizeResult) error {
 	return f.Close()
 }
 
-// headroom raises p's y range by a third above its data, so the legend
-// (top left) does not cover a line.
-func headroom(p *plot.Plot) {
+// panel is one panel against the backlog: lines are name, plotter.XYs
+// pairs; the legend sits top left, with the y range raised by a third
+// above the data so that it covers no line.
+func panel(title, yLabel string, lines ...any) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "backlog (million pending jobs)"
+	p.Y.Label.Text = yLabel
+	p.Y.Min = 0
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+		return nil, err
+	}
+	p.Legend.Top, p.Legend.Left = true, true
 	p.Y.Max *= 1.35
+	return p, nil
 }

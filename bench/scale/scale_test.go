@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,13 +45,22 @@ func TestTinyRun(t *testing.T) {
 	if n := strings.Count(tab, "×)"); n < 9 { // the 10k column's 7 ratios, and fanout's
 		t.Errorf("table with %d ratios, want at least 9:\n%s", n, tab)
 	}
-	png := filepath.Join(t.TempDir(), "scale.png")
-	if err := writePlot(png, rep.Sizes); err != nil {
+	// The plot, drawn again from the figures' JSON (-json, -replot).
+	dir := t.TempDir()
+	js, png := filepath.Join(dir, "scale.json"), filepath.Join(dir, "scale.png")
+	b, err := json.Marshal(rep)
+	if err == nil {
+		err = os.WriteFile(js, b, 0o644)
+	}
+	if err == nil {
+		err = redraw(js, png)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(png)
-	if err != nil || len(b) < 1000 || string(b[1:4]) != "PNG" {
-		t.Fatalf("plot: %d bytes, %v", len(b), err)
+	img, err := os.ReadFile(png)
+	if err != nil || len(img) < 1000 || string(img[1:4]) != "PNG" {
+		t.Fatalf("plot: %d bytes, %v", len(img), err)
 	}
 }
 

@@ -103,20 +103,21 @@ func (rep report) table() string {
 		}
 		return fmt.Sprintf("%s/s (%s/s before; target %s/s)", thousands(s.LoadKept), thousands(s.LoadBefore), thousands(s.LoadTarget))
 	})
+	// Notes, a paragraph each.
 	for _, s := range rep.Sizes {
 		for _, k := range s.Skipped {
-			fmt.Fprintf(&b, "\n%s: skipped %s", sizeName(s.N), k)
+			fmt.Fprintf(&b, "\n%s: skipped %s\n", sizeName(s.N), k)
 		}
 		if s.JoinErr != "" {
-			fmt.Fprintf(&b, "\n%s: the new member was not promoted: %s", sizeName(s.N), s.JoinErr)
+			fmt.Fprintf(&b, "\n%s: the new member was not promoted: %s\n", sizeName(s.N), s.JoinErr)
 		}
+	}
+	for _, n := range rep.Skipped {
+		fmt.Fprintf(&b, "\n%s: skipped (would not fit in the memory available)\n", sizeName(n))
 	}
 	if a := rep.Again; a != nil {
 		fmt.Fprintf(&b, "\nThe empty backlog again, at the end of the run: Submit %s/s (p99 %s, CPU %s), cycle %s/s (p99 %s, CPU %s), claim p50 %s, p99 %s.\n",
 			thousands(a.Submit.Rate), ms(a.Submit.P99), us(a.Submit.CPU), thousands(a.Cycle.Rate), ms(a.Cycle.P99), us(a.Cycle.CPU), ms(a.Cycle.ClaimP50), ms(a.Cycle.ClaimP99))
-	}
-	for _, n := range rep.Skipped {
-		fmt.Fprintf(&b, "\n%s: skipped (would not fit in the memory available)", sizeName(n))
 	}
 	if f := rep.Fanout; f != nil {
 		fmt.Fprintf(&b, "\n| cycles, C=64 | 1 queue, 1 kind (empty backlog) | many queues, a cycle on a random one | many kinds in one queue, claims by kind |\n|---|---|---|---|\n")
