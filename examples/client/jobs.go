@@ -199,6 +199,9 @@ func (c *Client) Retry(ctx context.Context, id string) (Job, error) {
 // resend sends cl; after an unknown outcome it resends until known or ctx
 // ends. A resend refused (ErrRefused) is given to settled, which reports
 // whether the first attempt's effect is visible (then nil is returned).
+// Any other answer to a resend that is not a success (a refusal without
+// settled, a not-found: what the first attempt may have caused) is joined
+// with ErrOutcomeUnknown: the first attempt may have taken effect.
 func (c *Client) resend(ctx context.Context, cl *call, settled func() (bool, error)) error {
 	unknown := false
 	backoff := c.cfg.Backoff
@@ -211,6 +214,8 @@ func (c *Client) resend(ctx context.Context, cl *call, settled func() (bool, err
 			if ok, serr := settled(); serr == nil && ok {
 				return nil
 			}
+			return errors.Join(err, ErrOutcomeUnknown)
+		case unknown && !errors.Is(err, ErrOutcomeUnknown):
 			return errors.Join(err, ErrOutcomeUnknown)
 		case !errors.Is(err, ErrOutcomeUnknown) || ctx.Err() != nil:
 			return err

@@ -251,3 +251,28 @@ func TestDeleteScheduleAfterAnUnknownOutcomeIsNotClaimed(t *testing.T) {
 		t.Fatalf("delete of no schedule: %v, want ErrNotFound alone", err)
 	}
 }
+
+// Every resent operation answers the same way: after an unknown outcome, a
+// resend's refusal or not-found (which the first attempt may have caused:
+// the rate it cleared is gone, the queue it paused is paused) is not given
+// as the answer alone, it says the outcome is unknown.
+func TestResendAfterAnUnknownOutcomeNeverAnswersARefusalAlone(t *testing.T) {
+	f := newFake(t, func(n int, r *http.Request, _ map[string]any) (int, any) {
+		if n == 0 {
+			return unknown()
+		}
+		return 404, map[string]string{"error": "not_found", "reason": "no rate for queue q"}
+	})
+	if _, err := newTestClient(t, f.srv.URL).ClearRate(testCtx(t), "q"); !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, ErrNotFound) {
+		t.Fatalf("clear rate: %v, want ErrOutcomeUnknown joined with ErrNotFound", err)
+	}
+	g := newFake(t, func(n int, r *http.Request, _ map[string]any) (int, any) {
+		if n == 0 {
+			return unknown()
+		}
+		return 409, map[string]string{"error": "invalid_state", "reason": "refused"}
+	})
+	if err := newTestClient(t, g.srv.URL).Pause(testCtx(t), "q"); !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, ErrRefused) {
+		t.Fatalf("pause: %v, want ErrOutcomeUnknown joined with ErrRefused", err)
+	}
+}

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/url"
 	"time"
 )
@@ -108,23 +106,5 @@ func (c *Client) setSchedule(ctx context.Context, id, op string) (Schedule, erro
 // schedule is gone, but this call or another may have deleted it, so the
 // answer is ErrOutcomeUnknown (wrapping ErrNotFound), as the library's.
 func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
-	path := "/v1/schedules/" + url.PathEscape(id)
-	unknown := false
-	for {
-		err := c.do(ctx, &call{method: "DELETE", path: path, mutates: true})
-		switch {
-		case err == nil:
-			return nil
-		case unknown && errors.Is(err, ErrNotFound):
-			// Gone, but by the earlier attempt or by another caller:
-			// not a success this call can claim.
-			return fmt.Errorf("%w: schedule %q is gone (deleted by an earlier attempt of this call or by another): %w", ErrOutcomeUnknown, id, err)
-		case !errors.Is(err, ErrOutcomeUnknown) || ctx.Err() != nil:
-			return err
-		}
-		unknown = true
-		if serr := sleep(ctx, c.cfg.Backoff); serr != nil {
-			return errors.Join(err, serr)
-		}
-	}
+	return c.resend(ctx, &call{method: "DELETE", path: "/v1/schedules/" + url.PathEscape(id), mutates: true}, nil)
 }
