@@ -31,8 +31,22 @@ func RangeDigests(s raft.LogStore, from, to uint64, parts int) ([]Digest, error)
 	return logdigest.RangeDigests(context.Background(), s, from, to, parts)
 }
 
+// Errors ServeDigest returns for a request it refuses (nothing is read);
+// errors.Is matches them. Over the RPC channel only their text arrives.
+var (
+	// ErrBadDigestRequest: the request is not JSON, or its range or part
+	// count is outside the protocol's limits (From > To, too many parts
+	// or entries).
+	ErrBadDigestRequest = logdigest.ErrBadRequest
+	// ErrUnknownDigestOp: the request names an operation the protocol
+	// does not have.
+	ErrUnknownDigestOp = logdigest.ErrUnknownOp
+)
+
 // ServeDigest answers one DigestMethod request about s, a member's log,
-// with floor its persisted commit floor (nil: none). It is logdigest.Serve.
+// with floor its persisted commit floor (nil: none). A request it refuses
+// is ErrBadDigestRequest or ErrUnknownDigestOp; anything else is the log's
+// read error.
 func ServeDigest(ctx context.Context, s raft.LogStore, floor func() uint64, req []byte) ([]byte, error) {
 	return logdigest.Serve(ctx, s, floor, req)
 }

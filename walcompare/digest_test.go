@@ -1,9 +1,12 @@
 package walcompare
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"testing"
 
+	"github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/internal/logdigest"
 )
 
@@ -64,6 +67,26 @@ func TestLostAgreesWithDigests(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestServeDigestRefusalsAreWalcompares: a caller of the public
+// ServeDigest can tell its refusals apart with walcompare's own sentinels
+// (the protocol's package is internal), and a refusal reads nothing.
+func TestServeDigestRefusalsAreWalcompares(t *testing.T) {
+	s := raft.NewInmemStore()
+	for _, c := range []struct {
+		req  string
+		want error
+	}{
+		{`not json`, ErrBadDigestRequest},
+		{`{"op":"digests","from":9,"to":3,"parts":1}`, ErrBadDigestRequest},
+		{`{"op":"rewrite"}`, ErrUnknownDigestOp},
+	} {
+		out, err := ServeDigest(context.Background(), s, nil, []byte(c.req))
+		if !errors.Is(err, c.want) || out != nil {
+			t.Errorf("ServeDigest(%q) = %d bytes, %v; want nothing and %v", c.req, len(out), err, c.want)
 		}
 	}
 }
