@@ -86,6 +86,10 @@ var (
 	// ErrSnapshotVersion: Restore read a snapshot of a format version this
 	// build does not read. The previous state is kept.
 	ErrSnapshotVersion = errors.New("fsm: unsupported snapshot version")
+	// ErrSecondRead: VerifySnapshot needed to read the stream a second
+	// time (a waiting job names a parent of a smaller ID, or two records'
+	// fingerprints met) and was given no way to.
+	ErrSecondRead = errors.New("fsm: verify: the stream must be read twice and cannot be reread")
 )
 
 // IsCorrupt reports whether err says that stored bytes (a snapshot) failed

@@ -220,7 +220,12 @@ func (c *crcReader) ReadByte() (byte, error) {
 	return b[0], err
 }
 
-func readSnapshot(r io.Reader) (*state, error) {
+func readSnapshot(r io.Reader) (*state, error) { return readStream(r, restoreSink{}) }
+
+// readStream reads and checks a whole snapshot stream, handing each job
+// record to sink (snapshot_sink.go: restore keeps the jobs, the verifier
+// only checks them).
+func readStream(r io.Reader, sink jobSink) (*state, error) {
 	cr := &crcReader{r: bufio.NewReaderSize(r, 1<<20), crc: crc32.New(castagnoli)}
 	hdr := make([]byte, 8+2+8+8)
 	if err := cr.read(hdr); err != nil {
@@ -339,16 +344,8 @@ func readSnapshot(r io.Reader) (*state, error) {
 			if version < snapVersion && j.uniq() != nil {
 				return nil, corrupt("job %q: version %d record with a unique key", j.id, version)
 			}
-			if st.uniqueTaken(j) {
-				return nil, corrupt("job %q: unique key held by another job", j.id)
-			}
-			if j.key != "" {
-				if _, dup := st.keys.Get(keyEnt{key: j.key}); dup {
-					return nil, corrupt("job %q: idempotency key shared", j.id)
-				}
-			}
-			if !st.put(j) {
-				return nil, corrupt("job %q: duplicate index key", j.id)
+			if err := sink.job(st, j); err != nil {
+				return nil, err
 			}
 			lastID = j.id
 			count++
@@ -394,8 +391,8 @@ func readSnapshot(r io.Reader) (*state, error) {
 		}
 		return nil, corrupt("data after the checksum")
 	}
-	if why := st.checkWaiting(); why != "" {
-		return nil, corrupt("%s", why)
+	if err := sink.end(st, version); err != nil {
+		return nil, err
 	}
 	if st.digest(version >= snapV4) != wantSum {
 		return nil, corrupt("restored state digest differs from the snapshot's")
