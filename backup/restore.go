@@ -22,18 +22,11 @@ func Restore(path, dataDir string, members []raft.Member) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	ar, err := reopen(path, m)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	m2, ar, err := Decode(f)
-	if err != nil {
-		return nil, err
-	}
-	if m2.SHA256 != m.SHA256 {
-		return nil, fmt.Errorf("%w: %s changed while it was restored", ErrCorrupt, path)
-	}
+	defer ar.Close()
 	if err := raft.Seed(dataDir, members, m.Index, ar); err != nil {
 		return nil, fmt.Errorf("jobraft: restore: %w", err)
 	}
@@ -42,9 +35,10 @@ func Restore(path, dataDir string, members []raft.Member) (*Manifest, error) {
 
 // VerifyFile checks the backup file at path whole and returns its
 // manifest: header, manifest, artifact size and SHA-256 (Decode), and the
-// state machine rebuilt from the artifact must have the manifest's index,
-// state digest and job count. Every problem found is listed in one
-// *CorruptError. It writes nothing.
+// state stream must pass fsm.VerifySnapshot (every check a restore makes,
+// without building the state: memory does not grow with it) with the
+// manifest's index, state digest and job count. Every problem found is
+// listed in one *CorruptError. It writes nothing.
 func VerifyFile(path string) (*Manifest, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -55,9 +49,9 @@ func VerifyFile(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	index, digest, jobs, err := rebuild(ar)
+	info, err := fsm.VerifySnapshot(ar, m.Size, func() (io.ReadCloser, error) { return reopen(path, m) })
 	if err != nil {
-		if !errors.Is(err, fsm.ErrCorruptSnapshot) {
+		if !errors.Is(err, fsm.ErrCorruptSnapshot) && !errors.Is(err, fsm.ErrSnapshotVersion) {
 			return nil, err
 		}
 		// Report every problem: the artifact's own checks too.
@@ -73,17 +67,38 @@ func VerifyFile(path string) (*Manifest, error) {
 		return nil, err
 	}
 	var p []string
-	if index != m.Index {
-		p = append(p, fmt.Sprintf("state rebuilt at index %d, manifest says %d", index, m.Index))
+	if info.Index != m.Index {
+		p = append(p, fmt.Sprintf("state verified at index %d, manifest says %d", info.Index, m.Index))
 	}
-	if got := hex.EncodeToString(digest[:]); got != m.StateDigest {
+	if got := hex.EncodeToString(info.Digest[:]); got != m.StateDigest {
 		p = append(p, fmt.Sprintf("state digest %s, manifest says %s", got, m.StateDigest))
 	}
-	if jobs != m.Jobs {
-		p = append(p, fmt.Sprintf("%d jobs rebuilt, manifest says %d", jobs, m.Jobs))
+	if info.Jobs != m.Jobs {
+		p = append(p, fmt.Sprintf("%d jobs verified, manifest says %d", info.Jobs, m.Jobs))
 	}
 	if len(p) > 0 {
 		return nil, &CorruptError{Problems: p}
 	}
 	return m, nil
+}
+
+// reopen opens the backup at path again for a second read of its
+// artifact; the file must still carry manifest m.
+func reopen(path string, m *Manifest) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m2, ar, err := Decode(f)
+	if err == nil && m2.SHA256 != m.SHA256 {
+		err = fmt.Errorf("%w: %s changed while it was read", ErrCorrupt, path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{ar, f}, nil
 }

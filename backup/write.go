@@ -1,14 +1,15 @@
 package backup
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/fsm"
 	"github.com/jobraft/jobraft/raft"
@@ -21,8 +22,8 @@ type Options struct {
 	// cluster; jobd's is in its data dir). A cluster restored from the
 	// backup must use another.
 	ClusterID string
-	// TempDir holds the sealed copy while it is written (default
-	// os.TempDir()); it needs room for one copy of the state.
+	// TempDir holds the spooled state while the backup is written
+	// (default os.TempDir()); it needs room for one copy of the state.
 	TempDir string
 }
 
@@ -32,34 +33,90 @@ type Options struct {
 // stands for (jobraft.Controller.Backup: after a read barrier) and
 // releases it after.
 //
-// The backup is verified before a byte reaches w: the state is spooled to
-// a file under o.TempDir, the state machine is rebuilt from it (its index,
-// digest and job count go into the manifest), the artifact is sealed with
-// the snapshot package (fsynced, re-read from disk and checked against its
-// manifest) and streamed out from the sealed copy. An error before anything
-// was written to w means nothing was; an error after means w holds a
-// partial backup, which Decode refuses (discard it).
+// The backup is verified before a byte reaches w, in memory that does not
+// grow with the state: the state stream is written once to a spool file
+// under o.TempDir, hashed (SHA-256) and checked by fsm.VerifySnapshot as
+// it passes (every rule Restore checks, the state digest recomputed; a
+// second read of the spool when the verifier needs one); then the header
+// and manifest (index, job count, digest, size, SHA-256: known only now,
+// and the format puts them first) and the spool, checked against the
+// SHA-256 again as it is read back, go to w. An error before anything was
+// written to w means nothing was; an error after means w holds a partial
+// backup, which Decode refuses (discard it).
 func Write(w io.Writer, snap fsm.Snapshot, st raft.Status, o Options) (*Manifest, error) {
-	tmp, err := os.MkdirTemp(o.TempDir, "jobraft-backup-")
+	spool, err := os.CreateTemp(o.TempDir, "jobraft-backup-")
 	if err != nil {
 		return nil, fmt.Errorf("jobraft: backup: %w", err)
 	}
-	defer os.RemoveAll(tmp)
-	// 1. The state stream, to a spool file.
-	spool := filepath.Join(tmp, "state")
-	if err := persistTo(spool, snap); err != nil {
-		return nil, fmt.Errorf("jobraft: backup: %w", err)
-	}
-	// 2. Rebuilt: its index, digest and job count, and proof it restores.
-	index, digest, jobs, err := rebuildFile(spool)
-	if err != nil {
-		return nil, fmt.Errorf("jobraft: backup: the state written does not restore: %w", err)
-	}
-	// 3. Sealed by the snapshot store: fsynced, re-read, checked.
-	store, err := snapshot.Open(filepath.Join(tmp, "sealed"), snapshot.WithLogger(hclog.NewNullLogger()))
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	size, sum, info, err := spoolVerified(spool, snap)
 	if err != nil {
 		return nil, fmt.Errorf("jobraft: backup: %w", err)
 	}
+	term := max(st.Term, 1)
+	m, err := manifestFor(o.ClusterID, st, term, info, size, sum)
+	if err != nil {
+		return nil, fmt.Errorf("jobraft: backup: %w", err)
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("jobraft: backup: %w", err)
+	}
+	if err := Encode(w, m, spool); err != nil {
+		return nil, fmt.Errorf("jobraft: backup: %w", err)
+	}
+	return m, nil
+}
+
+// spoolVerified writes snap's stream to spool, hashing it and checking it
+// with fsm.VerifySnapshot as it passes, and returns its size, SHA-256 and
+// what the verifier found. A stream the verifier refuses is an error
+// (wrapping fsm.ErrCorruptSnapshot): it is never sent.
+func spoolVerified(spool *os.File, snap fsm.Snapshot) (int64, [32]byte, fsm.SnapshotInfo, error) {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := snap.Persist(pw)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	h := &countingHash{h: sha256.New()}
+	tee := io.TeeReader(pr, io.MultiWriter(spool, h))
+	reread := func() (io.ReadCloser, error) {
+		return os.Open(spool.Name())
+	}
+	var size int64 // the verifier's filter: 64 bytes a job, unknown: its largest
+	if c, ok := snap.(interface{ Jobs() int }); ok {
+		size = int64(c.Jobs()) * 64
+	}
+	info, verr := fsm.VerifySnapshot(tee, size, reread)
+	pr.CloseWithError(io.ErrClosedPipe) // a refused stream stops the writer
+	perr := <-done
+	var sum [32]byte
+	switch {
+	case perr != nil && !errors.Is(perr, io.ErrClosedPipe):
+		return 0, sum, info, perr
+	case verr != nil:
+		return 0, sum, info, fmt.Errorf("the state stream: %w", verr)
+	}
+	h.h.Sum(sum[:0])
+	return h.n, sum, info, nil
+}
+
+// countingHash is a hash that counts what it was given.
+type countingHash struct {
+	h hash.Hash
+	n int64
+}
+
+func (c *countingHash) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.h.Write(p)
+}
+
+// manifestFor is the manifest of an artifact of size bytes with SHA-256
+// sum, verified as info, taken by the member of status st in term.
+func manifestFor(clusterID string, st raft.Status, term uint64, info fsm.SnapshotInfo, size int64, sum [32]byte) (*Manifest, error) {
 	var conf hraft.Configuration
 	for _, m := range st.Members {
 		s := hraft.Voter
@@ -68,88 +125,16 @@ func Write(w io.Writer, snap fsm.Snapshot, st raft.Status, o Options) (*Manifest
 		}
 		conf.Servers = append(conf.Servers, hraft.Server{Suffrage: s, ID: hraft.ServerID(m.ID), Address: hraft.ServerAddress(m.Address)})
 	}
-	term := max(st.Term, 1)
-	sm, err := seal(store, spool, index, term, conf)
-	if err != nil {
-		return nil, fmt.Errorf("jobraft: backup: %w", err)
-	}
+	now := time.Now().UTC()
+	sm := &snapshot.Manifest{FormatVersion: snapshot.FormatVersion, ID: fmt.Sprintf("%d-%d-%d", term, info.Index, now.UnixMilli()),
+		SnapshotVersion: 1, Index: info.Index, Term: term, Configuration: conf, Size: size, Digest: sum, Created: now}
 	smBytes, err := sm.Encode()
 	if err != nil {
-		return nil, fmt.Errorf("jobraft: backup: %w", err)
-	}
-	m := &Manifest{
-		ClusterID: o.ClusterID, Member: st.ID, Index: index, Term: term, Jobs: jobs,
-		StateDigest: hex.EncodeToString(digest[:]), Size: sm.Size, SHA256: hex.EncodeToString(sm.Digest[:]),
-		Snapshot: smBytes, Created: time.Now().UTC(),
-	}
-	// 4. Out, from the sealed copy (Open verifies it once more).
-	_, rc, err := store.Open(sm.ID)
-	if err != nil {
-		return nil, fmt.Errorf("jobraft: backup: %w", err)
-	}
-	defer rc.Close()
-	if err := Encode(w, m, rc); err != nil {
-		return nil, fmt.Errorf("jobraft: backup: %w", err)
-	}
-	return m, nil
-}
-
-func persistTo(path string, snap fsm.Snapshot) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	err = snap.Persist(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// rebuildFile restores a scratch state machine from a state stream file.
-func rebuildFile(path string) (uint64, [32]byte, int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, [32]byte{}, 0, err
-	}
-	defer f.Close()
-	return rebuild(f)
-}
-
-// rebuild restores a scratch state machine from r (which must end where
-// the stream ends) and returns its applied index, digest and job count.
-func rebuild(r io.Reader) (uint64, [32]byte, int, error) {
-	scratch := fsm.New()
-	if err := scratch.Restore(r); err != nil {
-		return 0, [32]byte{}, 0, err
-	}
-	d := scratch.Digest()
-	return d.Index, d.Sum, scratch.Len(), nil
-}
-
-// seal publishes the spool file in store and returns its manifest.
-func seal(store *snapshot.Store, spool string, index, term uint64, conf hraft.Configuration) (*snapshot.Manifest, error) {
-	sink, err := store.Create(1, index, term, conf, 0, nil)
-	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(spool)
-	if err != nil {
-		_ = sink.Cancel()
-		return nil, err
-	}
-	defer f.Close()
-	if _, err := io.Copy(sink, f); err != nil {
-		_ = sink.Cancel()
-		return nil, err
-	}
-	if err := sink.Close(); err != nil {
-		return nil, err
-	}
-	id := sink.ID()
-	m, err := store.Manifest(id)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	return &Manifest{
+		ClusterID: clusterID, Member: st.ID, Index: info.Index, Term: term, Jobs: info.Jobs,
+		StateDigest: hex.EncodeToString(info.Digest[:]), Size: size, SHA256: hex.EncodeToString(sum[:]),
+		Snapshot: smBytes, Created: now,
+	}, nil
 }
