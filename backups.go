@@ -11,7 +11,7 @@ import (
 
 // BackupOptions configures Controller.Backup: the cluster ID recorded in
 // the manifest (a cluster restored from the backup must use another) and
-// the directory that holds the sealed copy while it is written (default
+// the directory that holds the spooled state while it is written (default
 // os.TempDir(); it needs room for one copy of the state).
 type BackupOptions = backup.Options
 
@@ -25,10 +25,11 @@ type BackupOptions = backup.Options
 // stops the cluster (the state is a copy-on-write snapshot of the state
 // machine).
 //
-// The backup is verified before a byte reaches w: the artifact is sealed
-// with the snapshot package (fsynced, re-read from disk and checked against
-// its manifest), and the state machine is rebuilt from it to confirm it
-// restores to the manifest's state digest (backup.Write). An error before
+// The backup is verified before a byte reaches w, in memory that does not
+// grow with the state: the state stream is spooled once, hashed and
+// checked by fsm.VerifySnapshot as it passes (the verdict a restore would
+// reach, the state digest recomputed), then copied to w with its SHA-256
+// checked again (backup.Write). An error before
 // anything was written to w means nothing was; an error after means w
 // holds a partial backup, which Decode refuses (discard it).
 func (c *Controller) Backup(ctx context.Context, w io.Writer, o BackupOptions) (*backup.Manifest, error) {
@@ -54,7 +55,7 @@ func (c *Controller) Backup(ctx context.Context, w io.Writer, o BackupOptions) (
 // state digest at that index equals the manifest's StateDigest.
 //
 // The file is checked whole before anything is written: header, manifest,
-// artifact size and SHA-256, and the state machine rebuilt from it must
+// artifact size and SHA-256, and the state stream verified (fsm.VerifySnapshot) must
 // have the manifest's index and state digest. A file that fails any check
 // is refused with a *backup.CorruptError (errors.Is backup.ErrCorrupt)
 // listing what differs, and dataDir is left as it was. A data dir that
@@ -68,6 +69,6 @@ func Restore(path, dataDir string, members []raft.Member) (*backup.Manifest, err
 }
 
 // VerifyBackup checks the backup file at path whole, the state digest
-// included (the state machine is rebuilt from it), and returns its
+// included (fsm.VerifySnapshot: no state is built), and returns its
 // manifest. It writes nothing.
 func VerifyBackup(path string) (*backup.Manifest, error) { return backup.VerifyFile(path) }

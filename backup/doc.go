@@ -17,10 +17,10 @@
 //	20+n    Size  artifact: the state machine's snapshot stream (fsm)
 //
 // Nothing follows the artifact. The manifest carries the artifact's size
-// and SHA-256 and, embedded, the sealed snapshot manifest the artifact was
-// published under by the snapshot package (the same index, size and
-// digest), plus the cluster ID, the member that took it, the index and the
-// term, and the state digest the artifact rebuilds to.
+// and SHA-256 and, embedded, a snapshot manifest of the artifact in the
+// snapshot package's format (the same index, size and digest), plus the
+// cluster ID, the member that took it, the index and the term, and the
+// state digest the artifact verifies to.
 //
 // # Guarantees
 //
@@ -32,11 +32,13 @@
 //     artifact's reader returns the error instead of io.EOF, so a consumer
 //     that reads to the end never takes a corrupt artifact for a good one.
 //   - Decoding never panics on any input.
-//   - Write verifies a backup before a byte reaches its writer: the
-//     state is rebuilt from the spooled stream, sealed by the snapshot
-//     package (fsynced, re-read, checked) and streamed from the seal.
-//   - VerifyFile, and Restore before it writes anything, rebuild the
-//     state machine from the artifact and compare its index, state
-//     digest and job count with the manifest's; Restore seeds only an
+//   - Write verifies a backup before a byte reaches its writer, in
+//     memory that does not grow with the state: the state stream is
+//     spooled once, hashed and checked by fsm.VerifySnapshot as it
+//     passes (the same verdict as a restore), then streamed from the
+//     spool with its SHA-256 checked again.
+//   - VerifyFile, and Restore before it writes anything, verify the
+//     artifact with fsm.VerifySnapshot (no state is built) and compare
+//     its index, state digest and job count with the manifest's; Restore seeds only an
 //     empty data dir (raft.Seed).
 package backup

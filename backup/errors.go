@@ -11,7 +11,7 @@ var (
 	// ErrCorrupt is matched by every *CorruptError: a backup file whose
 	// bytes are not what was sealed (a header that does not decode or fails
 	// its CRC, an artifact of another size or digest than its manifest, a
-	// state that does not rebuild to the manifest's state digest, trailing
+	// state that does not verify to the manifest's state digest, trailing
 	// bytes). Returned by Decode, Verify, VerifyFile,
 	// Restore and the Reader.
 	ErrCorrupt = errors.New("backup: corrupt")

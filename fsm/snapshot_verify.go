@@ -27,9 +27,11 @@ type SnapshotInfo struct {
 //
 //   - an idempotency key, a held unique key and a queue index key are
 //     each held by one job only: their fingerprints go into a Bloom filter
-//     of fixed size (size/8 bytes of the stream, at least 4 KiB, at most
-//     16 MiB), and a fingerprint met before (a true duplicate, or a false
-//     positive) is kept exactly as a suspect;
+//     of size/8 bytes (size: the stream's length, or an estimate; at
+//     least 4 KiB, at most 16 MiB: 64 bits a job up to 2 million jobs, a
+//     job record being at least 64 bytes), and a fingerprint met before
+//     (a true duplicate, or a false positive) is kept exactly as a
+//     suspect;
 //   - a waiting job's unmet parents are held and not ended: a parent of a
 //     greater ID is kept until its record passes, one of a smaller ID
 //     until the second read (at most MaxParents per waiting job).
@@ -38,11 +40,12 @@ type SnapshotInfo struct {
 // the stream is read a second time (reread, which must return the same
 // bytes: the second read must produce the same checksum and digest)
 // and they are settled exactly. Without reread that is ErrSecondRead.
-// Memory: the filter, the suspects (none for a valid state of up to
-// about a million jobs per 16 MiB) and the waiting jobs' parents of
-// smaller IDs, plus what Restore keeps of schedules, limits and batches
-// (not jobs). size is the stream's length if known (0: unknown, the
-// largest filter).
+// Memory: the filter, the suspects (with 64 bits a job, about one in a
+// million jobs is a false suspect; above 2 million jobs the fixed 16 MiB
+// filter fills and suspects, hence second reads, become likely) and the
+// waiting jobs' parents of smaller IDs, plus what Restore keeps of
+// schedules, limits and batches (not jobs). size 0: unknown, the largest
+// filter.
 func VerifySnapshot(r io.Reader, size int64, reread func() (io.ReadCloser, error)) (SnapshotInfo, error) {
 	return verifyWith(r, newBloom(size), reread)
 }
@@ -207,6 +210,10 @@ func indexOf(s State) byte {
 	}
 	return byte(s)
 }
+
+// Jobs is the number of jobs in the snapshot (a size hint for
+// VerifySnapshot: a job's record is at least 64 bytes).
+func (sn *snapshot) Jobs() int { return sn.jobs.Len() }
 
 // bloom is a Bloom filter over 64-bit hashes: six probes by double
 // hashing, a power of two bits.
