@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/fsm"
+	"github.com/jobraft/jobraft/internal/watchlog"
 )
 
 // ClaimRequest asks for up to Max ready jobs from Queues.
@@ -77,7 +79,7 @@ func (req *ClaimRequest) command(id string) *fsm.ClaimCmd {
 // is only ever expired by the leader, no earlier than the deadline on the
 // leader's clock and, after a leader change, no earlier than a full TTL
 // after the new leader took office.
-func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, error) {
+func (c *Controller) Claim(ctx context.Context, req ClaimRequest) (leases []*Lease, err error) {
 	if req.Max <= 0 {
 		req.Max = 1
 	}
@@ -111,15 +113,23 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 	start := time.Now()
 	var deadline *time.Timer
 	var poll *time.Ticker
+	// w is this claim in the member's line of waiting claims, registered
+	// before each check of the state; held are the turns it was woken with
+	// (jobs made claimable for it) that it owes a claim.
+	w := c.rec.WaitClaim(req.Queues, req.Kinds, req.Max)
+	var held []watchlog.Turn
 	defer func() {
 		if deadline != nil {
 			deadline.Stop()
 			poll.Stop()
 		}
+		// Turns whose jobs this claim did not take go to the next claims
+		// in line: a claim that ends first (its context, its wait, an
+		// error) or takes fewer jobs strands none.
+		c.rec.Pass(untaken(append(held, c.rec.Withdraw(w)...), leases))
 	}()
 	fresh := false // catch up with the leader before the next local check
 	for {
-		ready := c.rec.Ready()
 		ok := c.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock().Add(claimSkew))
 		if !ok && fresh {
 			// A follower's view may be behind (it applies what the leader
@@ -133,21 +143,37 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 			cancel()
 			ok = err == nil && c.jobs.Claimable(req.Queues, req.Kinds, c.cfg.Clock().Add(claimSkew))
 		}
-		if ok {
-			// Empty: this member was behind (another worker took the
-			// job) or its clock ahead of the leader's. Propose again
-			// only after the next change or poll.
-			leases, err := c.claimOnce(ctx, cmd)
+		if !ok {
+			held = nil // their jobs are taken, or not claimable yet (paused, limited, scheduled)
+		} else {
+			held = append(held, c.rec.Proposing(w)...)
+			leases, err = c.claimOnce(ctx, cmd)
 			if err != nil || len(leases) > 0 {
 				return leases, err
 			}
+			// Empty: this member was behind (another worker took the
+			// job) or its clock ahead of the leader's. Propose again
+			// only after the next job for it or poll; its turns go on,
+			// once more at most.
+			c.emptyClaims.Add(1)
+			c.rec.Pass(passedOn(held))
+			held = nil
+			c.rec.Idle(w)
 		}
 		if deadline == nil {
 			deadline = time.NewTimer(max(0, req.Wait-time.Since(start)))
 			poll = time.NewTicker(c.cfg.ClaimPollInterval)
 		}
 		select {
-		case <-ready:
+		case <-w.Woken():
+			held = append(held, c.rec.Withdraw(w)...)
+			c.rec.Rewait(w) // in line again before the next check
+			if c.claimWoken != nil {
+				c.claimWoken()
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, classify(err) // ErrNotApplied; its turns go on
+			}
 		case <-poll.C:
 			fresh = !c.leading()
 		case <-deadline.C:
@@ -158,6 +184,30 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) ([]*Lease, err
 			return nil, ErrClosed
 		}
 	}
+}
+
+// untaken is what is left of turns once the jobs of leases are taken
+// from them (by queue and kind).
+func untaken(turns []watchlog.Turn, leases []*Lease) []watchlog.Turn {
+	for _, l := range leases {
+		for i := range turns {
+			if t := &turns[i]; t.N > 0 && t.Queue == l.Job.Queue && t.Kind == l.Job.Kind {
+				t.N--
+				break
+			}
+		}
+	}
+	return slices.DeleteFunc(turns, func(t watchlog.Turn) bool { return t.N == 0 })
+}
+
+// passedOn is what a claim that came back empty hands on of its turns:
+// those not handed to it by another such claim.
+func passedOn(turns []watchlog.Turn) []watchlog.Turn {
+	turns = slices.DeleteFunc(turns, func(t watchlog.Turn) bool { return t.Passed })
+	for i := range turns {
+		turns[i].Passed = true
+	}
+	return turns
 }
 
 // pausedErr is the answer of a claim that found nothing: ErrQueuePaused

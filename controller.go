@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -35,6 +36,14 @@ type Controller struct {
 	closeErr  error
 	goMu      sync.Mutex // orders spawn's wg.Add before Close's wg.Wait
 	wg        sync.WaitGroup
+
+	// emptyClaims counts waiting claims' proposals that came back empty
+	// (another claimant took the job first, or it was not due by the
+	// leader's clock): tests read it.
+	emptyClaims atomic.Uint64
+	// claimWoken, if set (tests), is called by a waiting claim when it is
+	// woken, before it looks at the state again.
+	claimWoken func()
 }
 
 // Open starts this member's node and controller. It does not wait for a

@@ -426,3 +426,37 @@ func ScanBatch(b []byte, ids func(id string) bool) (requeues, ok bool) {
 	}
 	return requeues, true
 }
+
+// ScanSubmit reads the result Apply returned for a submit entry without
+// decoding it: it calls fn with the queue and kind of every job the submit
+// created pending (claimable at once unless a limit holds it back), in
+// order (views of b, valid while b is). It is meant for what Apply just
+// returned: it checks the framing and the records it reads (DecodeResult
+// checks everything). ok is false when b is not a successful submit result
+// of this version (a submit that named dependencies answers in another) or
+// does not read; fn may have been called for some jobs then.
+func ScanSubmit(b []byte, fn func(queue, kind string)) (ok bool) {
+	if len(b) < 3 || b[0] != ResultVersion || CommandType(b[1]) != CmdSubmit || Code(b[2]) != CodeOK {
+		return false
+	}
+	d := decoder{b: b[3:], view: true, noPayload: true}
+	d.uvarint() // index
+	d.raw()     // detail
+	n := d.count(MaxSubmit, 3)
+	for i := 0; i < n && d.err == nil; i++ {
+		o, code := Outcome(d.byte()), Code(d.byte())
+		d.raw() // detail
+		if o == OutcomeInvalid || o >= numOutcomes || code >= numCodes {
+			return false
+		}
+		if o == OutcomeRejected {
+			continue
+		}
+		var rec job
+		decodeJobInto(&d, &rec)
+		if d.err == nil && o == OutcomeCreated && rec.state == StatePending {
+			fn(rec.queue, rec.kind)
+		}
+	}
+	return d.err == nil && len(d.b) == 0
+}

@@ -3,7 +3,7 @@
 // member-local record of what they did: the bounded in-memory history of
 // job events that Watch serves (Since, Bounds), the fences that end a
 // worker runner's handler when its lease ends (Fence, LeaseEnd), and the
-// wake-up of claims waiting for a claimable job (Ready).
+// wake-up of claims waiting for a claimable job (WaitClaim).
 //
 // # The caller's contract
 //
@@ -20,4 +20,11 @@
 //   - Hot entries (a successful submit, a successful batch of lease
 //     commands touching no fenced job) are recorded undecoded and turned
 //     into events when first read: watchers are few.
+//   - A waiting claim registers (WaitClaim) before it checks the state. A
+//     submit's jobs wake as many waiting claims as they can fill, first in
+//     line first, per queue and kind (turns); other changes that make jobs
+//     claimable wake every waiting claim. A woken claim Withdraws and owes
+//     its turns a claim: one that does not take their jobs (it ends
+//     first, or its claim came back empty) Passes them on, and a turn
+//     passed on after an empty claim is dropped after a second one.
 package watchlog

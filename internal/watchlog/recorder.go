@@ -28,12 +28,17 @@ type Recorder struct {
 	oldest  uint64        // history is complete from this index on
 	last    uint64        // last index recorded
 	changed chan struct{} // closed and replaced when events are appended
-	ready   chan struct{} // closed and replaced when jobs may have become claimable
-	fences  map[string]map[*fence]struct{}
+	// claimers are the claims waiting for a claimable job, by queue, in
+	// line (claimers.go).
+	claimers map[string][]*Claimer
+	fences   map[string]map[*fence]struct{}
 	// finished holds Finished's registrations by job ID: each channel is
 	// closed by the first event recorded after it that leaves the job
 	// terminal, or by a restore.
 	finished map[string][]chan struct{}
+	// turns is Apply's buffer for the turns a submit brings (apply
+	// goroutine only).
+	turns []Turn
 }
 
 // fence is a worker runner's registration for one running job (Fence).
@@ -61,7 +66,7 @@ var _ raft.StateMachine = (*Recorder)(nil)
 func New(maxEntries, maxBytes int) *Recorder {
 	return &Recorder{
 		jobs: fsm.New(), maxEntries: maxEntries, maxBytes: maxBytes, oldest: 1,
-		changed: make(chan struct{}), ready: make(chan struct{}), fences: map[string]map[*fence]struct{}{},
+		changed: make(chan struct{}), claimers: map[string][]*Claimer{}, fences: map[string]map[*fence]struct{}{},
 		finished: map[string][]chan struct{}{},
 	}
 }
@@ -75,8 +80,19 @@ func (r *Recorder) Apply(re raft.Entry) []byte {
 	out := r.jobs.Apply(e)
 	e.Time = r.jobs.AppliedTime() // events carry the log time, as job records do
 	if t, code, _ := fsm.ResultHead(out); t == fsm.CmdSubmit && code == fsm.CodeOK {
-		// Jobs may have become claimable; no fence ends on a submit.
-		r.append(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, true)
+		// The jobs it created pending wake as many waiting claims (a
+		// result not scanned wakes every one); no fence ends on a submit.
+		turns := r.turns[:0]
+		scanned := fsm.ScanSubmit(out, func(queue, kind string) {
+			if n := len(turns); n > 0 && turns[n-1].Queue == queue && turns[n-1].Kind == kind {
+				turns[n-1].N++
+				return
+			}
+			turns = append(turns, Turn{Queue: queue, Kind: kind, N: 1})
+		})
+		r.turns = turns
+		r.append(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, wake{all: !scanned, turns: turns})
+		clear(turns) // the strings are views of out
 		return out
 	}
 	if r.appendBatchRaw(e, out) {
@@ -124,7 +140,7 @@ func (r *Recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
 	if !ok || fenced {
 		return false
 	}
-	r.appendLocked(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, ready)
+	r.appendLocked(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, wake{all: ready})
 	return true
 }
 
@@ -133,15 +149,22 @@ func (r *Recorder) record(index uint64, evs []Event, ready bool) {
 	for i := range evs {
 		size += eventSize(&evs[i])
 	}
-	r.append(ringEntry{index: index, events: evs, size: size}, ready)
+	r.append(ringEntry{index: index, events: evs, size: size}, wake{all: ready})
 }
 
-// append adds one entry to the history, wakes watchers (and claimers when
-// ready), and ends the fences its events end.
-func (r *Recorder) append(ent ringEntry, ready bool) {
+// wake is whom an applied entry wakes among the waiting claims: those its
+// turns go to, or (all) every one.
+type wake struct {
+	all   bool
+	turns []Turn
+}
+
+// append adds one entry to the history, wakes watchers and the claims w
+// says, and ends the fences its events end.
+func (r *Recorder) append(ent ringEntry, w wake) {
 	evs := ent.events
 	r.mu.Lock()
-	r.appendLocked(ent, ready)
+	r.appendLocked(ent, w)
 	var ends []func(Event)
 	var endEv []Event
 	for i := range evs {
@@ -170,9 +193,9 @@ func (r *Recorder) append(ent ringEntry, ready bool) {
 	}
 }
 
-// appendLocked adds one entry to the history and wakes watchers (and
-// claimers when ready). mu held.
-func (r *Recorder) appendLocked(ent ringEntry, ready bool) {
+// appendLocked adds one entry to the history and wakes watchers and the
+// claims w says. mu held.
+func (r *Recorder) appendLocked(ent ringEntry, w wake) {
 	r.ring = append(r.ring, ent)
 	r.bytes += ent.size
 	r.last = ent.index
@@ -189,9 +212,10 @@ func (r *Recorder) appendLocked(ent ringEntry, ready bool) {
 	}
 	close(r.changed)
 	r.changed = make(chan struct{})
-	if ready {
-		close(r.ready)
-		r.ready = make(chan struct{})
+	if w.all {
+		r.wakeAllLocked()
+	} else {
+		r.giveLocked(w.turns)
 	}
 }
 
@@ -263,13 +287,6 @@ func (r *Recorder) Waiting() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.finished)
-}
-
-// Ready returns a channel closed when jobs may next become claimable.
-func (r *Recorder) Ready() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ready
 }
 
 // Since returns the retained events at indexes >= from (at most max
@@ -350,8 +367,7 @@ func (r *Recorder) Restore(rd io.Reader) error {
 	r.oldest, r.last = idx+1, idx
 	close(r.changed)
 	r.changed = make(chan struct{})
-	close(r.ready)
-	r.ready = make(chan struct{})
+	r.wakeAllLocked()
 	for id, chs := range r.finished {
 		for _, ch := range chs {
 			close(ch)

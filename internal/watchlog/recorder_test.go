@@ -76,16 +76,17 @@ func TestRecorderBatchUndecodedUnlessFenced(t *testing.T) {
 		}
 		index++
 		for i, r := range recs {
-			ready := r.Ready()
+			w := r.WaitClaim([]string{"q"}, nil, 100)
 			res, err := fsm.DecodeResult(r.Apply(raft.Entry{Index: index, Term: 1, Time: at, Cmd: b}))
 			if err != nil || res.Err() != nil {
 				t.Fatalf("entry %d: %v %v", index, err, res.Err())
 			}
 			select {
-			case <-ready:
+			case <-w.Woken():
 				woke[i] = true
 			default:
 			}
+			r.Withdraw(w)
 			last := r.ring[len(r.ring)-1]
 			undecoded[i] = last.index == index && last.raw != nil
 		}
