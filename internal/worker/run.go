@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -130,7 +131,11 @@ func (m *Member) runOne(ctx context.Context, cfg *Config, l Claimed) {
 	unfence := m.Rec.Fence(l.Job.ID, l.Token, func(ev watchlog.Event) {
 		cancel(fmt.Errorf("%w: job %s %s at index %d", ErrLeaseLost, ev.JobID, ev.Kind, ev.Index))
 	})
-	defer unfence()
+	defer func() {
+		if unfence != nil {
+			unfence()
+		}
+	}()
 	// A cancel (or expiry) applied between the claim and the fence above
 	// is in the recorded history, not in the fence's future.
 	if kind, _, ok := m.Rec.LeaseEnd(l.Job.ID, l.Token); ok {
@@ -152,6 +157,10 @@ func (m *Member) runOne(ctx context.Context, cfg *Config, l Claimed) {
 	}
 	extended()
 	o := Decide(res, herr, context.Cause(hctx))
+	// The handler is done: a lease end now changes nothing, and a fence
+	// left on would have the report's own entry decoded as it applies.
+	unfence()
+	unfence = nil
 	if o.Verb == Drop {
 		m.Log.Debug("lease lost; result dropped", "job", l.Job.ID, "token", l.Token, "cause", context.Cause(hctx))
 		return
@@ -174,37 +183,39 @@ func (m *Member) runOne(ctx context.Context, cfg *Config, l Claimed) {
 }
 
 // extend extends l every TTL/3 until the returned func is called (it waits
-// for the extender to stop) or hctx ends; a lease found gone cancels hctx.
+// for an extend under way to end, and none starts after it) or hctx ends;
+// a lease found gone cancels hctx. It holds a timer, not a goroutine: each
+// extend runs on the timer's own goroutine and arms the timer again.
 func (m *Member) extend(hctx context.Context, cancel context.CancelCauseFunc, cfg *Config, l Claimed) (stop func()) {
-	done := make(chan struct{})
-	extended := make(chan struct{})
-	go func() {
-		defer close(extended)
-		t := time.NewTicker(max(cfg.LeaseTTL/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-hctx.Done():
-				return
-			case <-t.C:
-			}
-			ectx, ecancel := context.WithTimeout(hctx, cfg.LeaseTTL/3)
-			err := l.Lease.Extend(ectx)
-			ecancel()
-			if err != nil && m.Gone(err) {
-				cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
-				return
-			}
-			if err != nil && hctx.Err() == nil {
-				m.report(cfg, l.Job, err)
-			}
+	period := max(cfg.LeaseTTL/3, time.Millisecond)
+	var mu sync.Mutex // held while an extend runs
+	var stopped atomic.Bool
+	var t *time.Timer
+	mu.Lock() // t is set before the first extend reads it
+	t = time.AfterFunc(period, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped.Load() || hctx.Err() != nil {
+			return
 		}
-	}()
+		ectx, ecancel := context.WithTimeout(hctx, cfg.LeaseTTL/3)
+		err := l.Lease.Extend(ectx)
+		ecancel()
+		if err != nil && m.Gone(err) {
+			cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+			return
+		}
+		if err != nil && hctx.Err() == nil {
+			m.report(cfg, l.Job, err)
+		}
+		t.Reset(period)
+	})
+	mu.Unlock()
 	return func() {
-		close(done)
-		<-extended
+		stopped.Store(true)
+		t.Stop()
+		mu.Lock() // an extend under way ends; any later one sees stopped
+		mu.Unlock()
 	}
 }
 
