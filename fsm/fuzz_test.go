@@ -193,14 +193,19 @@ func checkScanBatch(t *testing.T, b []byte, r Result, mustRead bool) {
 		t.Fatalf("ScanBatch read a %s result with code %s", r.Command, r.Code)
 	}
 	want := false
-	var wantIDs []string
+	var wantIDs, wantStates []string
 	for _, sr := range r.Batch {
 		want = want || (sr.Command == CmdNak && sr.Code == CodeOK && sr.Changed)
 		if sr.Code == CodeOK {
 			for _, j := range sr.Jobs {
 				wantIDs = append(wantIDs, j.ID)
+				wantStates = append(wantStates, j.ID+" "+j.State.String())
 			}
 		}
+	}
+	var states []string
+	if _, ok := ScanBatchStates(b, func(id string, st State) bool { states = append(states, id+" "+st.String()); return true }); !ok || fmt.Sprint(states) != fmt.Sprint(wantStates) {
+		t.Fatalf("ScanBatchStates listed %q (ok %v), the decoded batch has %q", states, ok, wantStates)
 	}
 	if requeues != want {
 		t.Fatalf("ScanBatch requeues = %v, the decoded batch says %v", requeues, want)

@@ -384,6 +384,16 @@ func ResultHead(b []byte) (cmd CommandType, code Code, ok bool) {
 // reads (DecodeResult checks everything). ok is false when b is not a
 // successful batch result of this version or does not read.
 func ScanBatch(b []byte, ids func(id string) bool) (requeues, ok bool) {
+	if ids == nil {
+		return ScanBatchStates(b, nil)
+	}
+	return ScanBatchStates(b, func(id string, _ State) bool { return ids(id) })
+}
+
+// ScanBatchStates is ScanBatch calling jobs, when not nil, with the ID and
+// the state of every job record of the batch's successful commands (the
+// job as the command left it).
+func ScanBatchStates(b []byte, jobs func(id string, state State) bool) (requeues, ok bool) {
 	if len(b) < 3 || b[0] != ResultVersion || CommandType(b[1]) != CmdBatch || Code(b[2]) != CodeOK {
 		return false, false
 	}
@@ -403,18 +413,18 @@ func ScanBatch(b []byte, ids func(id string) bool) (requeues, ok bool) {
 		if CommandType(sub[1]) == CmdNak && sub[len(sub)-1] == 1 {
 			requeues = true
 		}
-		if ids == nil {
+		if jobs == nil {
 			continue
 		}
 		sd := decoder{b: sub[3:], view: true, noPayload: true}
 		sd.uvarint() // index
 		sd.raw()     // detail
 		k := sd.count(MaxClaim, 20)
-		for j := 0; j < k && sd.err == nil && ids != nil; j++ {
+		for j := 0; j < k && sd.err == nil && jobs != nil; j++ {
 			var rec job
 			decodeJobInto(&sd, &rec)
-			if sd.err == nil && !ids(rec.id) {
-				ids = nil
+			if sd.err == nil && !jobs(rec.id, rec.state) {
+				jobs = nil
 			}
 		}
 		if sd.err != nil {

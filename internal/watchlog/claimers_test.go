@@ -169,3 +169,22 @@ func TestTurnsPassOn(t *testing.T) {
 		t.Fatalf("%d claims still waiting", l.Claiming())
 	}
 }
+
+// LeaseEnd decodes an undecoded batch only when it touches the job asked
+// about, and finds the end there.
+func TestLeaseEndDecodesOnlyBatchesOfItsJob(t *testing.T) {
+	l := newLine(t)
+	l.submit("q", "k", "k")
+	claimed := l.apply(&fsm.BatchCmd{Cmds: []fsm.Command{&fsm.ClaimCmd{Queues: []string{"q"}, Worker: "w", Max: 2, TTL: time.Minute}}})
+	j0, j1 := claimed.Batch[0].Jobs[0], claimed.Batch[0].Jobs[1]
+	l.apply(&fsm.BatchCmd{Cmds: []fsm.Command{&fsm.AckCmd{ID: j1.ID, Token: j1.Lease.Token}}})
+	if _, _, ok := l.LeaseEnd(j0.ID, j0.Lease.Token); ok {
+		t.Fatalf("an end found for %s, whose lease runs", j0.ID)
+	}
+	if last := l.ring[len(l.ring)-1]; last.raw == nil {
+		t.Fatal("LeaseEnd decoded a batch that does not touch its job")
+	}
+	if kind, _, ok := l.LeaseEnd(j1.ID, j1.Lease.Token); !ok || kind != EventAcked {
+		t.Fatalf("LeaseEnd of %s = %v, %v; want acked", j1.ID, kind, ok)
+	}
+}

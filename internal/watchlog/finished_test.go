@@ -20,11 +20,11 @@ func closed(ch <-chan struct{}) bool {
 }
 
 // A Finished wait is woken exactly by the entry that leaves its job
-// terminal, batches of lease commands included (those are otherwise
-// recorded undecoded): not by its claim, not by a nak that schedules it
+// terminal, batches of lease commands included (recorded undecoded all the
+// same: the state a batch leaves a job in is read without decoding it):
+// not by its claim, not by a nak that schedules it
 // again, not by another job's cancel; by the ack that makes it succeeded,
-// and by a term that makes it dead. A stopped wait is not woken, and batches
-// go back to being recorded undecoded.
+// and by a term that makes it dead. A stopped wait is not woken.
 func TestFinishedWokenByTheFinishingEntry(t *testing.T) {
 	r := New(100, 1<<20)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -81,10 +81,13 @@ func TestFinishedWokenByTheFinishingEntry(t *testing.T) {
 	if a.ID != "a" || !closed(aDone) {
 		t.Fatalf("claimed %s; a's wait not woken by its ack", a.ID)
 	}
+	if last := r.ring[len(r.ring)-1]; last.raw == nil {
+		t.Fatal("the ack batch that finished a waited job was decoded as it applied")
+	}
 	if len(r.finished) != 0 {
 		t.Fatalf("registrations left: %v", r.finished)
 	}
-	// No wait left: a batch is recorded undecoded again.
+	// No wait left: a batch is recorded undecoded.
 	apply(&fsm.SubmitCmd{Jobs: []fsm.NewJob{{ID: "d", Queue: "q", Kind: "k"}}})
 	claim()
 	if last := r.ring[len(r.ring)-1]; last.raw == nil {

@@ -52,7 +52,7 @@ type ringEntry struct {
 	events []Event
 	size   int
 	// A successful submit, and a successful batch of lease commands while
-	// no fence or Finished wait is on its jobs, is recorded undecoded (raw result, entry time) and
+	// no fence is on its jobs, is recorded undecoded (raw result, entry time) and
 	// turned into events when a watcher (or LeaseEnd) first reads it: they
 	// are the hot path, watchers are few.
 	raw []byte
@@ -111,14 +111,14 @@ func (r *Recorder) Apply(re raft.Entry) []byte {
 }
 
 // appendBatchRaw records a successful batch's result undecoded, as a
-// submit's is, when no fence and no Finished wait is on a job it touches
-// (a fence must end, a wait be woken, when the entry is applied, so those
-// events are needed now). Whether it wakes claimers and which jobs it
-// touches are read without decoding it (fsm.ScanBatch). It reports false
-// when the entry is not such a batch or touches a fenced or waited job:
-// the caller decodes it. The check and the append are
-// under one lock: a fence set after it finds the entry in the history
-// (LeaseEnd decodes it).
+// submit's is, when no fence is on a job it touches (a fence must end when
+// the entry is applied, so those events are needed now). Whether it wakes
+// claimers, which jobs it touches and the state it leaves them in are read
+// without decoding it (fsm.ScanBatchStates): the Finished waits of the jobs
+// it leaves terminal are woken from that. It reports false when the entry
+// is not such a batch or touches a fenced job: the caller decodes it. The
+// check and the append are under one lock: a fence set after it finds the
+// entry in the history (LeaseEnd decodes it).
 func (r *Recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
 	if t, code, _ := fsm.ResultHead(out); t != fsm.CmdBatch || code != fsm.CodeOK {
 		return false
@@ -126,22 +126,36 @@ func (r *Recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fenced := false
-	var ids func(string) bool
+	var finished []string // views of out
+	var jobs func(string, fsm.State) bool
 	if len(r.fences) > 0 || len(r.finished) > 0 {
-		ids = func(id string) bool {
-			_, fenced = r.fences[id]
-			if !fenced {
-				_, fenced = r.finished[id]
+		jobs = func(id string, st fsm.State) bool {
+			if _, fenced = r.fences[id]; fenced {
+				return false
 			}
-			return !fenced
+			if _, waited := r.finished[id]; waited && st.Terminal() {
+				finished = append(finished, id)
+			}
+			return true
 		}
 	}
-	ready, ok := fsm.ScanBatch(out, ids)
+	ready, ok := fsm.ScanBatchStates(out, jobs)
 	if !ok || fenced {
 		return false
 	}
 	r.appendLocked(ringEntry{index: e.Index, raw: out, at: e.Time, size: len(out)}, wake{all: ready})
+	for _, id := range finished {
+		r.finishLocked(id)
+	}
 	return true
+}
+
+// finishLocked wakes the Finished waits of job id. mu held.
+func (r *Recorder) finishLocked(id string) {
+	for _, ch := range r.finished[id] {
+		close(ch)
+	}
+	delete(r.finished, id)
 }
 
 func (r *Recorder) record(index uint64, evs []Event, ready bool) {
@@ -170,10 +184,7 @@ func (r *Recorder) append(ent ringEntry, w wake) {
 	for i := range evs {
 		ev := &evs[i]
 		if len(r.finished) > 0 && ev.State.Terminal() {
-			for _, ch := range r.finished[ev.JobID] {
-				close(ch)
-			}
-			delete(r.finished, ev.JobID)
+			r.finishLocked(ev.JobID)
 		}
 		switch ev.Kind {
 		case EventCanceled, EventExpired, EventAcked, EventNaked, EventTermed, EventClaimed:
@@ -260,8 +271,9 @@ func (r *Recorder) Fence(id string, token uint64, end func(Event)) func() {
 // canceled), or the state is restored from a snapshot (the job may have
 // finished in it); the caller reads the job then. stop removes the
 // registration (after done is closed it does nothing). Finished keeps no
-// history: it costs one map entry per waiting job, and only entries that
-// touch a waited job are decoded as they apply.
+// history: it costs one map entry per waiting job; a batch of lease
+// commands that touches a waited job is read for the job's state without
+// being decoded, other entries that touch one are decoded as they apply.
 func (r *Recorder) Finished(id string) (done <-chan struct{}, stop func()) {
 	ch := make(chan struct{})
 	r.mu.Lock()
@@ -326,9 +338,14 @@ func (r *Recorder) LeaseEnd(id string, token uint64) (kind EventKind, sum uint64
 		return "", 0, false
 	}
 	live := r.ring[r.start:]
-	// An undecoded (raw) submit ends no lease; an undecoded batch may.
+	// An undecoded (raw) submit ends no lease; an undecoded batch may,
+	// when it touches the job (read without decoding it first).
 	for i := sort.Search(len(live), func(i int) bool { return live[i].index > token }); i < len(live); i++ {
 		if t, _, _ := fsm.ResultHead(live[i].raw); t == fsm.CmdBatch {
+			touches := false
+			if _, ok := fsm.ScanBatch(live[i].raw, func(j string) bool { touches = j == id; return !touches }); ok && !touches {
+				continue
+			}
 			r.decodeLocked(&live[i])
 		}
 		for _, ev := range live[i].events {
