@@ -330,9 +330,10 @@ func TestDecodeResultWithoutEndedJobs(t *testing.T) {
 	}
 }
 
-// ScanBatch reads from a batch's result, undecoded, whether a nak in it put
-// a job back in its queue: a nak that changed the job, not one repeated,
-// refused, or an ack; and it does not read other results or cut ones.
+// ScanBatch reads from a batch's result (or a lease command's alone),
+// undecoded, whether a nak in it put a job back in its queue: a nak that
+// changed the job, not one repeated, refused, or an ack; and it does not
+// read other results or cut ones.
 func TestScanBatch(t *testing.T) {
 	m := New()
 	apply := applier(t, m)
@@ -355,7 +356,8 @@ func TestScanBatch(t *testing.T) {
 		{"nak", &BatchCmd{Cmds: []Command{&ExtendCmd{ID: "c", Token: tok["c"], TTL: time.Minute}, &NakCmd{ID: "b", Token: tok["b"]}}}, true, true},
 		{"nak repeated", &BatchCmd{Cmds: []Command{&NakCmd{ID: "b", Token: tok["b"]}}}, false, true},
 		{"nak refused", &BatchCmd{Cmds: []Command{&NakCmd{ID: "c", Token: tok["c"] + 1000}}}, false, true},
-		{"not a batch", &NakCmd{ID: "c", Token: tok["c"]}, false, false},
+		{"a nak alone", &NakCmd{ID: "c", Token: tok["c"]}, true, true},
+		{"not a lease command", &CancelCmd{ID: "a"}, false, false},
 	} {
 		out := apply(tc.cmd)
 		requeues, ok := ScanBatch(out, nil)
@@ -365,7 +367,7 @@ func TestScanBatch(t *testing.T) {
 		if r, err := DecodeResult(out); err != nil {
 			t.Fatal(err)
 		} else {
-			checkScanBatch(t, out, r, r.Command == CmdBatch && r.Code == CodeOK)
+			checkScanBatch(t, out, r, (r.Command == CmdBatch || Batchable(r.Command)) && r.Code == CodeOK)
 		}
 		for _, cut := range []int{len(out) - 1, 3, 4} {
 			if cut < len(out) {

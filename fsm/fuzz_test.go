@@ -89,7 +89,7 @@ func FuzzApply(f *testing.F) {
 			if err != nil {
 				t.Fatalf("result: %v", err)
 			}
-			checkScanBatch(t, out, r, r.Command == CmdBatch && r.Code == CodeOK)
+			checkScanBatch(t, out, r, (r.Command == CmdBatch || Batchable(r.Command)) && r.Code == CodeOK)
 			if r.Code != CodeOK && m.stateSum() != before {
 				t.Fatalf("refused %s changed the state", r.Command)
 			}
@@ -189,8 +189,11 @@ func checkScanBatch(t *testing.T, b []byte, r Result, mustRead bool) {
 		}
 		return
 	}
-	if r.Command != CmdBatch || r.Code != CodeOK {
+	if (r.Command != CmdBatch && !Batchable(r.Command)) || r.Code != CodeOK {
 		t.Fatalf("ScanBatch read a %s result with code %s", r.Command, r.Code)
+	}
+	if r.Command != CmdBatch {
+		r.Batch = []Result{r} // a lease command alone reads as a batch of one
 	}
 	want := false
 	var wantIDs, wantStates []string

@@ -381,8 +381,10 @@ func ResultHead(b []byte) (cmd CommandType, code Code, ok bool) {
 // successful commands, in order (a view of b, valid while b is; ids returns
 // false to be called no more). It is meant for what Apply just returned: it
 // checks the framing, each command's header and, with ids, the records it
-// reads (DecodeResult checks everything). ok is false when b is not a
-// successful batch result of this version or does not read.
+// reads (DecodeResult checks everything). A lease command's result
+// (claim, extend, ack, nak, term) proposed alone reads as a batch of one.
+// ok is false when b is not a successful batch or lease command result of
+// this version or does not read.
 func ScanBatch(b []byte, ids func(id string) bool) (requeues, ok bool) {
 	if ids == nil {
 		return ScanBatchStates(b, nil)
@@ -394,8 +396,11 @@ func ScanBatch(b []byte, ids func(id string) bool) (requeues, ok bool) {
 // the state of every job record of the batch's successful commands (the
 // job as the command left it).
 func ScanBatchStates(b []byte, jobs func(id string, state State) bool) (requeues, ok bool) {
-	if len(b) < 3 || b[0] != ResultVersion || CommandType(b[1]) != CmdBatch || Code(b[2]) != CodeOK {
+	if len(b) < 3 || b[0] != ResultVersion || Code(b[2]) != CodeOK {
 		return false, false
+	}
+	if CommandType(b[1]) != CmdBatch {
+		return scanLease(b, &jobs, true) // a lease command proposed alone: a batch of one
 	}
 	d := decoder{b: b[3:]}
 	d.uvarint() // index
@@ -403,35 +408,54 @@ func ScanBatchStates(b []byte, jobs func(id string, state State) bool) (requeues
 	n := d.count(MaxBatch, 3)
 	for i := 0; i < n && d.err == nil; i++ {
 		sub := d.raw()
-		if d.err != nil || len(sub) < 4 || sub[0] != ResultVersion || !Batchable(CommandType(sub[1])) || Code(sub[2]) >= numCodes {
+		if d.err != nil {
 			return false, false
 		}
-		if Code(sub[2]) != CodeOK {
-			continue
-		}
-		// A nak that succeeded ends with its changed flag.
-		if CommandType(sub[1]) == CmdNak && sub[len(sub)-1] == 1 {
-			requeues = true
-		}
-		if jobs == nil {
-			continue
-		}
-		sd := decoder{b: sub[3:], view: true, noPayload: true}
-		sd.uvarint() // index
-		sd.raw()     // detail
-		k := sd.count(MaxClaim, 20)
-		for j := 0; j < k && sd.err == nil && jobs != nil; j++ {
-			var rec job
-			decodeJobInto(&sd, &rec)
-			if sd.err == nil && !jobs(rec.id, rec.state) {
-				jobs = nil
-			}
-		}
-		if sd.err != nil {
+		r, ok := scanLease(sub, &jobs, false)
+		if !ok {
 			return false, false
 		}
+		requeues = requeues || r
 	}
 	if d.err != nil || len(d.b) != 0 {
+		return false, false
+	}
+	return requeues, true
+}
+
+// scanLease is ScanBatchStates for one lease command's result, alone (its
+// records are then all read, and its end checked) or in a batch (whose
+// framing bounds it); *jobs is set to nil once it returned false.
+func scanLease(b []byte, jobs *func(id string, state State) bool, alone bool) (requeues, ok bool) {
+	if len(b) < 4 || b[0] != ResultVersion || !Batchable(CommandType(b[1])) || Code(b[2]) >= numCodes {
+		return false, false
+	}
+	if Code(b[2]) != CodeOK {
+		return false, true
+	}
+	// A nak that succeeded ends with its changed flag.
+	requeues = CommandType(b[1]) == CmdNak && b[len(b)-1] == 1
+	if *jobs == nil && !alone {
+		return requeues, true
+	}
+	d := decoder{b: b[3:], view: true, noPayload: true}
+	d.uvarint() // index
+	d.raw()     // detail
+	k := d.count(MaxClaim, 20)
+	for j := 0; j < k && d.err == nil; j++ {
+		var rec job
+		decodeJobInto(&d, &rec)
+		if d.err == nil && *jobs != nil && !(*jobs)(rec.id, rec.state) {
+			*jobs = nil
+			if !alone {
+				break
+			}
+		}
+	}
+	if alone && CommandType(b[1]) != CmdExtend {
+		d.byte() // changed
+	}
+	if d.err != nil || (alone && len(d.b) != 0) {
 		return false, false
 	}
 	return requeues, true

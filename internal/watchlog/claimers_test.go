@@ -171,7 +171,9 @@ func TestTurnsPassOn(t *testing.T) {
 }
 
 // LeaseEnd decodes an undecoded batch only when it touches the job asked
-// about, and finds the end there.
+// about, and finds the end there; a lease command proposed alone is
+// recorded undecoded as a batch is (its job's Finished wait woken all the
+// same).
 func TestLeaseEndDecodesOnlyBatchesOfItsJob(t *testing.T) {
 	l := newLine(t)
 	l.submit("q", "k", "k")
@@ -186,5 +188,14 @@ func TestLeaseEndDecodesOnlyBatchesOfItsJob(t *testing.T) {
 	}
 	if kind, _, ok := l.LeaseEnd(j1.ID, j1.Lease.Token); !ok || kind != EventAcked {
 		t.Fatalf("LeaseEnd of %s = %v, %v; want acked", j1.ID, kind, ok)
+	}
+	done, stop := l.Finished(j0.ID)
+	defer stop()
+	l.apply(&fsm.AckCmd{ID: j0.ID, Token: j0.Lease.Token})
+	if last := l.ring[len(l.ring)-1]; last.raw == nil || !closed(done) {
+		t.Fatalf("an ack alone: recorded undecoded %v, its job's wait woken %v", last.raw != nil, closed(done))
+	}
+	if kind, _, ok := l.LeaseEnd(j0.ID, j0.Lease.Token); !ok || kind != EventAcked {
+		t.Fatalf("LeaseEnd of %s = %v, %v; want acked", j0.ID, kind, ok)
 	}
 }

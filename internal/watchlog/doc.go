@@ -18,8 +18,9 @@
 //     An end applied before the fence was set is in the history:
 //     LeaseEnd finds it.
 //   - Hot entries (a successful submit, a successful batch of lease
-//     commands touching no fenced job) are recorded undecoded and turned
-//     into events when first read: watchers are few.
+//     commands, or one such command alone, touching no fenced job) are
+//     recorded undecoded and turned into events when first read: watchers
+//     are few.
 //   - A waiting claim registers (WaitClaim) before it checks the state. A
 //     submit's jobs wake as many waiting claims as they can fill, first in
 //     line first, per queue and kind (turns); other changes that make jobs

@@ -110,8 +110,8 @@ func (r *Recorder) Apply(re raft.Entry) []byte {
 	return out
 }
 
-// appendBatchRaw records a successful batch's result undecoded, as a
-// submit's is, when no fence is on a job it touches (a fence must end when
+// appendBatchRaw records a successful batch's result (or a lease command's
+// proposed alone: a batch of one) undecoded, as a submit's is, when no fence is on a job it touches (a fence must end when
 // the entry is applied, so those events are needed now). Whether it wakes
 // claimers, which jobs it touches and the state it leaves them in are read
 // without decoding it (fsm.ScanBatchStates): the Finished waits of the jobs
@@ -120,7 +120,7 @@ func (r *Recorder) Apply(re raft.Entry) []byte {
 // check and the append are under one lock: a fence set after it finds the
 // entry in the history (LeaseEnd decodes it).
 func (r *Recorder) appendBatchRaw(e fsm.Entry, out []byte) bool {
-	if t, code, _ := fsm.ResultHead(out); t != fsm.CmdBatch || code != fsm.CodeOK {
+	if t, code, _ := fsm.ResultHead(out); (t != fsm.CmdBatch && !fsm.Batchable(t)) || code != fsm.CodeOK {
 		return false
 	}
 	r.mu.Lock()
@@ -341,7 +341,7 @@ func (r *Recorder) LeaseEnd(id string, token uint64) (kind EventKind, sum uint64
 	// An undecoded (raw) submit ends no lease; an undecoded batch may,
 	// when it touches the job (read without decoding it first).
 	for i := sort.Search(len(live), func(i int) bool { return live[i].index > token }); i < len(live); i++ {
-		if t, _, _ := fsm.ResultHead(live[i].raw); t == fsm.CmdBatch {
+		if t, _, _ := fsm.ResultHead(live[i].raw); t == fsm.CmdBatch || fsm.Batchable(t) {
 			touches := false
 			if _, ok := fsm.ScanBatch(live[i].raw, func(j string) bool { touches = j == id; return !touches }); ok && !touches {
 				continue
