@@ -108,20 +108,20 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) (leases []*Lea
 		}
 		return c.claimOnce(ctx, cmd)
 	}
-	// The timers start only when the claim has to wait: a claim that
-	// finds a job at once (a busy queue) allocates and arms none.
+	// The timer starts only when the claim has to wait: a claim that finds
+	// a job at once (a busy queue) allocates and arms none. It fires at
+	// the next poll or at the wait's end, whichever is first.
 	start := time.Now()
-	var deadline *time.Timer
-	var poll *time.Ticker
+	var timer *time.Timer
+	next := func() time.Duration { return min(c.cfg.ClaimPollInterval, max(0, req.Wait-time.Since(start))) }
 	// w is this claim in the member's line of waiting claims, registered
 	// before each check of the state; held are the turns it was woken with
 	// (jobs made claimable for it) that it owes a claim.
 	w := c.rec.WaitClaim(req.Queues, req.Kinds, req.Max)
 	var held []watchlog.Turn
 	defer func() {
-		if deadline != nil {
-			deadline.Stop()
-			poll.Stop()
+		if timer != nil {
+			timer.Stop()
 		}
 		// Turns whose jobs this claim did not take go to the next claims
 		// in line: a claim that ends first (its context, its wait, an
@@ -160,9 +160,8 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) (leases []*Lea
 			held = nil
 			c.rec.Idle(w)
 		}
-		if deadline == nil {
-			deadline = time.NewTimer(max(0, req.Wait-time.Since(start)))
-			poll = time.NewTicker(c.cfg.ClaimPollInterval)
+		if timer == nil {
+			timer = time.NewTimer(next())
 		}
 		select {
 		case <-w.Woken():
@@ -174,10 +173,12 @@ func (c *Controller) Claim(ctx context.Context, req ClaimRequest) (leases []*Lea
 			if err := ctx.Err(); err != nil {
 				return nil, classify(err) // ErrNotApplied; its turns go on
 			}
-		case <-poll.C:
-			fresh = !c.leading()
-		case <-deadline.C:
-			return nil, c.pausedErr(req.Queues)
+		case <-timer.C:
+			if time.Since(start) >= req.Wait {
+				return nil, c.pausedErr(req.Queues)
+			}
+			fresh = !c.leading() // a poll
+			timer.Reset(next())
 		case <-ctx.Done():
 			return nil, classify(ctx.Err()) // ErrNotApplied
 		case <-c.closed:

@@ -39,5 +39,11 @@ func (c *Controller) Wait(ctx context.Context, id string) (Job, error) {
 			stop()
 			return Job{}, ErrClosed
 		}
+		// Most often the job is still finished: read it without
+		// registering again (a registration is needed only to wait on);
+		// otherwise (retried, or not found here after a restore) as above.
+		if j, err = c.Get(ctx, id, Local); err == nil && j.State.Terminal() {
+			return j, nil
+		}
 	}
 }
