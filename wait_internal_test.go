@@ -11,7 +11,7 @@ import (
 	"github.com/jobraft/jobraft/raft"
 )
 
-func openSolo(t *testing.T, opts ...func(*Config)) *Controller {
+func openSolo(t testing.TB, opts ...func(*Config)) *Controller {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
