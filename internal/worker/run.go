@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -189,13 +188,13 @@ func (m *Member) runOne(ctx context.Context, cfg *Config, l Claimed) {
 func (m *Member) extend(hctx context.Context, cancel context.CancelCauseFunc, cfg *Config, l Claimed) (stop func()) {
 	period := max(cfg.LeaseTTL/3, time.Millisecond)
 	var mu sync.Mutex // held while an extend runs
-	var stopped atomic.Bool
+	stopped := false  // under mu
 	var t *time.Timer
 	mu.Lock() // t is set before the first extend reads it
 	t = time.AfterFunc(period, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		if stopped.Load() || hctx.Err() != nil {
+		if stopped || hctx.Err() != nil {
 			return
 		}
 		ectx, ecancel := context.WithTimeout(hctx, cfg.LeaseTTL/3)
@@ -212,9 +211,9 @@ func (m *Member) extend(hctx context.Context, cancel context.CancelCauseFunc, cf
 	})
 	mu.Unlock()
 	return func() {
-		stopped.Store(true)
 		t.Stop()
-		mu.Lock() // an extend under way ends; any later one sees stopped
+		mu.Lock() // an extend under way ends first; a later fire sees stopped
+		stopped = true
 		mu.Unlock()
 	}
 }
