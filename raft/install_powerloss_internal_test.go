@@ -124,10 +124,14 @@ func TestPowerLossDuringInstall(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: reopen the log: %v", where, err)
 		}
-		if err := checkRestorable(l, store); err != nil {
+		rs, err := findRestorable(store)
+		if err != nil {
+			t.Fatalf("%s: verify the snapshots: %v", where, err)
+		}
+		if err := checkRestorable(l, rs); err != nil {
 			t.Fatalf("%s: not restorable: %v", where, err)
 		}
-		if _, _, err := resetLogBelowSnapshot(l, store); err != nil {
+		if _, _, err := resetLogBelowSnapshot(l, rs); err != nil {
 			t.Fatalf("%s: start-up reset: %v", where, err)
 		}
 		metas, err := store.List()

@@ -176,10 +176,14 @@ func (n *Node) startRaft(logger hclog.Logger, trans hraft.Transport, applied App
 	// A member without state that does not bootstrap waits to be added:
 	// it checks the cluster ID of the first leader that sends it entries.
 	n.join.checked.Store(cfg.ClusterID == "" || hasState || cfg.Bootstrap)
-	if err := checkRestorable(n.log, n.snaps); err != nil {
+	rs, err := findRestorable(n.snaps)
+	if err != nil {
 		return err
 	}
-	if snap, last, err := resetLogBelowSnapshot(n.log, n.snaps); err != nil {
+	if err := checkRestorable(n.log, rs); err != nil {
+		return err
+	}
+	if snap, last, err := resetLogBelowSnapshot(n.log, rs); err != nil {
 		return fmt.Errorf("raft: reset a log that ends below the latest snapshot: %w", err)
 	} else if snap != 0 {
 		cfg.Logger.Warn("the log ended below the latest snapshot (a power loss during an install, or writes the disk acknowledged were lost); reset it: the member continues from the snapshot",

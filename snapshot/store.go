@@ -165,23 +165,28 @@ func (s *Store) scan() (good []published, bad []Event, err error) {
 			continue
 		}
 		if fi, err := s.opts.fs.Stat(filepath.Join(dir, artifactName)); err != nil || fi.Size() != m.Size {
-			g := s.gateError(OpOpen, m, dir)
-			if err != nil {
-				g.Cause, g.CauseText = err, err.Error()
-				g.ArtifactSize = -1
-			} else {
-				g.ArtifactSize = fi.Size()
-			}
-			// List reads no artifact: ArtifactDigest stays empty (not
-			// computed) and DigestEqual false (not established).
-			g.ManifestIntact = true
-			bad = append(bad, Event{Kind: Refused, Path: dir, Manifest: m, Err: g})
+			bad = append(bad, Event{Kind: Refused, Path: dir, Manifest: m, Err: s.lengthRefused(m, dir, fi, err)})
 			continue
 		}
 		good = append(good, published{dir: dir, m: m})
 	}
 	sort.Slice(good, func(i, j int) bool { return newer(good[i].m, good[j].m) })
 	return good, bad, nil
+}
+
+// lengthRefused is the diagnostic of an artifact whose length (fi, or the
+// error err that prevented reading it) is not its manifest's. Only the
+// length was read: ArtifactDigest stays empty (not computed) and
+// DigestEqual false (not established).
+func (s *Store) lengthRefused(m *Manifest, dir string, fi fs.FileInfo, err error) *GateError {
+	g := s.gateError(OpOpen, m, dir)
+	g.ManifestIntact = true
+	if err != nil {
+		g.ArtifactSize, g.Cause, g.CauseText = -1, err, err.Error()
+	} else {
+		g.ArtifactSize = fi.Size()
+	}
+	return g
 }
 
 // readManifest reads and validates dir's manifest and checks that it names
@@ -235,42 +240,82 @@ func (s *Store) report(bad []Event) {
 	}
 }
 
-// Open verifies the published snapshot id against its manifest — reading
-// the whole artifact once, computing its size and SHA-256 — and only then
-// returns a reader positioned at its start. A snapshot that fails is refused
-// with a *GateError or *ManifestError (IsCorrupt) and no byte is handed
-// out. The returned reader checks the bytes again as they are read and
-// reports a *GateError instead of io.EOF if they changed in between.
+// Open returns the published snapshot id's metadata and a reader of its
+// artifact at once, after the cheap checks: the manifest decodes, passes
+// Validate and names id, and the artifact file has the manifest's size
+// (stat). A snapshot that fails them is refused with a *GateError or
+// *ManifestError (IsCorrupt) and no byte is handed out.
+//
+// The reader verifies as it is read: it hashes every byte and withholds
+// the artifact's final bytes (up to 64 KiB) until it has read the file to
+// its end and found its size and SHA-256 equal to the manifest's. If they
+// differ, or the file cannot be read, it ends in a *GateError instead of
+// handing them out (and the store reports it: a Refused event and an ERROR
+// line). So no consumer ever receives the whole of an artifact that
+// differs from its manifest, nor a clean io.EOF after one: raft's receiver
+// reads exactly the snapshot's size and fails a short stream, and a state
+// machine that reads its stream to io.EOF (fsm) fails the restore.
 func (s *Store) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	m, dir, err := s.published(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(dir, artifactName)
+	f, err := s.opts.fs.OpenFile(path, os.O_RDONLY, 0)
+	var fi fs.FileInfo
+	if err == nil {
+		if fi, err = s.opts.fs.Stat(path); err != nil {
+			_ = f.Close()
+		}
+	}
+	if err != nil || fi.Size() != m.Size {
+		if err == nil {
+			_ = f.Close()
+		}
+		g := s.lengthRefused(m, dir, fi, err)
+		s.report([]Event{{Kind: Refused, Path: dir, Manifest: m, Err: g}})
+		return nil, nil, g
+	}
+	fail := func(g *GateError) { s.report([]Event{{Kind: Refused, Path: dir, Manifest: m, Err: g}}) }
+	return m.meta(), newVerifyingReader(f, m, s.gateError(OpOpen, m, dir), fail), nil
+}
+
+// Verify reads the published snapshot id's whole artifact and checks its
+// size and SHA-256 against the manifest (Open, read to the end). It returns
+// the snapshot's metadata, or the error Open or its reader ended in (a
+// *GateError or *ManifestError for a corrupt snapshot, reported as Open
+// reports it). A member's start-up uses it to know which snapshot raft will
+// restore before raft reads the log from it.
+func (s *Store) Verify(id string) (*raft.SnapshotMeta, error) {
+	meta, rc, err := s.Open(id)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if _, err := io.Copy(io.Discard, rc); err != nil {
+		return nil, err
+	}
+	return meta, nil
+}
+
+// published reads and validates the manifest of the published snapshot id.
+// A corrupt manifest is reported (Refused) and returned.
+func (s *Store) published(id string) (*Manifest, string, error) {
 	if !idPattern.MatchString(id) {
-		return nil, nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return nil, "", fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	dir := filepath.Join(s.dir, id)
 	if !isDir(s.opts.fs, dir) {
-		return nil, nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return nil, "", fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	m, err := readManifest(s.opts.fs, dir, id)
 	if err != nil {
 		if IsCorrupt(err) {
 			s.report([]Event{{Kind: Refused, Path: dir, Err: err}})
 		}
-		return nil, nil, err
+		return nil, "", err
 	}
-	f, err := s.opts.fs.OpenFile(filepath.Join(dir, artifactName), os.O_RDONLY, 0)
-	if err != nil {
-		g := s.gateError(OpOpen, m, dir)
-		g.ManifestIntact, g.ArtifactSize, g.Cause, g.CauseText = true, -1, err, err.Error()
-		s.report([]Event{{Kind: Refused, Path: dir, Manifest: m, Err: g}})
-		return nil, nil, g
-	}
-	size, digest, rerr := digestReader(fileReader(f))
-	if g := s.check(OpOpen, m, dir, size, digest, rerr); g != nil {
-		_ = f.Close()
-		g.ManifestIntact = true
-		s.report([]Event{{Kind: Refused, Path: dir, Manifest: m, Err: g}})
-		return nil, nil, g
-	}
-	return m.meta(), newVerifyingReader(f, m, s.gateError(OpOpen, m, dir)), nil
+	return m, dir, nil
 }
 
 // prune removes published snapshots beyond the retain count, oldest first.
