@@ -2,9 +2,9 @@ package snapshot
 
 import (
 	"bufio"
-	"errors"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"hash"
 	"io"
 	"os"
