@@ -17,6 +17,12 @@ type Tracker struct {
 	roundStart  time.Time
 	roundTarget uint64
 	lastTook    time.Duration
+	// slowRounds counts the rounds that count toward MaxRounds: every
+	// round that took longer than an election timeout, except one that
+	// ended in at most 3/4 of the time the round before it took (the
+	// candidate converges: its lag shrinks round over round, as after a
+	// long install whose backlog it replays).
+	slowRounds int
 	// The round's convergence window: the member's lag behind the leader
 	// when the window opened (its first observation in the round that is
 	// reached and not installing), and when.
@@ -145,12 +151,16 @@ func (t *Tracker) rounds(now time.Time, o Observation, d Decision) Decision {
 	}
 	if o.Reached && !o.Installing && o.LastIndex >= t.roundTarget {
 		took := now.Sub(t.roundStart)
+		converging := t.round > 1 && took <= t.lastTook/4*3
 		t.lastTook = took
 		if took <= t.p.ElectionTimeout {
 			d.Action, d.Round, d.Target, d.RoundTook = Promote, t.round, t.roundTarget, took
 			return d
 		}
-		if t.round >= t.p.MaxRounds {
+		if !converging {
+			t.slowRounds++
+		}
+		if t.slowRounds >= t.p.MaxRounds {
 			d.Round, d.Target, d.RoundTook = t.round, t.roundTarget, took
 			return t.stalled(d, ReasonTooSlow, "%d rounds, none within the election timeout %s (the last took %s)", t.round, t.p.ElectionTimeout, took)
 		}
@@ -163,7 +173,7 @@ func (t *Tracker) rounds(now time.Time, o Observation, d Decision) Decision {
 		case now.Sub(t.windowAt) >= 2*t.p.ElectionTimeout && lag >= t.windowLag:
 			took := now.Sub(t.roundStart)
 			t.lastTook = took
-			if t.round >= t.p.MaxRounds {
+			if t.slowRounds++; t.slowRounds >= t.p.MaxRounds {
 				d.Round, d.Target, d.RoundTook = t.round, t.roundTarget, took
 				return t.stalled(d, ReasonTooSlow, "%d rounds, none within the election timeout %s (the last not converging: behind by %d, %d when its window opened %s before)",
 					t.round, t.p.ElectionTimeout, lag, t.windowLag, now.Sub(t.windowAt))
@@ -182,6 +192,9 @@ func (t *Tracker) rounds(now time.Time, o Observation, d Decision) Decision {
 // startRound starts round r at now with the leader's last index as its
 // target; its convergence window opens at its first usable observation.
 func (t *Tracker) startRound(r int, now time.Time, target uint64) {
+	if r == 1 {
+		t.slowRounds = 0
+	}
 	t.round, t.roundStart, t.roundTarget = r, now, target
 	t.windowSet = false
 }

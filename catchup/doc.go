@@ -28,9 +28,12 @@
 // index reaches the target. A round that ended within one election timeout
 // means the member keeps up: Promote. Otherwise the next round starts at
 // once with a new target; after Policy.MaxRounds rounds that were all too
-// long the candidate is Stalled with ReasonTooSlow. The first round may be
-// long (a snapshot of the whole state); only the last round has to be
-// short. A non-voter never counts toward quorum, so a slow candidate costs
+// long the candidate is Stalled with ReasonTooSlow. A round that ended in
+// at most 3/4 of the time the round before it took does not count toward
+// MaxRounds: the candidate converges (after a long install it replays the
+// entries the leader took meanwhile, in rounds that shrink). The first
+// round may be long (a snapshot of the whole state); only the last round
+// has to be short. A non-voter never counts toward quorum, so a slow candidate costs
 // the cluster no availability.
 //
 // # Named non-convergence

@@ -7,7 +7,10 @@ import "time"
 type Policy struct {
 	// ElectionTimeout is how long the last round may take (required).
 	ElectionTimeout time.Duration
-	// MaxRounds bounds the rounds a candidate gets (default 10).
+	// MaxRounds bounds the slow rounds a candidate gets (default 10): rounds
+	// longer than an election timeout, except those that ended in at most
+	// 3/4 of the previous round's time (the candidate converges; after a
+	// long install it replays the backlog in rounds that shrink).
 	MaxRounds int
 	// NoProgressRounds: a member behind the leader whose last index (or
 	// snapshot stream) has not moved for this many election timeouts is
