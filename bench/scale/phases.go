@@ -47,7 +47,8 @@ type sizeResult struct {
 	BackupHeap   uint64 // peak heap growth while the backup ran
 	Restore      phase
 	DiskRate     float64 // bytes/s: a file of the snapshot's size written and fsynced
-	InstallRate  float64 // bytes/s: the new member's snapshot stream
+	InstallRate  float64 // bytes/s: the new member's snapshot install (the stream, then its seal and restore)
+	StreamRate   float64 // bytes/s: the new member's snapshot stream (to its last byte)
 	Promoted     phase   // the add until the leader promoted it
 	JoinErr      string  // why the add failed (then Promoted is how long it tried)
 	LoadTarget   float64 // submits/s during the add: half the Submit rate
@@ -141,7 +142,7 @@ func (r *runner) measure(n int) (res sizeResult, err error) {
 		if res.JoinErr != "" {
 			r.step(n, "new member NOT promoted after %v: %s", res.Promoted, res.JoinErr)
 		}
-		r.step(n, "new member: add returned after %v (snapshot stream %s MB/s), load %s/s (%s/s before) of %s/s", res.Promoted, mb(res.InstallRate), thousands(res.LoadKept), thousands(res.LoadBefore), thousands(res.LoadTarget))
+		r.step(n, "new member: add returned after %v (snapshot stream %s MB/s, install with the member's restore %s MB/s), load %s/s (%s/s before) of %s/s", res.Promoted, mb(res.StreamRate), mb(res.InstallRate), thousands(res.LoadKept), thousands(res.LoadBefore), thousands(res.LoadTarget))
 	}
 	return res, nil
 }
@@ -201,9 +202,7 @@ func (r *runner) snapshot(c *cluster, res *sizeResult) error {
 	// since compacted it), so a new member installs a snapshot; the
 	// preload's large entries would all still be in the log: this
 	// snapshot compacts the leader's log to its last 64 entries.
-	rcfg := l.Node().Raft().ReloadableConfig()
-	rcfg.TrailingLogs = 64
-	if err := l.Node().Raft().ReloadConfig(rcfg); err != nil {
+	if err := shortLog(l); err != nil {
 		return err
 	}
 	f := l.Node().Raft().Snapshot()
@@ -216,6 +215,22 @@ func (r *runner) snapshot(c *cluster, res *sizeResult) error {
 	}
 	res.SnapshotSize = meta.Size
 	return rc.Close()
+}
+
+// shortLog sets l's TrailingLogs to 64: its next snapshot compacts its log
+// to its last 64 entries.
+func shortLog(l *jobraft.Controller) error {
+	rcfg := l.Node().Raft().ReloadableConfig()
+	rcfg.TrailingLogs = 64
+	return l.Node().Raft().ReloadConfig(rcfg)
+}
+
+// compactLog compacts l's log to its last 64 entries (a snapshot).
+func compactLog(l *jobraft.Controller) error {
+	if err := shortLog(l); err != nil {
+		return err
+	}
+	return l.Node().Raft().Snapshot().Error()
 }
 
 // memory measures one follower's heap: the heap after GC with it open,

@@ -85,12 +85,8 @@ func (rep report) table() string {
 	})
 	row("Restore (verify + seed)", func(s sizeResult) string { return s.Restore.String() })
 	row("disk: write + fsync, snapshot's size", func(s sizeResult) string { return mb(s.DiskRate) + " MB/s" })
-	row("new member: snapshot stream", func(s sizeResult) string {
-		if s.InstallRate == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%s MB/s (%.0f%% of disk)", mb(s.InstallRate), 100*s.InstallRate/s.DiskRate)
-	})
+	row("new member: snapshot stream (to its last byte)", func(s sizeResult) string { return ofDisk(s.StreamRate, s.DiskRate) })
+	row("new member: install (stream, the member's seal and restore)", func(s sizeResult) string { return ofDisk(s.InstallRate, s.DiskRate) })
 	row("new member: promoted after", func(s sizeResult) string {
 		if s.JoinErr != "" {
 			return "not promoted after " + s.Promoted.String()
@@ -172,3 +168,11 @@ func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/floa
 func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
 
 func mb(v float64) string { return fmt.Sprintf("%.1f", v/1e6) }
+
+// ofDisk formats a rate and its share of the disk's write rate ("-": none).
+func ofDisk(rate, disk float64) string {
+	if rate == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s MB/s (%.0f%% of disk)", mb(rate), 100*rate/disk)
+}
