@@ -51,8 +51,10 @@ type StateMachine interface {
 	Snapshot() (Snapshot, error)
 
 	// Restore replaces the whole state with the one read from r. It must
-	// validate the input completely before replacing anything: on error the
-	// previous state is kept unchanged.
+	// read r to io.EOF and validate the input completely before replacing
+	// anything: on error the previous state is kept unchanged. (The
+	// snapshot store verifies the stream as it is read and reports a
+	// corrupt one only at its end, instead of its final bytes.)
 	Restore(r io.Reader) error
 
 	// Digest summarises the state as of the last applied entry. Members that

@@ -22,11 +22,17 @@
 //     fsync of the store directory — only if step 3 agreed; then prunes
 //     beyond the retain count.
 //
-// Store.Open(id) reads the whole artifact once, checking size and digest
-// against the manifest, before it returns a reader, so raft's Restore (on
-// start-up, after InstallSnapshot, after a user Restore) never sees an
-// artifact that differs from its manifest. The reader checks again as it is
-// read and ends in a *GateError instead of io.EOF if the bytes changed.
+// Store.Open(id) returns at once, after the cheap checks (the manifest is
+// valid and names id; the artifact has the manifest's length, by stat),
+// with a reader that verifies as it is read: it hashes every byte and
+// withholds the artifact's final 64 KiB until it has read the file to its
+// end and found its size and SHA-256 equal to the manifest's; otherwise it
+// ends in a *GateError instead of handing them out. So no consumer ever
+// receives the whole of an artifact that differs from its manifest, nor a
+// clean io.EOF after one: a leader streaming a corrupt snapshot never
+// sends its Size bytes (raft's receiver fails the short stream), and a
+// restore that reads to io.EOF fails. Store.Verify(id) is Open read to the
+// end.
 //
 // # Guarantees
 //
@@ -50,16 +56,19 @@
 //     Cancel (both are idempotent; a second Close returns the first's result).
 //  3. Treat an error from Close as "no snapshot": do not Open its ID. raft
 //     does this (takeSnapshot and installSnapshot fail).
-//  4. Close every reader Store.Open returned, and read it to EOF if you
-//     want the second verification.
+//  4. Close every reader Store.Open returned. Read it to io.EOF before you
+//     act on what it held (replace a state, acknowledge a copy): the
+//     artifact is verified only at its end, and bytes handed out before
+//     may be those of a corrupt artifact.
 //  5. Event callbacks run synchronously on the goroutine that caused them;
 //     keep them short. They may call the store.
 //
 // # Errors
 //
 //   - *GateError (errors.Is ErrGateRejected and ErrCorrupt): from Close, the
-//     candidate was rejected; from Store.Open or its reader, the published
-//     artifact differs from its manifest. It carries paths, sizes, hex
+//     candidate was rejected; from Store.Open (its length) or its reader
+//     (its length or digest, or a read error), the published artifact
+//     differs from its manifest. It carries paths, sizes, hex
 //     SHA-256 digests, equality flags, index and term — never contents. A
 //     rejected candidate is kept as rejected-<id>/ with diagnostic.json (the
 //     newest three by default, WithKeepRejected).

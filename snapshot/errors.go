@@ -28,8 +28,9 @@ var (
 
 	// ErrGateRejected is matched by every *GateError: the artifact on disk
 	// differs from its manifest. Returned by the sink's Close (the candidate
-	// was rejected and not published) and by Store.Open (the published
-	// snapshot was refused and no byte of it was handed out).
+	// was rejected and not published), by Store.Open (the artifact's length
+	// differs: no byte was handed out) and by its reader (the artifact
+	// differs: its final bytes were withheld).
 	ErrGateRejected = errors.New("snapshot: consistency gate rejected the artifact")
 
 	// ErrNotFound is returned by Store.Open for an ID that names no
@@ -55,7 +56,9 @@ func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
 const (
 	// OpSeal is the gate run by the sink's Close before publication.
 	OpSeal = "seal"
-	// OpOpen is the gate run by Store.Open before any byte is handed out.
+	// OpOpen is the check of a published snapshot by Store.Open (its
+	// length) and by its reader (length and digest, before the final bytes
+	// are handed out).
 	OpOpen = "open"
 )
 
