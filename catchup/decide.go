@@ -97,9 +97,11 @@ func (t *Tracker) observe(now time.Time, o Observation) Decision {
 		t.unreached = true
 	}
 	moved := o.Reached && (o.LastIndex > t.seenLast || d.Lag == 0)
-	// A snapshot in flight is progress: the member restores it before it
-	// answers, and its log moves only then.
-	streamed := o.InstallBytes > t.seenBytes || o.Installing
+	// A snapshot in flight is progress while its bytes move, and once all
+	// were sent: the member seals and restores it before it answers (tens
+	// of seconds at millions of jobs), and its log moves only then. A
+	// stream whose bytes stopped before its end is not.
+	streamed := o.InstallBytes > t.seenBytes || (o.Installing && o.InstallRemaining == 0)
 	if moved || streamed {
 		t.progressAt = now
 	}

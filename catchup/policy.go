@@ -14,7 +14,9 @@ type Policy struct {
 	MaxRounds int
 	// NoProgressRounds: a member behind the leader whose last index (or
 	// snapshot stream) has not moved for this many election timeouts is
-	// stalled (default 20). A snapshot in flight counts as progress.
+	// stalled (default 20). A snapshot stream counts as progress while its
+	// bytes move, and once all were sent while the install is in flight
+	// (the member seals and restores it before it answers).
 	NoProgressRounds int
 	// UnreachableRounds: a member that sent no progress report for this many
 	// election timeouts is stalled (default 20).

@@ -196,6 +196,8 @@ func parseObservation(t *testing.T, path string, line int, fields []string) (tim
 			o.LastIndex = num(t, path, line, k, v)
 		case "install-bytes":
 			o.InstallBytes = num(t, path, line, k, v)
+		case "install-remaining":
+			o.InstallRemaining = num(t, path, line, k, v)
 		case "install-failures":
 			o.InstallFailures = num(t, path, line, k, v)
 		case "refusals":

@@ -30,11 +30,13 @@ type Observation struct {
 	GuardRefusals  uint64
 	Diverged       *Divergence
 	// What the leader's transport saw: a snapshot stream to the member in
-	// progress, snapshot bytes sent (cumulative) and failed installs
-	// (cumulative).
-	Installing      bool
-	InstallBytes    uint64
-	InstallFailures uint64
+	// progress and the bytes of it not yet sent (0 once all were sent: the
+	// member seals and restores it before it answers), snapshot bytes sent
+	// (cumulative) and failed installs (cumulative).
+	Installing       bool
+	InstallRemaining uint64
+	InstallBytes     uint64
+	InstallFailures  uint64
 }
 
 // Divergence is a member's log contradicting the leader's at or below the

@@ -240,6 +240,10 @@ func (m *monitor) observation(id string, voter, candidate bool, leaderLast, comm
 	}
 	p := m.n.meter.peer(hraft.ServerID(id))
 	o.Installing = p.installing.Load()
+	if o.Installing {
+		size := p.installSize.Load()
+		o.InstallRemaining = size - min(size, p.installRead.Load())
+	}
 	o.InstallBytes = p.installBytes.Load()
 	o.InstallFailures = p.installFailures.Load()
 	return o

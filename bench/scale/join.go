@@ -80,16 +80,21 @@ func (r *runner) join(c *cluster, res *sizeResult) error {
 		if p := progressOf(c.leader(), m.ID); p != nil {
 			busy := p.Installing || p.SnapshotBytesSent > sent
 			size, sent = max(size, p.SnapshotSize, p.SnapshotBytesSent), max(sent, p.SnapshotBytesSent)
+			// The stream ends when its last byte was read; the install
+			// RPC then waits for the member to seal and restore it. A
+			// stream that ended before the first line showed it has no
+			// rate (the line is refreshed every quarter election timeout).
+			if streamed.IsZero() && !start.IsZero() && size > 0 && sent >= size {
+				streamed = time.Now()
+			}
 			switch {
 			case busy && start.IsZero():
 				start = time.Now()
+				if size > 0 && sent >= size {
+					streamed = start
+				}
 			case !busy && !start.IsZero() && end.IsZero():
 				end = time.Now()
-			}
-			// The stream ends when its last byte was read; the install
-			// RPC then waits for the member to seal and restore it.
-			if streamed.IsZero() && !start.IsZero() && size > 0 && sent >= size {
-				streamed = time.Now()
 			}
 		}
 	}
