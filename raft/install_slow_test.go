@@ -55,11 +55,15 @@ func (f slowReadFile) ReadAt(p []byte, off int64) (int, error) {
 func TestSlowSnapshotReadsMemberIsStillPromoted(t *testing.T) {
 	const (
 		noProgress = 3
-		values     = 48
-		valueSize  = 64 << 10 // 3 MiB of state: 4 reads of 1 MiB
+		values     = 64
+		valueSize  = 64 << 10 // 4 MiB of state: 5 reads of 1 MiB
 	)
 	var reads atomic.Int64
-	delay := 2 * clustertest.FastConfig(t, "x", t.TempDir(), "127.0.0.1:0").ElectionTimeout
+	// One election timeout per read of 1 MiB: the stream moves at least
+	// every two reads (the last chunk is withheld until the read that
+	// finds the end of the file), within NoProgressRounds election
+	// timeouts, while one read of the whole artifact takes longer.
+	delay := clustertest.FastConfig(t, "x", t.TempDir(), "127.0.0.1:0").ElectionTimeout
 	slow := slowReadFS{delay: delay, reads: &reads}
 	c := clustertest.StartNodesOpts(t, 3, nil, func(cfg *raft.Config) {
 		cfg.TrailingLogs = 8
