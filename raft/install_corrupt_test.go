@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft/catchup"
 	"github.com/jobraft/jobraft/internal/test/clustertest"
 	"github.com/jobraft/jobraft/raft"
@@ -46,27 +47,44 @@ func TestCorruptLeaderSnapshotFailsTheInstallAndReplacesNothing(t *testing.T) {
 	if l == gone {
 		t.Fatal("the isolated member leads")
 	}
-	f := c.Nodes[l].Raft().Snapshot()
-	if err := f.Error(); err != nil {
-		t.Fatal(err)
+	// Both members that hold the log snapshot, compact past the isolated
+	// member, and have their snapshot corrupted after it was sealed: a
+	// leader change (the machine's stalls can cost the leader its lease)
+	// must not let the member catch up from an intact log instead.
+	for i := range 3 {
+		if i == gone {
+			continue
+		}
+		f := c.Nodes[i].Raft().Snapshot()
+		if err := f.Error(); err != nil {
+			t.Fatalf("snapshot on %s: %v", c.Cfgs[i].ID, err)
+		}
+		if first := c.Nodes[i].Status().FirstIndex; first <= applied+1 {
+			t.Fatalf("%s's log starts at %d: no install would be needed", c.Cfgs[i].ID, first)
+		}
+		meta, rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+		flipMiddle(t, filepath.Join(c.Cfgs[i].DataDir, "snapshots", meta.ID, "state.bin"))
 	}
-	if first := c.Nodes[l].Status().FirstIndex; first <= applied+1 {
-		t.Fatalf("leader log starts at %d: no install would be needed", first)
-	}
-	// Corrupt the leader's snapshot after it was sealed.
-	meta, rc, err := f.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Close()
-	flipMiddle(t, filepath.Join(c.Cfgs[l].DataDir, "snapshots", meta.ID, "state.bin"))
 
 	faults.Heal()
+	var p raft.MemberProgress
 	clustertest.WaitFor(t, wait, "the leader to name the member install_failing", func() bool {
-		p, ok := progressOf(c.Nodes[l].Status(), id)
-		return ok && p.State == raft.StateStalled && p.Reason == string(catchup.ReasonInstallFailing)
+		for i := range 3 {
+			if i == gone || c.Nodes[i].Raft().State() != hraft.Leader {
+				continue
+			}
+			q, ok := progressOf(c.Nodes[i].Status(), id)
+			if ok && q.State == raft.StateStalled && q.Reason == string(catchup.ReasonInstallFailing) {
+				p = q
+				return true
+			}
+		}
+		return false
 	})
-	p, _ := progressOf(c.Nodes[l].Status(), id)
 	if p.SnapshotBytesSent == 0 {
 		t.Fatalf("no snapshot byte was streamed: %+v", p)
 	}
@@ -86,11 +104,17 @@ func TestCorruptLeaderSnapshotFailsTheInstallAndReplacesNothing(t *testing.T) {
 			t.Fatalf("%s holds %d keys, want 120", c.Cfgs[i].ID, c.KVs[i].Len())
 		}
 	}
-	proposeN(t, c, l, "c", 10)
-	// Repaired by a new, intact snapshot: the install succeeds.
 	l = c.WaitLeader(wait)
-	if err := c.Nodes[l].Raft().Snapshot().Error(); err != nil {
-		t.Fatal(err)
+	proposeN(t, c, l, "c", 10)
+	// Repaired by a new, intact snapshot on both members that could lead:
+	// the install succeeds.
+	for i := range 3 {
+		if i == gone {
+			continue
+		}
+		if err := c.Nodes[i].Raft().Snapshot().Error(); err != nil {
+			t.Fatalf("snapshot on %s: %v", c.Cfgs[i].ID, err)
+		}
 	}
 	c.WaitConverged(wait)
 	for i := range 3 {
