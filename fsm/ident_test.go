@@ -12,7 +12,7 @@ func TestIDEntOrderIsIDOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		gen := rapid.StringOfN(rapid.SampledFrom([]rune{0, 1, 'a', 'b', 0x7f, 'é'}), 0, 12, -1)
 		a, b := gen.Draw(t, "a"), gen.Draw(t, "b")
-		ea, eb := entOf(&slot{id: a}), entOf(&slot{id: b})
+		ea, eb := entOf(&slot{j: &job{id: a}}), entOf(&slot{j: &job{id: b}})
 		if idLess(ea, eb) != (a < b) || idLess(eb, ea) != (b < a) {
 			t.Fatalf("%q < %q is %v, idLess says %v", a, b, a < b, idLess(ea, eb))
 		}

@@ -130,7 +130,7 @@ func crafted(t *testing.T, m *Jobs, mutate func(js map[string]*job)) []byte {
 	t.Helper()
 	js := map[string]*job{}
 	m.st.jobs.Scan(func(e idEnt) bool {
-		js[e.sl.id] = e.sl.j.clone()
+		js[e.sl.j.id] = e.sl.j.clone()
 		return true
 	})
 	mutate(js)
@@ -145,7 +145,7 @@ func crafted(t *testing.T, m *Jobs, mutate func(js map[string]*job)) []byte {
 		}
 	}) {
 		j := js[id]
-		tree.Set(idEnt{pfx: idPrefix(id), sl: &slot{id: id, j: j}})
+		tree.Set(idEnt{pfx: idPrefix(id), sl: &slot{j: j}})
 		lanesAdd(&st.acc, st.hash(j))
 	}
 	sn := &snapshot{index: st.index, seq: st.seq, clock: st.clock, sum: st.sum(), jobs: tree}

@@ -217,7 +217,7 @@ func idLess(a, b idEnt) bool {
 	if a.pfx != b.pfx {
 		return a.pfx < b.pfx
 	}
-	return a.sl.id < b.sl.id
+	return a.sl.j.id < b.sl.j.id
 }
 
 // idPrefix is id's first eight bytes as a big-endian number, zero-padded.
@@ -228,19 +228,20 @@ func idPrefix(id string) uint64 {
 }
 
 // entOf is sl's job-ID tree entry.
-func entOf(sl *slot) idEnt { return idEnt{pfx: idPrefix(sl.id), sl: sl} }
+func entOf(sl *slot) idEnt { return idEnt{pfx: idPrefix(sl.j.id), sl: sl} }
 
-// slot is one job's entry in the job-ID tree: its current record, the
+// slot is one job's entry in the job-ID tree: its current record (whose
+// ID is the slot's: every record a slot holds is of one job), the
 // record's digest contribution (hash), and the snapshot generation the slot
 // was made in. While gen is the state's, no snapshot's tree holds the slot
 // and the apply goroutine may write it in place (under the write lock, so
 // queries see whole changes); once a snapshot is taken it is frozen.
 //
-// 64 bytes: gen is 32 bits, and when it would wrap, freeze starts over at
-// 1 and marks every live slot of generation 0, so no slot a snapshot holds
-// ever carries the live generation.
+// 48 bytes (TestRecordSizes): the ID is read through the record. gen is
+// 32 bits, and when it would wrap, freeze starts over at 1 and marks every
+// live slot of generation 0, so no slot a snapshot holds ever carries the
+// live generation.
 type slot struct {
-	id  string
 	j   *job
 	sum [4]uint64
 	gen uint32
@@ -311,7 +312,8 @@ type state struct {
 	kinds    map[string]string
 	backoffs map[Backoff]*Backoff
 
-	probe  slot    // scratch key for job lookups on the apply goroutine
+	probe  slot // scratch key for job lookups on the apply goroutine (its record: probeJ)
+	probeJ job
 	qprobe queue   // scratch key for queue lookups on the apply goroutine
 	src    sources // scratch claim sources on the apply goroutine
 	// promo caches when the next scheduled job can be due (nothing
@@ -380,9 +382,10 @@ func (s *state) backoff(b Backoff) *Backoff {
 // get looks a job up by ID (apply goroutine only: uses the scratch probe
 // and hint).
 func (s *state) get(id string) *job {
-	s.probe.id = id
+	s.probeJ.id = id
+	s.probe.j = &s.probeJ
 	e, _ := s.jobs.GetHint(idEnt{pfx: idPrefix(id), sl: &s.probe}, &s.hint)
-	s.probe.id = ""
+	s.probeJ.id = ""
 	if e.sl == nil {
 		return nil
 	}
@@ -391,7 +394,7 @@ func (s *state) get(id string) *job {
 
 // getShared looks a job up for a query (under the read lock).
 func (s *state) getShared(id string) *job {
-	if e, _ := s.jobs.Get(idEnt{pfx: idPrefix(id), sl: &slot{id: id}}); e.sl != nil {
+	if e, _ := s.jobs.Get(idEnt{pfx: idPrefix(id), sl: &slot{j: &job{id: id}}}); e.sl != nil {
 		return e.sl.j
 	}
 	return nil
@@ -460,7 +463,7 @@ func (s *state) put(j *job) bool {
 // already, of queue q (which exists).
 func (s *state) insert(q *queue, j *job) bool {
 	j.queue = q.name // share the name's bytes
-	sl := &slot{id: j.id, j: j, sum: s.hash(j), gen: s.gen, h: s.handle()}
+	sl := &slot{j: j, sum: s.hash(j), gen: s.gen, h: s.handle()}
 	j.slot = sl
 	s.slots[sl.h] = sl
 	it := itemOf(j)
@@ -533,7 +536,7 @@ func (s *state) publish(old, n *job) {
 	sl := old.slot
 	s.accSub(sl)
 	if sl.gen != s.gen {
-		sl = &slot{id: sl.id, gen: s.gen, h: sl.h}
+		sl = &slot{j: n, gen: s.gen, h: sl.h}
 		s.jobs.SetHint(entOf(sl), &s.hint)
 		s.slots[sl.h] = sl
 	}
