@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -377,11 +378,11 @@ func (m *Jobs) List(q ListQuery) (ListPage, error) {
 		limit = DefaultListLimit
 	}
 	limit = min(limit, MaxListLimit)
-	var pivot item
+	var c cursor
 	after := false
 	if q.Cursor != "" {
 		var err error
-		if pivot, err = parseCursor(q.Cursor); err != nil {
+		if c, err = parseCursor(q.Cursor); err != nil {
 			return ListPage{}, err
 		}
 		after = true
@@ -396,7 +397,7 @@ func (m *Jobs) List(q ListQuery) (ListPage, error) {
 	var last item
 	more := false
 	visit := func(it item) bool {
-		if after && !itemLess(pivot, it) {
+		if after && !c.before(it, q.State) {
 			return true
 		}
 		j := m.st.rec(it)
@@ -412,30 +413,74 @@ func (m *Jobs) List(q ListQuery) (ListPage, error) {
 		return true
 	}
 	if after {
-		qu.tree(q.State).Ascend(pivot, visit)
+		qu.tree(q.State).Ascend(c.pivot(q.State), visit)
 	} else {
 		qu.tree(q.State).Scan(visit)
 	}
 	if more {
-		page.Next = formatCursor(last)
+		page.Next = formatCursor(last, q.State)
 	}
 	return page, nil
 }
 
-func formatCursor(it item) string {
-	return strconv.FormatInt(it.a, 10) + "." + strconv.FormatInt(it.b, 10) + "." + strconv.FormatUint(it.seq, 10)
+// cursor is a List cursor, "a.b.seq": an item's key as three numbers,
+// (-priority, run-at, seq) for a pending job, (its index's time, 0, seq)
+// for the others. The format predates the item's layout (item): cursors
+// given out stay valid.
+type cursor struct {
+	a, b int64
+	seq  uint64
 }
 
-func parseCursor(s string) (item, error) {
+// cursorOf is the cursor of it, an item of state s's index.
+func cursorOf(it item, s State) cursor {
+	if s == StatePending {
+		return cursor{a: -int64(^it.p), b: it.a, seq: it.seq}
+	}
+	return cursor{a: it.a, seq: it.seq}
+}
+
+// before reports whether c comes before it, an item of state s's index.
+func (c cursor) before(it item, s State) bool {
+	k := cursorOf(it, s)
+	if c.a != k.a {
+		return c.a < k.a
+	}
+	if c.b != k.b {
+		return c.b < k.b
+	}
+	return c.seq < k.seq
+}
+
+// pivot is an item of state s's index at or before the first item c
+// comes before: where a page after c starts looking.
+func (c cursor) pivot(s State) item {
+	switch {
+	case s != StatePending:
+		return item{a: c.a} // every item with a below c.a is before c
+	case c.a < -math.MaxInt32: // priority above any
+		return item{p: math.MinInt32, a: math.MinInt64}
+	case c.a > -math.MinInt32: // priority below any
+		return item{p: math.MaxInt32, a: math.MaxInt64, seq: math.MaxUint64}
+	}
+	return item{p: ^int32(-c.a), a: c.b, seq: c.seq}
+}
+
+func formatCursor(it item, s State) string {
+	c := cursorOf(it, s)
+	return strconv.FormatInt(c.a, 10) + "." + strconv.FormatInt(c.b, 10) + "." + strconv.FormatUint(c.seq, 10)
+}
+
+func parseCursor(s string) (cursor, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) != 3 {
-		return item{}, fmt.Errorf("%w: %q", ErrInvalidCursor, s)
+		return cursor{}, fmt.Errorf("%w: %q", ErrInvalidCursor, s)
 	}
 	a, err1 := strconv.ParseInt(parts[0], 10, 64)
 	b, err2 := strconv.ParseInt(parts[1], 10, 64)
 	seq, err3 := strconv.ParseUint(parts[2], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil {
-		return item{}, fmt.Errorf("%w: %q", ErrInvalidCursor, s)
+		return cursor{}, fmt.Errorf("%w: %q", ErrInvalidCursor, s)
 	}
-	return item{a: a, b: b, seq: seq}, nil
+	return cursor{a: a, b: b, seq: seq}, nil
 }

@@ -3,6 +3,9 @@ package fsm
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -457,5 +460,93 @@ func TestCodes(t *testing.T) {
 	}
 	if Code(200).Err() == nil || CodeOK.Err() != nil {
 		t.Error("code errors")
+	}
+}
+
+// List cursors keep their form, "-priority.run-at.seq" for a pending job
+// and "time.0.seq" for the others, whatever the index's item layout, and
+// any cursor, given out or not, pages strictly after its place in that
+// order: out-of-range priorities and a non-zero middle number included.
+func TestListCursorForm(t *testing.T) {
+	h := newHarness(t)
+	for _, p := range []int32{math.MinInt32, -1, 0, 5, math.MaxInt32} {
+		for range 2 {
+			h.submit(NewJob{Queue: "q", Kind: "k", Priority: p})
+		}
+	}
+	for range 3 {
+		h.submit(NewJob{Queue: "d", Kind: "k"})
+		h.now = h.now.Add(time.Second)
+	}
+	for range 3 {
+		j := h.claim1("d", time.Minute)
+		h.ok(AckCmd{ID: j.ID, Token: j.Lease.Token})
+		h.now = h.now.Add(time.Second)
+	}
+	type key struct {
+		a, b int64
+		seq  uint64
+	}
+	keyOf := func(j Job, s State) key {
+		if s == StatePending {
+			return key{-int64(j.Priority), j.RunAt.UnixNano(), j.Seq}
+		}
+		return key{j.Finished.UnixNano(), 0, j.Seq}
+	}
+	less := func(x, y key) bool {
+		if x.a != y.a {
+			return x.a < y.a
+		}
+		if x.b != y.b {
+			return x.b < y.b
+		}
+		return x.seq < y.seq
+	}
+	for _, tc := range []struct {
+		queue string
+		state State
+	}{{"q", StatePending}, {"d", StateSucceeded}} {
+		all, err := h.m.List(ListQuery{Queue: tc.queue, State: tc.state, Limit: 100})
+		if err != nil || len(all.Jobs) == 0 {
+			t.Fatalf("list %s: %v %+v", tc.queue, err, all)
+		}
+		var cursors []key
+		for i, j := range all.Jobs {
+			k := keyOf(j, tc.state)
+			if i > 0 && !less(keyOf(all.Jobs[i-1], tc.state), k) {
+				t.Fatalf("%s: jobs out of cursor order: %+v before %+v", tc.queue, all.Jobs[i-1], j)
+			}
+			p, err := h.m.List(ListQuery{Queue: tc.queue, State: tc.state, Limit: i + 1})
+			want := fmt.Sprintf("%d.%d.%d", k.a, k.b, k.seq)
+			if i == len(all.Jobs)-1 {
+				want = ""
+			}
+			if err != nil || p.Next != want {
+				t.Fatalf("%s: cursor after job %d is %q (%v), want %q", tc.queue, i, p.Next, err, want)
+			}
+			cursors = append(cursors, k, key{k.a, k.b - 1, k.seq}, key{k.a, k.b + 1, k.seq}, key{k.a - 1, k.b, k.seq}, key{k.a + 1, k.b, k.seq})
+		}
+		cursors = append(cursors, key{math.MinInt64, 0, 0}, key{math.MaxInt64, 0, 0}, key{-math.MaxInt32 - 1, 0, 0},
+			key{-math.MinInt32 + 1, 0, 0}, key{-math.MinInt32, math.MaxInt64, math.MaxUint64}, key{-math.MaxInt32, math.MinInt64, 0})
+		for _, c := range cursors {
+			cur := fmt.Sprintf("%d.%d.%d", c.a, c.b, c.seq)
+			p, err := h.m.List(ListQuery{Queue: tc.queue, State: tc.state, Cursor: cur, Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, j := range all.Jobs {
+				if less(c, keyOf(j, tc.state)) {
+					want = append(want, j.ID)
+				}
+			}
+			var got []string
+			for _, j := range p.Jobs {
+				got = append(got, j.ID)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: after cursor %s: %v, want %v", tc.queue, cur, got, want)
+			}
+		}
 	}
 }

@@ -130,7 +130,7 @@ func (v *verifySink) job(st *state, j *job) error {
 	it := itemOf(j)
 	j.slot = nil
 	v.buf = append(appendStr(append(v.buf[:0], fpItem), j.queue), indexOf(j.state))
-	v.buf = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(v.buf, uint64(it.a)), uint64(it.b))
+	v.buf = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(v.buf, uint32(it.p)), uint64(it.a))
 	v.buf = binary.BigEndian.AppendUint64(v.buf, it.seq)
 	if err := v.fingerprint(j, "duplicate index key"); err != nil {
 		return err

@@ -11,29 +11,34 @@ import (
 )
 
 // item orders a job inside one of its queue's indexes. Keys are inlined so
-// tree searches never dereference records:
+// tree searches never dereference records; items compare by (p, a, seq):
 //
-//	ready (pending):  a = -priority, b = runAt, seq  (claim order)
+//	ready (pending):  p = ^priority, a = runAt, seq  (claim order)
 //	sched (scheduled): a = runAt, seq
 //	running:           a = lease deadline, seq
+//	waiting:           a = creation time, seq
 //	done (terminal):   a = finish time, seq
 //
-// seq is unique per job, so items never tie. h is the job's handle
-// (state.slots): items hold no pointer, so shifting them inside a tree node
-// costs a plain copy (no write barriers while the collector marks) and the
-// collector never scans queue trees.
+// p is 0 outside the ready index; ^priority (-priority-1, no overflow)
+// orders higher priorities first. seq is unique per job, so items never
+// tie. h is the job's handle (state.slots): items hold no pointer, so
+// shifting them inside a tree node costs a plain copy (no write barriers
+// while the collector marks) and the collector never scans queue trees.
+// 24 bytes (TestRecordSizes): a tree node holds its items inline, and
+// every pending job has one.
 type item struct {
-	a, b int64
-	seq  uint64
-	h    uint32
+	a   int64
+	seq uint64
+	p   int32
+	h   uint32
 }
 
 func itemLess(x, y item) bool {
+	if x.p != y.p {
+		return x.p < y.p
+	}
 	if x.a != y.a {
 		return x.a < y.a
-	}
-	if x.b != y.b {
-		return x.b < y.b
 	}
 	return x.seq < y.seq
 }
@@ -43,7 +48,7 @@ func itemOf(j *job) item {
 	h := j.slot.h
 	switch j.state {
 	case StatePending:
-		return item{a: -int64(j.prio), b: j.runAt, seq: j.seq, h: h}
+		return item{p: ^j.prio, a: j.runAt, seq: j.seq, h: h}
 	case StateScheduled:
 		return item{a: j.runAt, seq: j.seq, h: h}
 	case StateRunning:
