@@ -148,13 +148,9 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 		batch = c.Batch.ID
 	}
 	lo := s.seq + 1
-	// The previous job's queue, kind and policy: a submit's jobs mostly
-	// share them, so most jobs need no lookup.
-	var (
-		q          *queue
-		kind, kept string // kind as submitted, interned
-		bo         *Backoff
-	)
+	// The previous job's class: a submit's jobs mostly share it, so most
+	// jobs need no lookup.
+	var cls *class
 	n := len(c.Jobs)
 	if order != nil {
 		n = len(order)
@@ -196,24 +192,18 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 			r.subs[i] = sub{outcome: OutcomeRejected, code: rf.code, detail: rf.detail}
 			continue
 		}
-		if q == nil || q.name != nj.Queue {
-			q = s.queueOrCreate(nj.Queue)
-		}
-		if kept == "" || kind != nj.Kind {
-			kind, kept = nj.Kind, s.intern(nj.Kind)
-		}
-		if b := nj.Backoff.withDefaults(); bo == nil || *bo != b {
-			bo = s.backoff(b)
+		if k := keyOf(nj.Kind, nj.Backoff.withDefaults(), nj.MaxAttempts); cls == nil || cls.queue != nj.Queue || cls.classKey != k {
+			cls = s.class(s.queueOrCreate(nj.Queue), k)
 		}
 		s.seq++
-		j := newRecord(nj, id, s.seq, now, kept, bo)
+		j := newRecord(nj, id, s.seq, now, cls)
 		j.setUniq(uq)
 		if j.setDeps(deps); deps.waits() {
 			j.state = StateWaiting
 		} else {
 			j.ready(now)
 		}
-		s.insert(q, j)
+		s.insert(j)
 		members[j.state]++
 		r.subs[i] = sub{outcome: OutcomeCreated, job: j}
 	}
@@ -228,18 +218,15 @@ func (s *state) submit(e Entry, now int64, c *SubmitCmd, r *result) {
 }
 
 // newRecord is the record of a job submitted as nj with ID id, submit
-// sequence seq, at log time now, of kind (interned) and policy bo
-// (defaults applied, interned), before it is placed (ready, or waiting).
-func newRecord(nj *NewJob, id string, seq uint64, now int64, kind string, bo *Backoff) *job {
-	j := &job{
-		id: id, queue: nj.Queue, kind: kind, key: nj.IdempotencyKey,
-		payload: nj.Payload, runAt: toNanos(nj.RunAt), created: now, updated: now,
-		seq: seq, bo: bo, prio: nj.Priority, maxAtt: nj.MaxAttempts,
+// sequence seq, at log time now, of class cls (interned), before it is
+// placed (ready, or waiting). Its payload is nj's (decoded from the entry:
+// a copy nobody writes).
+func newRecord(nj *NewJob, id string, seq uint64, now int64, cls *class) *job {
+	return &job{
+		id: id, cls: cls, key: nj.IdempotencyKey,
+		payload: viewString(nj.Payload), runAt: toNanos(nj.RunAt), created: now, updated: now,
+		seq: seq, prio: nj.Priority,
 	}
-	if j.maxAtt == 0 {
-		j.maxAtt = DefaultMaxAttempts
-	}
-	return j
 }
 
 // promote moves every scheduled job whose run-at is due (<= now) to its
@@ -423,12 +410,12 @@ func fail(n *job, now int64, delay time.Duration, msg string) {
 	n.lease = nil
 	n.updated = now
 	n.setOutcome(msg, nil)
-	if n.attempts >= n.maxAtt {
+	if n.attempts >= n.cls.maxAtt {
 		n.state = StateDead
 		return
 	}
 	if delay == 0 {
-		delay = n.bo.Delay(n.id, n.attempts)
+		delay = n.cls.bo.Delay(n.id, n.attempts)
 	}
 	n.runAt = addSat(now, int64(delay))
 	n.state = StateScheduled

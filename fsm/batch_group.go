@@ -241,11 +241,11 @@ func (s *state) completion(g *group, now int64) *job {
 			return nil
 		}
 	}
-	bo := t.Backoff.withDefaults()
+	cls := s.class(s.queueOrCreate(t.Queue), keyOf(t.Kind, t.Backoff.withDefaults(), t.MaxAttempts))
 	s.seq++
-	j := newRecord(t, g.cjob, s.seq, now, t.Kind, &bo)
+	j := newRecord(t, g.cjob, s.seq, now, cls)
 	j.ready(now)
-	s.put(j)
+	s.insert(j)
 	return j
 }
 

@@ -271,7 +271,7 @@ func (s *state) runningOfKind(queue, kind string) int {
 	}
 	n := 0
 	q.running.Scan(func(it item) bool {
-		if s.rec(it).kind == kind {
+		if s.rec(it).cls.kind == kind {
 			n++
 		}
 		return true
@@ -283,11 +283,11 @@ func (s *state) runningOfKind(queue, kind string) int {
 // jobs of its kind's limit, if its queue has one. Called for every job
 // that enters or leaves the running state.
 func (s *state) limitMove(j *job, d int) {
-	l := s.limitOf(j.queue)
+	l := s.limitOf(j.cls.queue)
 	if l == nil || len(l.kinds) == 0 {
 		return
 	}
-	if i, ok := l.kind(j.kind); ok {
+	if i, ok := l.kind(j.cls.kind); ok {
 		l.kinds[i].running += d
 	}
 }

@@ -4,28 +4,40 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"time"
+	"unsafe"
 )
 
 // job is the stored record. Once a *job is published in a tree it is never
 // mutated (snapshots share it): modifications copy it first (see clone).
+//
+// 128 bytes, a size class every pending job fills (TestRecordSizes): what
+// a job shares with its queue's other jobs of its kind and retry policy is
+// one pointer to their class (class.go); what is rarely set is behind
+// pointers (lease, outcome, last lease end); the payload is a string
+// header. A field that pushes the record past 128 bytes costs every job
+// 16 bytes more (the next size class, 144).
 type job struct {
-	id, queue, kind, key string
-	payload              []byte
-	lease                *lease   // running only
-	out                  *outcome // last error, result, dependencies and unique key, nil when all empty
-	runAt                int64    // unix ns
-	created, updated     int64    // unix ns; updated = finish time once terminal
-	seq                  uint64   // submit sequence
-	bo                   *Backoff // shared (interned) and immutable, defaults applied
-	prio                 int32
-	maxAtt, attempts     uint32
-	state                State
-	end                  *leaseEnd // how the last lease ended (leaseend.go), nil: none recorded
-	// slot is the record's entry in the live job-ID index (state.go),
-	// set when the record is published; not part of the record's
-	// encoding or digest. Copies made by clone share it until replace
-	// decides.
-	slot *slot
+	id, key string
+	// payload is the job's payload bytes viewed as a string (16 bytes, a
+	// slice takes 24): a copy nobody writes, the decoder's (viewString).
+	// payloadBytes shares them as a slice.
+	payload string
+	cls     *class    // queue, kind, backoff policy, max attempts (class.go)
+	lease   *lease    // running only
+	out     *outcome  // last error, result, dependencies and unique key, nil when all empty
+	end     *leaseEnd // how the last lease ended (leaseend.go), nil: none recorded
+	runAt   int64     // unix ns
+	// created, updated: unix ns; updated = finish time once terminal
+	created, updated int64
+	seq              uint64 // submit sequence
+	prio             int32
+	attempts         uint32
+	// h is the job's handle: state.slots[h] is its live slot (state.go).
+	// Set when the record is first published (insert), kept by clone: a
+	// job's handle is its own while it lives. Not part of the record's
+	// encoding or digest.
+	h     uint32
+	state State
 }
 
 type lease struct {
@@ -38,7 +50,7 @@ type lease struct {
 }
 
 // outcome holds a record's rarely set parts (the record stays in its
-// size class: TestSlotSize): the last error, the result, the job's
+// size class: TestRecordSizes): the last error, the result, the job's
 // parents and batch (deps.go, nil: none) and its unique key (unique.go,
 // nil: not unique). Immutable once published, as the record.
 type outcome struct {
@@ -126,21 +138,40 @@ func (j *job) hasOutcome() bool {
 	return j.out != nil && (j.out.lastErr != "" || len(j.out.result) > 0)
 }
 
-// public converts a record to the caller's Job. Slices are shared.
-func (j *job) public(withPayload bool) Job { return j.publicWith(*j.bo, j.lease, j.end, withPayload) }
+// payloadBytes is the record's payload as a slice sharing its bytes (nil
+// when empty), which nobody may write.
+func (j *job) payloadBytes() []byte {
+	if j.payload == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(j.payload), len(j.payload))
+}
 
-// publicWith is public with the record's backoff policy, lease and last
-// lease end given (a decoded record's, which j does not point to).
-func (j *job) publicWith(bo Backoff, l *lease, e *leaseEnd, withPayload bool) Job {
+// viewString is p viewed as a string, without a copy: p must never be
+// written again (a decoder's copy).
+func viewString(p []byte) string {
+	if len(p) == 0 {
+		return ""
+	}
+	return unsafe.String(&p[0], len(p))
+}
+
+// public converts a record to the caller's Job. Slices are shared.
+func (j *job) public(withPayload bool) Job { return j.publicWith(j.cls, j.lease, j.end, withPayload) }
+
+// publicWith is public with the record's class, lease and last lease end
+// given (a decoded record's, which j does not point to: a class j pointed
+// to would escape).
+func (j *job) publicWith(c *class, l *lease, e *leaseEnd, withPayload bool) Job {
 	p := Job{
-		ID: j.id, Queue: j.queue, Kind: j.kind,
-		Priority: j.prio, RunAt: fromNanos(j.runAt), MaxAttempts: j.maxAtt,
-		Backoff: bo, IdempotencyKey: j.key, Attempts: j.attempts,
+		ID: j.id, Queue: c.queue, Kind: c.kind,
+		Priority: j.prio, RunAt: fromNanos(j.runAt), MaxAttempts: c.maxAtt,
+		Backoff: c.bo, IdempotencyKey: j.key, Attempts: j.attempts,
 		State: j.state, LastError: j.lastErr(), Result: j.result(), Seq: j.seq,
 		Created: fromNanos(j.created), Updated: fromNanos(j.updated),
 	}
 	if withPayload {
-		p.Payload = j.payload
+		p.Payload = j.payloadBytes()
 	}
 	if j.state.Terminal() {
 		p.Finished = p.Updated
@@ -192,27 +223,28 @@ const (
 )
 
 func appendJob(b []byte, j *job, withPayload bool) []byte {
+	c := j.cls
 	b = appendStr(b, j.id)
-	b = appendStr(b, j.queue)
-	b = appendStr(b, j.kind)
+	b = appendStr(b, c.queue)
+	b = appendStr(b, c.kind)
 	b = appendStr(b, j.key)
 	if withPayload {
-		b = appendBytes(b, j.payload)
+		b = appendStr(b, j.payload)
 	} else {
 		b = append(b, 0)
 	}
 	b = binary.AppendVarint(b, int64(j.prio))
-	b = binary.AppendUvarint(b, uint64(j.maxAtt))
+	b = binary.AppendUvarint(b, uint64(c.maxAtt))
 	b = binary.AppendUvarint(b, uint64(j.attempts))
 	b = append(b, byte(j.state))
 	b = binary.AppendVarint(b, j.runAt)
 	b = binary.AppendVarint(b, j.created)
 	b = binary.AppendVarint(b, j.updated)
 	b = binary.AppendUvarint(b, j.seq)
-	b = binary.AppendVarint(b, int64(j.bo.Base))
-	b = binary.AppendVarint(b, int64(j.bo.Max))
-	b = binary.AppendUvarint(b, uint64(j.bo.Factor))
-	b = append(b, j.bo.Jitter)
+	b = binary.AppendVarint(b, int64(c.bo.Base))
+	b = binary.AppendVarint(b, int64(c.bo.Max))
+	b = binary.AppendUvarint(b, uint64(c.bo.Factor))
+	b = append(b, c.bo.Jitter)
 	var flags byte
 	if j.lease != nil {
 		flags |= flagLease
@@ -269,13 +301,14 @@ func appendJob(b []byte, j *job, withPayload bool) []byte {
 // jobSize is the length appendJob(nil, j, withPayload) returns.
 func jobSize(j *job, withPayload bool) int {
 	str := func(n int) int { return uvarintLen(uint64(n)) + n }
-	n := str(len(j.id)) + str(len(j.queue)) + str(len(j.kind)) + str(len(j.key)) + 1
+	c := j.cls
+	n := str(len(j.id)) + str(len(c.queue)) + str(len(c.kind)) + str(len(j.key)) + 1
 	if withPayload {
 		n += str(len(j.payload)) - 1
 	}
-	n += varintLen(int64(j.prio)) + uvarintLen(uint64(j.maxAtt)) + uvarintLen(uint64(j.attempts)) + 1 +
+	n += varintLen(int64(j.prio)) + uvarintLen(uint64(c.maxAtt)) + uvarintLen(uint64(j.attempts)) + 1 +
 		varintLen(j.runAt) + varintLen(j.created) + varintLen(j.updated) + uvarintLen(j.seq) +
-		varintLen(int64(j.bo.Base)) + varintLen(int64(j.bo.Max)) + uvarintLen(uint64(j.bo.Factor)) + 1 + 1
+		varintLen(int64(c.bo.Base)) + varintLen(int64(c.bo.Max)) + uvarintLen(uint64(c.bo.Factor)) + 1 + 1
 	if l := j.lease; l != nil {
 		n += uvarintLen(l.token) + str(len(l.worker)) + varintLen(l.deadline) + varintLen(l.ttl) + uvarintLen(l.term)
 		if l.claim != "" {
@@ -303,9 +336,8 @@ func jobSize(j *job, withPayload bool) int {
 // decodeJob reads one record. It checks structure only; snapshot restore
 // checks invariants separately (checkJob).
 func decodeJob(d *decoder) *job {
-	j := &job{}
-	bo, l, leased, e := decodeJobInto(d, j)
-	j.bo = &bo
+	j := &job{cls: new(class)}
+	l, leased, e := decodeJobInto(d, j, j.cls)
 	if leased {
 		j.lease = new(lease)
 		*j.lease = l
@@ -315,16 +347,17 @@ func decodeJob(d *decoder) *job {
 		*j.end = e
 	}
 	if u := j.uniq(); u != nil {
-		u.sum = sha256.Sum256(j.payload)
+		u.sum = sha256.Sum256(j.payloadBytes())
 	}
 	return j
 }
 
-// decodePublic reads one record as the caller's Job: no record or policy
+// decodePublic reads one record as the caller's Job: no record or class
 // is allocated on the way (results decode this way).
 func decodePublic(d *decoder, withPayload bool) Job {
 	var j job
-	bo, l, leased, e := decodeJobInto(d, &j)
+	var c class
+	l, leased, e := decodeJobInto(d, &j, &c)
 	var lp *lease
 	if leased {
 		lp = &l
@@ -333,31 +366,32 @@ func decodePublic(d *decoder, withPayload bool) Job {
 	if e.by != EndNone {
 		ep = &e
 	}
-	return j.publicWith(bo, lp, ep, withPayload)
+	return j.publicWith(&c, lp, ep, withPayload)
 }
 
-// decodeJobInto reads one record into j but its backoff policy, its lease
-// (if leased) and its last lease end (by EndNone if none), which it
-// returns: j.bo, j.lease and j.end are left for the caller to set.
-func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool, e leaseEnd) {
+// decodeJobInto reads one record into j but its class, its lease (if
+// leased) and its last lease end (by EndNone if none): the class's fields
+// go to c, the lease and the last lease end are returned (j.cls, a class
+// of the record's own, j.lease and j.end are the caller's to set).
+func decodeJobInto(d *decoder, j *job, c *class) (l lease, leased bool, e leaseEnd) {
 	j.id = d.str()
-	j.queue = d.str()
-	j.kind = d.str()
+	c.queue = d.str()
+	c.kind = d.str()
 	j.key = d.str()
 	if d.noPayload {
 		d.raw()
 	} else {
-		j.payload = d.bytes()
+		j.payload = viewString(d.bytes()) // a copy nobody writes (a view decoder's input: read only)
 	}
 	j.prio = d.i32()
-	j.maxAtt = d.u32()
+	c.maxAtt = d.u32()
 	j.attempts = d.u32()
 	j.state = State(d.byte())
 	j.runAt = d.varint()
 	j.created = d.varint()
 	j.updated = d.varint()
 	j.seq = d.uvarint()
-	bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
+	c.bo = Backoff{Base: time.Duration(d.varint()), Max: time.Duration(d.varint()), Factor: d.u32(), Jitter: d.byte()}
 	flags := d.byte()
 	if flags&^(flagLease|flagOutcome|flagEnd|flagClaim|flagSum|flagDeps|flagUnique) != 0 {
 		d.fail("job flags %#x", flags)
@@ -396,7 +430,7 @@ func decodeJobInto(d *decoder, j *job) (bo Backoff, l lease, leased bool, e leas
 	if flags&flagUnique != 0 {
 		j.setUniq(decodeUniq(d))
 	}
-	return bo, l, leased, e
+	return l, leased, e
 }
 
 // checkJob verifies a restored record's invariants; it returns a reason or "".
@@ -404,7 +438,7 @@ func checkJob(j *job) string {
 	switch {
 	case checkID(j.id) != nil:
 		return "bad id"
-	case checkName("queue", j.queue) != nil || checkName("kind", j.kind) != nil:
+	case checkName("queue", j.cls.queue) != nil || checkName("kind", j.cls.kind) != nil:
 		return "bad queue or kind"
 	case len(j.key) > MaxKeyLen || len(j.payload) > MaxPayload:
 		return "oversize key or payload"
@@ -414,9 +448,9 @@ func checkJob(j *job) string {
 		return "lease present iff running violated"
 	case j.out != nil && !j.hasOutcome() && j.out.deps == nil && j.out.uq == nil:
 		return "empty outcome record"
-	case j.bo.validate() != nil || *j.bo != j.bo.withDefaults():
+	case j.cls.bo.validate() != nil || j.cls.bo != j.cls.bo.withDefaults():
 		return "bad backoff"
-	case j.maxAtt == 0:
+	case j.cls.maxAtt == 0:
 		return "zero max attempts"
 	}
 	if why := checkDeps(j); why != "" {

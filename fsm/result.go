@@ -303,7 +303,8 @@ func decodeResult(b []byte, arena *[]byte, mode decodeMode) (Result, error) {
 				v := decoder{b: d.b, err: d.err, view: true, noPayload: true}
 				for i := 0; i < n && v.err == nil; i++ {
 					var rec job
-					decodeJobInto(&v, &rec)
+					var c class
+					decodeJobInto(&v, &rec, &c)
 				}
 				d.b, d.err = v.b, v.err
 			} else {
@@ -444,7 +445,8 @@ func scanLease(b []byte, jobs *func(id string, state State) bool, alone bool) (r
 	k := d.count(MaxClaim, 20)
 	for j := 0; j < k && d.err == nil; j++ {
 		var rec job
-		decodeJobInto(&d, &rec)
+		var c class
+		decodeJobInto(&d, &rec, &c)
 		if d.err == nil && *jobs != nil && !(*jobs)(rec.id, rec.state) {
 			*jobs = nil
 			if !alone {
@@ -487,9 +489,10 @@ func ScanSubmit(b []byte, fn func(queue, kind string)) (ok bool) {
 			continue
 		}
 		var rec job
-		decodeJobInto(&d, &rec)
+		var c class
+		decodeJobInto(&d, &rec, &c)
 		if d.err == nil && o == OutcomeCreated && rec.state == StatePending {
-			fn(rec.queue, rec.kind)
+			fn(c.queue, c.kind)
 		}
 	}
 	return d.err == nil && len(d.b) == 0

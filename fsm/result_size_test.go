@@ -69,18 +69,19 @@ func sizeClass(n int) int { return cap(append([]byte(nil), make([]byte, n)...)) 
 // without lease, claim ID, outcome and last lease end, with and without
 // payload, small and large field values.
 func TestJobSizeIsEncodedLength(t *testing.T) {
-	bo := &Backoff{Base: time.Second, Max: time.Hour, Factor: 2000, Jitter: 3}
-	big := &Backoff{Base: -1 << 40, Max: 1 << 50, Factor: 1 << 31, Jitter: 255}
+	bo := Backoff{Base: time.Second, Max: time.Hour, Factor: 2000, Jitter: 3}
+	big := Backoff{Base: -1 << 40, Max: 1 << 50, Factor: 1 << 31, Jitter: 255}
+	c := testClass("q", "k", bo, 0)
 	for _, j := range []*job{
-		{id: "a", queue: "q", kind: "k", bo: bo},
-		{id: string(make([]byte, 200)), queue: "queue", kind: "kind", key: "key", payload: make([]byte, 300), prio: -70,
-			maxAtt: 1000, attempts: 999, state: StateRunning, runAt: -5, created: 1 << 62, updated: 1 << 61, seq: 1 << 40, bo: big,
+		{id: "a", cls: c},
+		{id: string(make([]byte, 200)), cls: testClass("queue", "kind", big, 1000), key: "key", payload: string(make([]byte, 300)), prio: -70,
+			attempts: 999, state: StateRunning, runAt: -5, created: 1 << 62, updated: 1 << 61, seq: 1 << 40,
 			lease: &lease{token: 1 << 50, worker: "worker", deadline: 1 << 60, ttl: int64(time.Minute), term: 7, claim: "claim-1"}},
-		{id: "b", queue: "q", kind: "k", bo: bo, state: StateRunning, lease: &lease{token: 3, worker: "w"}},
-		{id: "c", queue: "q", kind: "k", bo: bo, state: StateSucceeded, out: &outcome{lastErr: "e", result: make([]byte, 129)},
+		{id: "b", cls: c, state: StateRunning, lease: &lease{token: 3, worker: "w"}},
+		{id: "c", cls: c, state: StateSucceeded, out: &outcome{lastErr: "e", result: make([]byte, 129)},
 			end: &leaseEnd{token: 300, by: EndAcked}},
-		{id: "d", queue: "q", kind: "k", bo: bo, state: StateDead, out: &outcome{}, end: &leaseEnd{token: 1, by: EndTermed}},
-		{id: "e", queue: "q", kind: "k", bo: bo, state: StateScheduled, end: &leaseEnd{token: 1 << 40, sum: 1 << 63, by: EndNaked}},
+		{id: "d", cls: c, state: StateDead, out: &outcome{}, end: &leaseEnd{token: 1, by: EndTermed}},
+		{id: "e", cls: c, state: StateScheduled, end: &leaseEnd{token: 1 << 40, sum: 1 << 63, by: EndNaked}},
 	} {
 		for _, wp := range []bool{false, true} {
 			if got, want := jobSize(j, wp), len(appendJob(nil, j, wp)); got != want {
@@ -92,10 +93,10 @@ func TestJobSizeIsEncodedLength(t *testing.T) {
 
 // Decoding a record for a result (decodePublic) allocates nothing when its
 // strings fit the decoder's arena and it has no lease or outcome: neither
-// a record nor a backoff policy.
+// a record nor a class.
 func TestDecodePublicAllocatesNoRecord(t *testing.T) {
-	j := &job{id: "an-id", queue: "q", kind: "k", key: "key", payload: []byte("pay"), state: StatePending, seq: 9,
-		bo: &Backoff{Base: time.Second, Max: time.Hour, Factor: 2000, Jitter: 3}}
+	j := &job{id: "an-id", cls: testClass("q", "k", Backoff{Base: time.Second, Max: time.Hour, Factor: 2000, Jitter: 3}, 0), key: "key",
+		payload: "pay", state: StatePending, seq: 9}
 	enc := appendJob(nil, j, true)
 	arena := make([]byte, 0, 4096)
 	var got Job
@@ -103,7 +104,7 @@ func TestDecodePublicAllocatesNoRecord(t *testing.T) {
 		d := decoder{b: enc, pooled: true, arena: arena[:0], noPayload: true}
 		got = decodePublic(&d, false)
 	})
-	if got.ID != j.id || got.Backoff != *j.bo || got.Seq != 9 || got.Payload != nil {
+	if got.ID != j.id || got.Backoff != j.cls.bo || got.Seq != 9 || got.Payload != nil {
 		t.Fatalf("decoded %+v", got)
 	}
 	if allocs != 0 {
@@ -114,7 +115,7 @@ func TestDecodePublicAllocatesNoRecord(t *testing.T) {
 // A leased record decodes with one allocation: the caller's Lease (no
 // record lease on the way), its claim ID included.
 func TestDecodePublicLeasedAllocatesOnlyItsLease(t *testing.T) {
-	j := &job{id: "an-id", queue: "q", kind: "k", state: StateRunning, seq: 9, bo: &Backoff{Base: time.Second, Max: time.Hour, Factor: 2000},
+	j := &job{id: "an-id", cls: testClass("q", "k", Backoff{Base: time.Second, Max: time.Hour, Factor: 2000}, 0), state: StateRunning, seq: 9,
 		lease: &lease{token: 7, worker: "w", deadline: 5, ttl: int64(time.Minute), term: 2, claim: "c1"}}
 	enc := appendJob(nil, j, false)
 	arena := make([]byte, 0, 4096)

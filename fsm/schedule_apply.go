@@ -229,18 +229,14 @@ func (s *state) fireTick(e Entry, now int64, n *Schedule, tick int64, r *result)
 		return // cannot happen: a tick fires once (IDs are the tick's)
 	}
 	t := &n.Job
-	q := s.queueOrCreate(t.Queue)
+	cls := s.class(s.queueOrCreate(t.Queue), keyOf(t.Kind, t.Backoff.withDefaults(), t.MaxAttempts))
 	s.seq++
 	j := &job{
-		id: id, queue: q.name, kind: s.intern(t.Kind), payload: t.Payload,
+		id: id, cls: cls, payload: viewString(t.Payload), // the template's: decoded, never written
 		runAt: now, created: now, updated: now, seq: s.seq,
-		bo: s.backoff(t.Backoff.withDefaults()), prio: t.Priority,
-		maxAtt: t.MaxAttempts, state: StatePending,
+		prio: t.Priority, state: StatePending,
 	}
-	if j.maxAtt == 0 {
-		j.maxAtt = DefaultMaxAttempts
-	}
-	s.insert(q, j)
+	s.insert(j)
 	if n.Overlap != OverlapAllow {
 		n.Open = append(n.Open, id)
 	}

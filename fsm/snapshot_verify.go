@@ -94,10 +94,9 @@ type verifySink struct {
 	suspect map[string]int
 	// need: parents of greater IDs than their waiting job's, not passed
 	// yet; back: parents of smaller IDs, true once held and not ended.
-	need  map[string]struct{}
-	back  map[string]bool
-	probe slot
-	buf   []byte
+	need map[string]struct{}
+	back map[string]bool
+	buf  []byte
 }
 
 var _ jobSink = (*verifySink)(nil)
@@ -126,10 +125,8 @@ func (v *verifySink) job(st *state, j *job) error {
 			return err
 		}
 	}
-	j.slot = &v.probe // itemOf reads the handle, which no key compares
-	it := itemOf(j)
-	j.slot = nil
-	v.buf = append(appendStr(append(v.buf[:0], fpItem), j.queue), indexOf(j.state))
+	it := itemOf(j) // its handle, 0, is in no key
+	v.buf = append(appendStr(append(v.buf[:0], fpItem), j.cls.queue), indexOf(j.state))
 	v.buf = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(v.buf, uint32(it.p)), uint64(it.a))
 	v.buf = binary.BigEndian.AppendUint64(v.buf, it.seq)
 	if err := v.fingerprint(j, "duplicate index key"); err != nil {

@@ -43,9 +43,9 @@ func itemLess(x, y item) bool {
 	return x.seq < y.seq
 }
 
-// itemOf is j's item in its state's index (j.slot must be set).
+// itemOf is j's item in its state's index (j.h must be set).
 func itemOf(j *job) item {
-	h := j.slot.h
+	h := j.h
 	switch j.state {
 	case StatePending:
 		return item{p: ^j.prio, a: j.runAt, seq: j.seq, h: h}
@@ -68,6 +68,9 @@ func newTree() *tree {
 // queue holds one queue's indexes. Queue structs belong to the live state
 // only (snapshots copy the job tree, not queues), so they are mutated in
 // place; the trees inside are btrees, the job records in them immutable.
+// A record's class points to its queue (class.go): the apply goroutine
+// follows it from live records only; a snapshot's records are read for
+// their class's names and policy, never for the queue.
 type queue struct {
 	name    string
 	paused  bool
@@ -95,6 +98,9 @@ type queue struct {
 	// (a queue that drains and refills would otherwise build two trees
 	// per cycle). Empty, so nothing of it can reach a result.
 	spare *kindIndex
+	// classes interns the classes of the queue's jobs (class.go); an
+	// entry exists while a job is of it. Looked up by key only.
+	classes map[classKey]*class
 }
 
 // kindIndex is one kind's share of a queue's ready and sched trees: its
@@ -105,7 +111,7 @@ type kindIndex struct {
 }
 
 func newQueue(name string) *queue {
-	return &queue{name: name, ready: newTree(), sched: newTree(), running: newTree(), done: newTree(), waiting: newTree(), byKind: map[string]*kindIndex{}}
+	return &queue{name: name, ready: newTree(), sched: newTree(), running: newTree(), done: newTree(), waiting: newTree(), byKind: map[string]*kindIndex{}, classes: map[classKey]*class{}}
 }
 
 // kindTree returns kind's tree for state s (pending or scheduled), nil if
@@ -143,13 +149,13 @@ func (q *queue) index(st *state, j *job, it item, add bool) {
 	if j.state != StatePending && j.state != StateScheduled {
 		return
 	}
-	k := q.byKind[j.kind]
+	k := q.byKind[j.cls.kind]
 	if add {
 		if k == nil {
 			if k, q.spare = q.spare, nil; k == nil {
 				k = &kindIndex{}
 			}
-			q.byKind[j.kind] = k
+			q.byKind[j.cls.kind] = k
 		}
 		k.n++
 		switch {
@@ -168,7 +174,7 @@ func (q *queue) index(st *state, j *job, it item, add bool) {
 		k.tree(j.state).Delete(it)
 	}
 	if k.n == 0 {
-		delete(q.byKind, j.kind)
+		delete(q.byKind, j.cls.kind)
 		q.spare = k
 		if len(q.byKind) == 0 {
 			q.split = false // every kind tree is empty
@@ -182,7 +188,7 @@ func (q *queue) splitKinds(st *state) {
 	q.split = true
 	for _, s := range [...]State{StatePending, StateScheduled} {
 		q.tree(s).Scan(func(it item) bool {
-			q.byKind[st.rec(it).kind].tree(s).Set(it)
+			q.byKind[st.rec(it).cls.kind].tree(s).Set(it)
 			return true
 		})
 	}
@@ -312,10 +318,10 @@ type state struct {
 	dep    depState  // dependencies and batches (deps.go, batch_group.go)
 	sch    schedules // the schedules (schedule_apply.go)
 
-	// Caches that only save memory (not state): interned kinds and
-	// backoff policies, bounded so hostile input cannot grow them forever.
-	kinds    map[string]string
-	backoffs map[Backoff]*Backoff
+	// A cache that only saves memory (not state): interned kinds (the
+	// classes' kind names, class.go), bounded so hostile input cannot grow
+	// it forever.
+	kinds map[string]string
 
 	probe  slot // scratch key for job lookups on the apply goroutine (its record: probeJ)
 	probeJ job
@@ -351,38 +357,6 @@ func newState() *state {
 }
 
 const maxInterned = 1024
-
-func (s *state) intern(kind string) string {
-	if k, ok := s.kinds[kind]; ok {
-		return k
-	}
-	if s.kinds == nil {
-		s.kinds = map[string]string{}
-	}
-	if len(s.kinds) < maxInterned {
-		kind = strings.Clone(kind) // not the decoder's chunk
-		s.kinds[kind] = kind
-	}
-	return kind
-}
-
-// backoff returns the interned copy of b. A known policy costs no
-// allocation (b itself never escapes: every job's submit and put looks
-// its policy up).
-func (s *state) backoff(b Backoff) *Backoff {
-	if p, ok := s.backoffs[b]; ok {
-		return p
-	}
-	if s.backoffs == nil {
-		s.backoffs = map[Backoff]*Backoff{}
-	}
-	p := new(Backoff)
-	*p = b
-	if len(s.backoffs) < maxInterned {
-		s.backoffs[b] = p
-	}
-	return p
-}
 
 // get looks a job up by ID (apply goroutine only: uses the scratch probe
 // and hint).
@@ -455,26 +429,27 @@ func (s *state) accSub(sl *slot) {
 	}
 }
 
-// put publishes a new job in every index. It reports false if the job's
-// queue-index key collides (only possible with a corrupt snapshot).
+// put publishes a new decoded job in every index, its class interned. It
+// reports false if the job's queue-index key collides (only possible with
+// a corrupt snapshot).
 func (s *state) put(j *job) bool {
-	q := s.queueOrCreate(j.queue)
-	j.kind = s.intern(j.kind)
-	j.bo = s.backoff(*j.bo)
-	return s.insert(q, j)
+	q := s.queueOrCreate(j.cls.queue)
+	j.cls = s.class(q, j.cls.classKey)
+	return s.insert(j)
 }
 
-// insert is put for a job whose kind and backoff policy are interned
-// already, of queue q (which exists).
-func (s *state) insert(q *queue, j *job) bool {
-	j.queue = q.name // share the name's bytes
-	sl := &slot{j: j, sum: s.hash(j), gen: s.gen, h: s.handle()}
-	j.slot = sl
+// insert is put for a job whose class is interned already (its queue
+// exists).
+func (s *state) insert(j *job) bool {
+	q := j.cls.q
+	j.h = s.handle()
+	sl := &slot{j: j, sum: s.hash(j), gen: s.gen, h: j.h}
 	s.slots[sl.h] = sl
 	it := itemOf(j)
 	if _, replaced := q.tree(j.state).Load(it); replaced {
 		return false
 	}
+	j.cls.n++
 	q.index(s, j, it, true)
 	q.counts[j.state]++
 	q.total++
@@ -496,11 +471,11 @@ func (s *state) insert(q *queue, j *job) bool {
 }
 
 // replace swaps the published record old for its modified copy n (same ID,
-// queue and key).
+// class and key).
 func (s *state) replace(old, n *job) {
 	s.uniqueLeave(n)
 	s.limitRunning(old, n)
-	q := s.queue(old.queue)
+	q := old.cls.q
 	oi, ni := itemOf(old), itemOf(n)
 	q.tree(old.state).Delete(oi)
 	q.index(s, old, oi, false)
@@ -538,7 +513,7 @@ func (s *state) rec(it item) *job { return s.slots[it.h].j }
 // when old's slot is of this generation (no snapshot holds it), else in a
 // new slot set in the tree (the snapshot keeps the old one).
 func (s *state) publish(old, n *job) {
-	sl := old.slot
+	sl := s.slots[old.h]
 	s.accSub(sl)
 	if sl.gen != s.gen {
 		sl = &slot{j: n, gen: s.gen, h: sl.h}
@@ -546,7 +521,6 @@ func (s *state) publish(old, n *job) {
 		s.slots[sl.h] = sl
 	}
 	sl.j, sl.sum = n, s.hash(n)
-	n.slot = sl
 	s.accAdd(sl)
 }
 
@@ -599,15 +573,20 @@ func (s *state) claimed(id string) []*job {
 
 // remove deletes a job and its idempotency key from every index.
 func (s *state) remove(j *job) {
-	q := s.queue(j.queue)
+	c := j.cls
+	q := c.q
 	it := itemOf(j)
 	q.tree(j.state).Delete(it)
 	q.index(s, j, it, false)
 	q.counts[j.state]--
 	q.total--
-	s.jobs.DeleteHint(entOf(j.slot), &s.hint)
-	s.slots[j.slot.h] = nil
-	s.free = append(s.free, j.slot.h)
+	if c.n--; c.n == 0 {
+		delete(q.classes, c.classKey)
+	}
+	sl := s.slots[j.h]
+	s.jobs.DeleteHint(entOf(sl), &s.hint)
+	s.slots[j.h] = nil
+	s.free = append(s.free, j.h)
 	s.indexClaim(j, false)
 	s.indexKids(j, false)
 	if j.key != "" {
@@ -617,7 +596,7 @@ func (s *state) remove(j *job) {
 		s.limitMove(j, -1)
 	}
 	s.uniqueIndex(j, false)
-	s.accSub(j.slot)
+	s.accSub(sl)
 	s.dropIfEmpty(q)
 }
 

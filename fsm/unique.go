@@ -130,7 +130,7 @@ type uniqKey struct {
 }
 
 func (u *uniq) key(j *job) uniqKey {
-	return uniqKey{queue: j.queue, kind: j.kind, sum: u.sum, window: u.window}
+	return uniqKey{queue: j.cls.queue, kind: j.cls.kind, sum: u.sum, window: u.window}
 }
 
 // window is the start of the period window holding log time now.

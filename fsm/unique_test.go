@@ -155,9 +155,10 @@ func TestUniqueSnapshot(t *testing.T) {
 	c := *a.uniq()
 	c.held, c.states = true, allStates
 	a.out = &outcome{lastErr: a.lastErr(), uq: &c}
-	h.m.st.accSub(a.slot)
-	a.slot.sum = h.m.st.hash(a)
-	h.m.st.accAdd(a.slot)
+	sl := h.m.st.slots[a.h]
+	h.m.st.accSub(sl)
+	sl.sum = h.m.st.hash(a)
+	h.m.st.accAdd(sl)
 	h.m.mu.Unlock()
 	if err := New().Restore(bytes.NewReader(persist())); !IsCorrupt(err) || !strings.Contains(err.Error(), "unique key held by another job") {
 		t.Fatalf("two holders of one key: %v", err)
