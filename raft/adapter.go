@@ -27,6 +27,9 @@ type adapter struct {
 	// refused too, and no snapshot is taken, so the state machine never
 	// holds a later entry without an earlier one (the member must reopen).
 	broken atomic.Bool
+	// bytes counts the data bytes applied and marks them at snapshot
+	// points, for the snapshot cadence (cadence.go).
+	bytes byteMarks
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever applied moves
@@ -37,7 +40,9 @@ var (
 )
 
 func newAdapter(sm StateMachine, obs AppliedObserver) *adapter {
-	return &adapter{sm: sm, obs: obs, changed: make(chan struct{})}
+	a := &adapter{sm: sm, obs: obs, changed: make(chan struct{})}
+	a.bytes.restored(0) // the empty state: every entry applied counts
+	return a
 }
 
 // errNotDurable answers entries the state machine did not apply because
@@ -84,6 +89,7 @@ func (a *adapter) ApplyBatch(logs []*hraft.Log) []interface{} {
 	if a.obs != nil && len(logs) > 0 {
 		a.obs.Applied(logs)
 	}
+	a.bytes.add(logs)
 	if last != 0 {
 		a.setApplied(last)
 	}
@@ -115,7 +121,9 @@ func (a *adapter) Snapshot() (hraft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{s: s, applied: a.applied.Load()}, nil
+	applied := a.applied.Load()
+	a.bytes.mark(applied)
+	return &fsmSnapshot{s: s, applied: applied}, nil
 }
 
 func (a *adapter) Restore(rc io.ReadCloser) error {
@@ -131,6 +139,7 @@ func (a *adapter) Restore(rc io.ReadCloser) error {
 	if a.obs != nil {
 		a.obs.Restored(idx)
 	}
+	a.bytes.restored(idx)
 	a.setApplied(idx)
 	return nil
 }

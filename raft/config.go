@@ -3,6 +3,7 @@ package raft
 import (
 	"context"
 	"crypto/tls"
+	"math"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -29,6 +30,21 @@ const (
 	// worth on a LAN, short enough that a request without a quorum is
 	// answered while its caller still waits.
 	DefaultLeaderWait = 5 * time.Second
+)
+
+// Snapshot cadence by log bytes (Config.SnapshotLogRatio, cadence.go).
+const (
+	// DefaultSnapshotLogRatio is Config.SnapshotLogRatio's default: a
+	// member snapshots once the entries it applied since its last snapshot
+	// hold half that snapshot's size in bytes.
+	DefaultSnapshotLogRatio = 0.5
+	// SnapshotLogRatioOff, or any negative ratio, turns the byte rule off:
+	// a member snapshots every SnapshotThreshold entries whatever its
+	// state's size (hashicorp/raft's own rule, as before the byte rule).
+	SnapshotLogRatioOff = -1.0
+	// MaxSnapshotLogRatio bounds Config.SnapshotLogRatio: past it the log a
+	// restart replays, and the disk it holds, would dwarf the state.
+	MaxSnapshotLogRatio = 100.0
 )
 
 // Config configures a Node. ID, DataDir and BindAddr are required.
@@ -72,11 +88,34 @@ type Config struct {
 
 	// MaxAppendEntries bounds entries per AppendEntries (default 256).
 	MaxAppendEntries int
-	// SnapshotInterval and SnapshotThreshold drive automatic snapshots
-	// (defaults 30s and 8192 entries); TrailingLogs entries are kept after
-	// a snapshot (default 10240).
+	// SnapshotInterval, SnapshotThreshold and SnapshotLogRatio drive
+	// automatic snapshots (defaults 30s, 8192 entries and 0.5); TrailingLogs
+	// entries are kept after a snapshot (default 10240).
+	//
+	// Every SnapshotInterval (plus up to as much again, at random) a member
+	// snapshots its state when its log holds at least SnapshotThreshold
+	// entries past its last snapshot and the entries it applied since that
+	// snapshot hold at least SnapshotLogRatio times the snapshot's size in
+	// bytes (each entry's data and extensions as raft stores them: the
+	// command, its envelope and the log's stamp). A snapshot writes the
+	// whole state, so this keeps the snapshots' cost per byte written the
+	// same whatever the state's size, and the log a restart replays after
+	// the snapshot it restores near SnapshotLogRatio times that snapshot's
+	// size (plus what was written during one check interval and one
+	// snapshot). Before its first snapshot, and while the state is small,
+	// the entry count alone decides, as before the byte rule. A restarted
+	// member counts the bytes again as it replays the entries after the
+	// snapshot it restored (raft/cadence.go); Node.SnapshotCadence shows
+	// the counts.
+	//
+	// SnapshotLogRatio 0 takes DefaultSnapshotLogRatio; SnapshotLogRatioOff
+	// (or any negative value) turns the byte rule off: a snapshot every
+	// SnapshotThreshold entries whatever the state's size, decided by
+	// hashicorp/raft as before. NaN, infinities and ratios above
+	// MaxSnapshotLogRatio are refused (ErrInvalidConfig).
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
+	SnapshotLogRatio  float64
 	TrailingLogs      uint64
 	// SnapshotRetain is how many snapshots are kept (default 2).
 	SnapshotRetain int
@@ -153,6 +192,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
+	}
+	switch r := c.SnapshotLogRatio; {
+	case math.IsNaN(r) || math.IsInf(r, 0) || r > MaxSnapshotLogRatio:
+		return c, invalidConfig("SnapshotLogRatio %v: want a ratio in (0, %v], 0 for the default %v, or a negative value (SnapshotLogRatioOff) to snapshot by entries alone",
+			r, MaxSnapshotLogRatio, DefaultSnapshotLogRatio)
+	case r == 0:
+		c.SnapshotLogRatio = DefaultSnapshotLogRatio
+	case r < 0:
+		c.SnapshotLogRatio = SnapshotLogRatioOff
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240

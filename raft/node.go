@@ -47,6 +47,9 @@ type Node struct {
 
 	guardRefusals atomic.Uint64 // the guard's refusals (each also an EventGuardRefusal)
 
+	lastSnap      atomic.Pointer[snapInfo] // the latest snapshot sealed or restored at start (cadence.go)
+	cadenceChecks atomic.Uint64            // the snapshot cadence's checks (cadence.go)
+
 	meter       *meter   // what the leader's transport sent each member (meter.go)
 	mon         *monitor // the leader's catch-up monitor (catchup.go)
 	pastMu      sync.Mutex
@@ -73,6 +76,7 @@ func (n *Node) snapshotEvent(e snapshot.Event) {
 		if e.Manifest != nil {
 			ev.Index, ev.Term = e.Manifest.Index, e.Manifest.Term
 			n.seam.sealed.Store(e.Manifest.Index) // the wal's reset bound
+			n.noteSnapshot(e.Manifest.Index, e.Manifest.Size)
 		}
 		n.events.publish(ev)
 	case snapshot.Rejected, snapshot.Refused:

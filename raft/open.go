@@ -146,6 +146,9 @@ func (n *Node) raftConfig(logger hclog.Logger) (*hraft.Config, error) {
 	rc.MaxAppendEntries = cfg.MaxAppendEntries
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	if cfg.SnapshotLogRatio >= 0 {
+		rc.SnapshotThreshold = neverThreshold // the member decides (cadence.go)
+	}
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.BatchApplyCh = true
 	// A removed leader steps down to an idle follower instead of shutting
@@ -188,6 +191,9 @@ func (n *Node) startRaft(logger hclog.Logger, trans hraft.Transport, applied App
 	} else if snap != 0 {
 		cfg.Logger.Warn("the log ended below the latest snapshot (a power loss during an install, or writes the disk acknowledged were lost); reset it: the member continues from the snapshot",
 			"log_last_index", last, "snapshot_index", snap)
+	}
+	if rs.newest != nil {
+		n.noteSnapshot(rs.newest.Index, rs.newest.Size) // what NewRaft restores
 	}
 	if applied != nil {
 		applied.Started() // before NewRaft, which restores the latest snapshot
@@ -264,11 +270,13 @@ var ownHandlers = map[string]func(*Node, context.Context, []byte) ([]byte, error
 
 // run starts the member's goroutines, all ended by Close: the observer of
 // raft's events, the leader's catch-up monitor, the stale last index
-// repair, and the watches for a divergence and for its removal.
+// repair, the watches for a divergence and for its removal, and the
+// snapshot cadence.
 func (n *Node) run() {
 	n.observe()
 	n.mon.run()
 	n.watchStaleLastIndex()
 	n.watchDivergence()
 	n.watchRemoval()
+	n.runCadence()
 }

@@ -1,0 +1,168 @@
+package raft_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jobraft/jobraft/internal/test/clustertest"
+	"github.com/jobraft/jobraft/raft"
+)
+
+// cadenceCluster is a one-member cluster snapshotting by the cadence under
+// test: a floor of 16 entries, checked every 20 ms (plus jitter).
+func cadenceCluster(t *testing.T, ratio float64) *clustertest.NodeCluster {
+	return clustertest.StartNodes(t, 1, nil, func(cfg *raft.Config) {
+		cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.SnapshotLogRatio = 16, 20*time.Millisecond, ratio
+	})
+}
+
+// proposeSized proposes key=value with a value of size bytes and returns
+// the entry's index and the command's length. The cadence counts an
+// entry's data and extensions as raft stores them: the command, the
+// envelope the leader puts it in and the log's stamp, a few bytes more.
+func proposeSized(t *testing.T, c *clustertest.NodeCluster, key string, fill byte, size int) (uint64, uint64) {
+	t.Helper()
+	cmd := key + "=" + strings.Repeat(string(fill), size)
+	res, err := c.Propose(0, cmd, wait)
+	if err != nil {
+		t.Fatalf("propose %s: %v", key, err)
+	}
+	return res.Index, uint64(len(cmd))
+}
+
+// cadenceState writes a state of about 256 KiB (32 keys of 8 KiB) and
+// snapshots it by hand: the returned cadence is at that snapshot.
+func cadenceState(t *testing.T, c *clustertest.NodeCluster) raft.SnapshotCadence {
+	t.Helper()
+	for k := 0; k < 32; k++ {
+		proposeSized(t, c, fmt.Sprintf("big%02d", k), 'a', 8<<10)
+	}
+	n := c.Nodes[0]
+	if err := n.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	last := n.Status().LastIndex
+	var cad raft.SnapshotCadence
+	clustertest.WaitFor(t, wait, "the snapshot taken by hand to be the cadence's latest", func() bool {
+		cad = n.SnapshotCadence()
+		return cad.SnapshotIndex == last
+	})
+	if cad.SnapshotSize < 32*(8<<10) || cad.EntriesSince != 0 || !cad.BytesKnown || cad.BytesSince != 0 || cad.Due {
+		t.Fatalf("cadence right after the snapshot of 256 KiB: %+v", cad)
+	}
+	return cad
+}
+
+// waitChecks waits until the cadence has checked at least k more times, or
+// until a snapshot past the one at index was taken.
+func waitChecks(t *testing.T, n *raft.Node, k, index uint64) raft.SnapshotCadence {
+	t.Helper()
+	from := n.SnapshotCadence().Checks
+	var cad raft.SnapshotCadence
+	clustertest.WaitFor(t, wait, fmt.Sprintf("%d cadence checks", k), func() bool {
+		cad = n.SnapshotCadence()
+		return cad.Checks >= from+k || cad.SnapshotIndex != index
+	})
+	return cad
+}
+
+// A member snapshots when the log written since its last snapshot reaches
+// SnapshotLogRatio times that snapshot's size, not at SnapshotThreshold
+// entries: the cost of snapshots per byte written stays the same whatever
+// the state's size (issue #31). The count since the snapshot survives a
+// restart (the replay counts again). With the byte rule off, the entry
+// threshold alone triggers, as before.
+func TestSnapshotCadenceByLogBytes(t *testing.T) {
+	c := cadenceCluster(t, 0.5)
+	c.WaitLeader(wait)
+	snap := cadenceState(t, c)
+	due := uint64(math.Ceil(0.5 * float64(snap.SnapshotSize)))
+
+	// 64 small entries, four times the entry floor, far below half the
+	// snapshot's size: no snapshot.
+	var cmds uint64
+	for k := 0; k < 64; k++ {
+		_, b := proposeSized(t, c, "small", 'b', 100)
+		cmds += b
+	}
+	cad := waitChecks(t, c.Nodes[0], 5, snap.SnapshotIndex)
+	if cad.SnapshotIndex != snap.SnapshotIndex {
+		t.Fatalf("snapshot at %d after %d entries of %d bytes, under half the snapshot's %d bytes: %+v",
+			cad.SnapshotIndex, cad.EntriesSince, cad.BytesSince, snap.SnapshotSize, cad)
+	}
+	// Every entry counts its command and the same few bytes more.
+	per := (cad.BytesSince - cmds) / 64
+	if cad.EntriesSince < 64 || !cad.BytesKnown || cad.BytesSince < cmds || per == 0 || per > 64 || cmds+64*per != cad.BytesSince || cad.Due {
+		t.Fatalf("cadence after 64 commands of %d bytes in all: %+v", cmds, cad)
+	}
+	written := cad.BytesSince
+	if written >= due {
+		t.Fatalf("test setup: %d bytes written reach the %d due", written, due)
+	}
+
+	// A restart counts the bytes since the snapshot again as it replays
+	// the log after it.
+	c.StopMember(0)
+	c.StartMember(0)
+	c.WaitLeader(wait)
+	n := c.Nodes[0]
+	clustertest.WaitFor(t, wait, "the restarted member to apply its log", func() bool {
+		s := n.Status()
+		return s.AppliedIndex >= s.CommitIndex && s.AppliedIndex >= snap.SnapshotIndex+64
+	})
+	cad = waitChecks(t, n, 3, snap.SnapshotIndex)
+	if cad.SnapshotIndex != snap.SnapshotIndex || cad.SnapshotSize != snap.SnapshotSize || !cad.BytesKnown || cad.BytesSince != written || cad.Due {
+		t.Fatalf("after a restart: %+v, want the snapshot at %d of %d bytes and %d bytes since", cad, snap.SnapshotIndex, snap.SnapshotSize, written)
+	}
+
+	// Overwrites of 8 KiB (the state keeps its size) pass half the
+	// snapshot's size: a snapshot, at or past the entry that crossed it.
+	var crossed uint64
+	for k := 0; crossed == 0; k++ {
+		idx, b := proposeSized(t, c, fmt.Sprintf("big%02d", k%32), 'c', 8<<10)
+		if written += b + per; written >= due {
+			crossed = idx
+		}
+	}
+	clustertest.WaitFor(t, wait, "a snapshot once the log since the last passed half its size", func() bool {
+		cad = n.SnapshotCadence()
+		return cad.SnapshotIndex > snap.SnapshotIndex
+	})
+	if cad.SnapshotIndex < crossed {
+		t.Fatalf("snapshot at %d, before the entry at %d that brought the log since the last to half its size", cad.SnapshotIndex, crossed)
+	}
+
+	// The byte rule off: the entry floor alone decides.
+	off := cadenceCluster(t, raft.SnapshotLogRatioOff)
+	off.WaitLeader(wait)
+	snap = cadenceState(t, off)
+	for k := 0; k < 32; k++ {
+		proposeSized(t, off, "small", 'b', 100)
+	}
+	clustertest.WaitFor(t, wait, "a snapshot after 32 small entries with the byte rule off", func() bool {
+		cad = off.Nodes[0].SnapshotCadence()
+		return cad.SnapshotIndex > snap.SnapshotIndex
+	})
+	if cad.SnapshotIndex < snap.SnapshotIndex+16 {
+		t.Fatalf("snapshot at %d, fewer than 16 entries past the one at %d", cad.SnapshotIndex, snap.SnapshotIndex)
+	}
+}
+
+// SnapshotLogRatio values that mean nothing are refused with
+// ErrInvalidConfig; a negative one turns the byte rule off.
+func TestSnapshotLogRatioValidation(t *testing.T) {
+	for _, r := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), raft.MaxSnapshotLogRatio * 2} {
+		cfg := raft.Config{ID: "m0", DataDir: t.TempDir(), BindAddr: "127.0.0.1:0", SnapshotLogRatio: r}
+		n, err := raft.Open(cfg, clustertest.NewKV())
+		if err == nil {
+			n.Close()
+		}
+		if !errors.Is(err, raft.ErrInvalidConfig) {
+			t.Errorf("SnapshotLogRatio %v: Open answered %v, want ErrInvalidConfig", r, err)
+		}
+	}
+}
