@@ -392,6 +392,8 @@ func TestOptionsValidation(t *testing.T) {
 		{"peers without self", []string{"-id", "a", "-data", "x", "-peers", "b=127.0.0.1:1"}, "does not name this member"},
 		{"bad queues", []string{"-id", "a", "-data", "x", "-queues", "q=0"}, "concurrency"},
 		{"exec shadows builtin", []string{"-id", "a", "-data", "x", "-exec", "echo=true"}, "built-in"},
+		{"snapshot log ratio NaN", []string{"-id", "a", "-data", "x", "-snapshot-log-ratio", "NaN"}, "-snapshot-log-ratio"},
+		{"snapshot log ratio too large", []string{"-id", "a", "-data", "x", "-snapshot-log-ratio", "1000"}, "-snapshot-log-ratio"},
 	} {
 		_, err := parseOptions(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -400,6 +402,11 @@ func TestOptionsValidation(t *testing.T) {
 	}
 	if _, err := parseOptions([]string{"-id", "a", "-data", "x", "-raft-addr", "10.1.2.3:7400", "-insecure-cluster"}); err != nil {
 		t.Errorf("-insecure-cluster: %v", err)
+	}
+	for _, r := range []string{"0.25", "-1"} {
+		if o, err := parseOptions([]string{"-id", "a", "-data", "x", "-snapshot-log-ratio", r}); err != nil || fmt.Sprint(o.SnapshotRatio) != r {
+			t.Errorf("-snapshot-log-ratio %s: %v (ratio %v)", r, err, o.SnapshotRatio)
+		}
 	}
 	o := options{}
 	t.Setenv("JOBD_TOKEN", "")
@@ -410,7 +417,7 @@ func TestOptionsValidation(t *testing.T) {
 
 func TestConfigFileAndFlagsOverride(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "jobd.json")
-	if err := os.WriteFile(f, []byte(`{"id":"fromfile","data":"/d","queues":"a=2,b=3","lease-ttl":"5s","workers":false,"max-body":4096,"exec":["up=tr a-z A-Z"]}`), 0o600); err != nil {
+	if err := os.WriteFile(f, []byte(`{"id":"fromfile","data":"/d","queues":"a=2,b=3","lease-ttl":"5s","workers":false,"max-body":4096,"exec":["up=tr a-z A-Z"],"snapshot-log-ratio":2}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	o, err := parseOptions([]string{"-config", f, "-id", "fromflag"})
@@ -418,7 +425,7 @@ func TestConfigFileAndFlagsOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.ID != "fromflag" || o.DataDir != "/d" || o.Queues != "a=2,b=3" || o.LeaseTTL != 5*time.Second ||
-		o.Workers || o.MaxBody != 4096 || len(o.Exec) != 1 {
+		o.Workers || o.MaxBody != 4096 || len(o.Exec) != 1 || o.SnapshotRatio != 2 {
 		t.Fatalf("options %+v", o)
 	}
 	if err := os.WriteFile(f, []byte(`{"id":"x","unknown":1}`), 0o600); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -54,6 +55,7 @@ type options struct { // the json tags name the config-file keys (= flag names)
 	LeaderWait    time.Duration `json:"leader-wait"`
 	RetainFor     time.Duration `json:"retain-for"`
 	SnapshotEvery uint64        `json:"snapshot-threshold"`
+	SnapshotRatio float64       `json:"snapshot-log-ratio"`
 	LogLevel      string        `json:"log-level"`
 	ShutdownGrace time.Duration `json:"shutdown-grace"`
 	UnservedAfter time.Duration `json:"unserved-after"`
@@ -72,6 +74,7 @@ func defaults() options {
 		MaxConns: 1024, ReadTimeout: 10 * time.Second,
 		Heartbeat: raft.DefaultHeartbeatTimeout, Election: raft.DefaultElectionTimeout, LeaderWait: raft.DefaultLeaderWait,
 		RetainFor: 24 * time.Hour, LogLevel: "info", ShutdownGrace: 10 * time.Second, UnservedAfter: time.Minute,
+		SnapshotRatio: raft.DefaultSnapshotLogRatio,
 	}
 }
 
@@ -104,7 +107,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Election, "election", o.Election, "raft election timeout")
 	fs.DurationVar(&o.LeaderWait, "leader-wait", o.LeaderWait, "how long a request waits to reach a leader before it is answered 503 (no quorum: the reason says how many voters are reachable)")
 	fs.DurationVar(&o.RetainFor, "retain-for", o.RetainFor, "how long finished jobs are kept (negative: forever)")
-	fs.Uint64Var(&o.SnapshotEvery, "snapshot-threshold", o.SnapshotEvery, "entries between automatic snapshots (0: default 8192)")
+	fs.Uint64Var(&o.SnapshotEvery, "snapshot-threshold", o.SnapshotEvery, "entries between automatic snapshots, at least (0: default 8192)")
+	fs.Float64Var(&o.SnapshotRatio, "snapshot-log-ratio", o.SnapshotRatio, "snapshot once the log written since the last snapshot holds this fraction of its size (and -snapshot-threshold entries); negative: by -snapshot-threshold entries alone")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "trace, debug, info, warn, error")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", o.ShutdownGrace, "how long SIGTERM waits for running jobs and requests")
 	fs.DurationVar(&o.UnservedAfter, "unserved-after", o.UnservedAfter, "a queue and kind whose jobs wait this long with none of them claimed is reported unserved (stats, metric jobd_pending_unserved_jobs)")
@@ -205,6 +209,9 @@ func (o *options) validate() error {
 	}
 	if o.LeaderWait <= 0 {
 		errs = append(errs, fmt.Errorf("-leader-wait %v: must be positive", o.LeaderWait))
+	}
+	if r := o.SnapshotRatio; math.IsNaN(r) || math.IsInf(r, 0) || r > raft.MaxSnapshotLogRatio {
+		errs = append(errs, fmt.Errorf("-snapshot-log-ratio %v: must be at most %v (negative: snapshots by entries alone)", r, raft.MaxSnapshotLogRatio))
 	}
 	if o.Join && (o.Bootstrap || o.Peers != "" || o.ClusterID == "") {
 		errs = append(errs, errors.New("-join needs -cluster-id (the cluster_id of GET /v1/cluster/members) and no -peers or -bootstrap"))

@@ -157,7 +157,7 @@ func start(ctx context.Context, o options, m *metrics, log hclog.Logger) (*daemo
 			ID: o.ID, DataDir: o.DataDir, BindAddr: o.RaftAddr, AdvertiseAddr: o.Advertise, ClusterID: want.Cluster,
 			TLS: ctls, AllowInsecure: o.InsecureCluster, Bootstrap: (o.Bootstrap || members == nil) && !o.Join, InitialMembers: members,
 			HeartbeatTimeout: o.Heartbeat, ElectionTimeout: o.Election, LeaderLeaseTimeout: o.Heartbeat, // raft's default ratio (docs/timing.md)
-			SnapshotThreshold: o.SnapshotEvery, LeaderWait: o.LeaderWait, Logger: log.Named("raft"),
+			SnapshotThreshold: o.SnapshotEvery, SnapshotLogRatio: o.SnapshotRatio, LeaderWait: o.LeaderWait, Logger: log.Named("raft"),
 		},
 		LeaseTTL: o.LeaseTTL, RetainFor: o.RetainFor,
 	}, o.nodeOpts...)
