@@ -157,10 +157,13 @@ type SnapshotCadence struct {
 	EntriesSince uint64 `json:"entries_since"`
 	// BytesSince is the data bytes of the entries applied since the
 	// snapshot. BytesKnown is false when they cannot be told, and
-	// BytesSince is then 0: while a snapshot installed from the leader is
-	// sealed and not yet restored (nothing is due then), or when the count
-	// at the snapshot was lost (not expected; the entry count alone then
-	// decides, and the next snapshot counts afresh).
+	// BytesSince is then 0: while the state machine has applied nothing
+	// past the snapshot's index (a snapshot installed from the leader and
+	// not yet restored; or a snapshot whose last entries were barriers or
+	// no-ops, which the state machine never sees, until the next command),
+	// when nothing is due either; or when the count at the snapshot was
+	// lost (not expected: the entry count alone then decides, and the next
+	// snapshot counts afresh).
 	BytesSince uint64 `json:"bytes_since"`
 	BytesKnown bool   `json:"bytes_known"`
 	// Due is whether the next check would ask for a snapshot: EntriesSince
@@ -184,13 +187,14 @@ func (n *Node) SnapshotCadence() SnapshotCadence {
 	}
 	c.Checks = n.cadenceChecks.Load()
 	// An installed snapshot is sealed before the state machine restores it:
-	// until then the bytes since it are not known, and a snapshot taken
-	// would repeat the one being restored.
-	restoring := n.fsm.applied.Load() < c.SnapshotIndex
-	if !restoring {
+	// until then the bytes since it are not known (the marks are older), and
+	// a snapshot taken would repeat the one being restored. A state machine
+	// that applied nothing past the snapshot has nothing new to snapshot.
+	behind := n.fsm.applied.Load() < c.SnapshotIndex
+	if !behind {
 		c.BytesSince, c.BytesKnown = n.fsm.bytes.since(c.SnapshotIndex)
 	}
-	c.Due = c.EntriesSince >= n.cfg.SnapshotThreshold && !restoring &&
+	c.Due = c.EntriesSince >= n.cfg.SnapshotThreshold && !behind &&
 		(n.cfg.SnapshotLogRatio < 0 || !c.BytesKnown ||
 			float64(c.BytesSince) >= n.cfg.SnapshotLogRatio*float64(c.SnapshotSize))
 	return c
