@@ -152,8 +152,12 @@ func TestSubmitRetryFindingItsOwnUnknownAttemptIsNotADuplicate(t *testing.T) {
 	if got := fn.StatsFrom(from)[faultnet.KindCall].Lost - lost; got != 1 {
 		t.Fatalf("%d forwarded answers lost, want 1: the first attempt was not indeterminate", got)
 	}
-	if got := c.Ctls[2].LocalStats().SubmitEntries - entries; got != 2 {
-		t.Fatalf("%d submit attempts, want 2 (the unknown one and the retry that found the job)", got)
+	// The unknown attempt and at least one retry; on a loaded machine a
+	// retry can itself end unknown (its forward timed out in a stall, the
+	// leader changed) and be retried again. What the test names is below:
+	// whatever the attempts, the job is this call's and exists once.
+	if got := c.Ctls[2].LocalStats().SubmitEntries - entries; got < 2 {
+		t.Fatalf("%d submit attempts, want at least 2 (the unknown one and the retry that found the job)", got)
 	}
 	if j.ID != "own" || j.Duplicate {
 		t.Fatalf("submit returned job %q duplicate=%v; want %q created by this call (duplicate=false)", j.ID, j.Duplicate, "own")
