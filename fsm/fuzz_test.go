@@ -127,6 +127,18 @@ func FuzzRestore(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := New()
 		err := r.Restore(bytes.NewReader(b))
+		// The sequential read (one record at a time, no decoder
+		// goroutine: snapshot_load.go) agrees, error message included.
+		seq := New()
+		var errSeq error
+		func() {
+			defer func(d, n int) { decoders, chunkRecords = d, n }(decoders, chunkRecords)
+			decoders, chunkRecords = 1, 1
+			errSeq = seq.Restore(bytes.NewReader(b))
+		}()
+		if fmt.Sprint(err) != fmt.Sprint(errSeq) || seq.Digest() != r.Digest() {
+			t.Fatalf("restore: %v; sequential: %v", err, errSeq)
+		}
 		if err != nil {
 			if !IsCorrupt(err) && !errors.Is(err, ErrSnapshotVersion) {
 				t.Fatalf("untyped error %v", err)

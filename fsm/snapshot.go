@@ -202,16 +202,41 @@ type crcReader struct {
 }
 
 func (c *crcReader) read(p []byte) error {
-	if _, err := io.ReadFull(c.r, p); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return corrupt("truncated at byte %d", c.n)
-		}
-		c.ioErr = err
+	if err := c.readRaw(p); err != nil {
 		return err
 	}
 	c.crc.Write(p)
+	return nil
+}
+
+// readRaw is read without the CRC: the caller feeds the bytes to it
+// later, in stream order (readJobs).
+func (c *crcReader) readRaw(p []byte) error {
+	if _, err := io.ReadFull(c.r, p); err != nil {
+		return c.fail(err)
+	}
 	c.n += int64(len(p))
 	return nil
+}
+
+// rawByte is ReadByte without the CRC (see readRaw).
+func (c *crcReader) rawByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err != nil {
+		return 0, c.fail(err)
+	}
+	c.n++
+	return b, nil
+}
+
+// fail is a read's error: the stream's end is a truncation, else the
+// reader's own error.
+func (c *crcReader) fail(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return corrupt("truncated at byte %d", c.n)
+	}
+	c.ioErr = err
+	return err
 }
 
 func (c *crcReader) ReadByte() (byte, error) {
@@ -252,7 +277,6 @@ func readStream(r io.Reader, sink jobSink) (*state, error) {
 		}
 	}
 	var (
-		rec      []byte
 		count    uint64
 		lastID   string
 		lastQ    string
@@ -265,6 +289,16 @@ func readStream(r io.Reader, sink jobSink) (*state, error) {
 		tag, err := cr.ReadByte()
 		if err != nil {
 			return nil, err
+		}
+		if tag == 'J' {
+			if lastB != "" {
+				return nil, corrupt("job record after batch records")
+			}
+			inJobs = true
+			// The run of job records (snapshot_load.go), up to the tag after it.
+			if tag, err = readJobs(cr, st, sink, version, &count, &lastID); err != nil {
+				return nil, err
+			}
 		}
 		switch tag {
 		case 'L':
@@ -294,61 +328,6 @@ func readStream(r io.Reader, sink jobSink) (*state, error) {
 			if err := readSchedRecord(cr, st); err != nil {
 				return nil, err
 			}
-			continue
-		case 'J':
-			if lastB != "" {
-				return nil, corrupt("job record after batch records")
-			}
-			inJobs = true
-			n, err := readUvarint(cr)
-			if err != nil {
-				return nil, err
-			}
-			if n > maxRecord {
-				return nil, corrupt("job record of %d bytes", n)
-			}
-			if uint64(cap(rec)) < n {
-				rec = make([]byte, n)
-			}
-			rec = rec[:n]
-			if err := cr.read(rec); err != nil {
-				return nil, err
-			}
-			d := decoder{b: rec}
-			j := decodeJob(&d)
-			d.end()
-			if d.err != nil {
-				return nil, corrupt("job record %d: %v", count, d.err)
-			}
-			if why := checkJob(j); why != "" {
-				return nil, corrupt("job %q: %s", j.id, why)
-			}
-			if count > 0 && j.id <= lastID {
-				return nil, corrupt("job %q out of order", j.id)
-			}
-			if j.seq == 0 || j.seq > st.seq || (j.lease != nil && j.lease.token > st.index) || (j.end != nil && j.end.token > st.index) {
-				return nil, corrupt("job %q: seq or lease token beyond the snapshot", j.id)
-			}
-			if version == snapV1 && j.end != nil {
-				return nil, corrupt("job %q: version 1 record with a last lease end", j.id)
-			}
-			if version < snapV5 && j.end != nil && j.end.sum != 0 {
-				return nil, corrupt("job %q: version %d record with a request sum", j.id, version)
-			}
-			if version < snapVersion && (j.dep() != nil || j.state == StateWaiting) {
-				return nil, corrupt("job %q: version %d record with dependencies", j.id, version)
-			}
-			if version < snapV3 && j.lease != nil && j.lease.claim != "" {
-				return nil, corrupt("job %q: version %d record with a claim id", j.id, version)
-			}
-			if version < snapVersion && j.uniq() != nil {
-				return nil, corrupt("job %q: version %d record with a unique key", j.id, version)
-			}
-			if err := sink.job(st, j); err != nil {
-				return nil, err
-			}
-			lastID = j.id
-			count++
 			continue
 		case 'B':
 			if version < snapVersion {

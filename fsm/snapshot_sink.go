@@ -1,15 +1,17 @@
 package fsm
 
-// jobSink takes the job records readStream decodes: restore builds the
-// state from them (restoreSink), VerifySnapshot checks the rules between
-// records without keeping them (verifySink, snapshot_verify.go). Every
+// jobSink takes the job records readStream decodes (on decoder
+// goroutines, handed over in stream order: snapshot_load.go; the sink
+// runs on one goroutine at a time): restore builds the state from them
+// (restoreSink), VerifySnapshot checks the rules between records without
+// keeping them (verifySink, snapshot_verify.go). Every
 // rule of one record alone, and the stream's layout, order, counts,
 // checksum and digest, are readStream's: both share them.
 type jobSink interface {
 	// job takes one decoded record that passed the checks of a record
-	// alone, in ID order. It adds the record's hash to st.acc (the
-	// digest is compared after end).
-	job(st *state, j *job) error
+	// alone, in ID order, and its hash (state.hash). It adds the hash to
+	// st.acc (the digest is compared after end).
+	job(st *state, j *job, sum [4]uint64) error
 	// end runs after the checksum and before the digest is compared.
 	end(st *state, version uint16) error
 }
@@ -21,7 +23,7 @@ type restoreSink struct{}
 
 var _ jobSink = restoreSink{}
 
-func (restoreSink) job(st *state, j *job) error {
+func (restoreSink) job(st *state, j *job, sum [4]uint64) error {
 	if st.uniqueTaken(j) {
 		return corrupt("job %q: unique key held by another job", j.id)
 	}
@@ -30,7 +32,7 @@ func (restoreSink) job(st *state, j *job) error {
 			return corrupt("job %q: idempotency key shared", j.id)
 		}
 	}
-	if !st.put(j) {
+	if !st.putSum(j, sum) {
 		return corrupt("job %q: duplicate index key", j.id)
 	}
 	return nil

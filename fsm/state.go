@@ -408,12 +408,20 @@ func (s *state) dropIfEmpty(q *queue) {
 // when the record is published, and kept in the record's slot (removing or
 // replacing the record subtracts the kept sum).
 func (s *state) hash(j *job) (sum [4]uint64) {
-	s.buf = appendJob(s.buf[:0], j, true)
-	h := sha256.Sum256(s.buf)
+	sum, s.buf = jobSum(s.buf, j)
+	return sum
+}
+
+// jobSum is j's digest contribution (hash), encoding j into buf, which
+// it returns for reuse (a restore's decoders hash off the apply
+// goroutine, each with a buffer of its own).
+func jobSum(buf []byte, j *job) (sum [4]uint64, _ []byte) {
+	buf = appendJob(buf[:0], j, true)
+	h := sha256.Sum256(buf)
 	for i := range sum {
 		sum[i] = binary.LittleEndian.Uint64(h[i*8:])
 	}
-	return sum
+	return sum, buf
 }
 
 // accAdd adds a slot's contribution to the accumulator; accSub removes it.
@@ -432,18 +440,24 @@ func (s *state) accSub(sl *slot) {
 // put publishes a new decoded job in every index, its class interned. It
 // reports false if the job's queue-index key collides (only possible with
 // a corrupt snapshot).
-func (s *state) put(j *job) bool {
+func (s *state) put(j *job) bool { return s.putSum(j, s.hash(j)) }
+
+// putSum is put with j's hash given (a restore's decoders compute it).
+func (s *state) putSum(j *job, sum [4]uint64) bool {
 	q := s.queueOrCreate(j.cls.queue)
 	j.cls = s.class(q, j.cls.classKey)
-	return s.insert(j)
+	return s.insertSum(j, sum)
 }
 
 // insert is put for a job whose class is interned already (its queue
 // exists).
-func (s *state) insert(j *job) bool {
+func (s *state) insert(j *job) bool { return s.insertSum(j, s.hash(j)) }
+
+// insertSum is insert with j's hash given.
+func (s *state) insertSum(j *job, sum [4]uint64) bool {
 	q := j.cls.q
 	j.h = s.handle()
-	sl := &slot{j: j, sum: s.hash(j), gen: s.gen, h: j.h}
+	sl := &slot{j: j, sum: sum, gen: s.gen, h: j.h}
 	s.slots[sl.h] = sl
 	it := itemOf(j)
 	if _, replaced := q.tree(j.state).Load(it); replaced {
