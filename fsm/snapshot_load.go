@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"runtime"
@@ -245,7 +244,7 @@ func (p *pipe) decode(c *jobChunk, buf []byte) []byte {
 		c.recs = append(c.recs, decoded{})
 		r := &c.recs[i]
 		d := decoder{b: c.buf[sp.from:sp.to]}
-		j := decodeSnapJob(&d, &r.cls)
+		j := decodeJobIn(&d, &r.cls)
 		d.end()
 		if d.err != nil {
 			r.err = corrupt("job record %d: %v", c.first+uint64(i), d.err)
@@ -320,26 +319,6 @@ func (p *pipe) apply(c *jobChunk) {
 		p.lastID = j.id
 		p.count++
 	}
-}
-
-// decodeSnapJob is decodeJob with the record's class (queue, kind,
-// policy) written to *c, which j.cls points to: no class is allocated per
-// record (the sink interns it, state.put).
-func decodeSnapJob(d *decoder, c *class) *job {
-	j := &job{cls: c}
-	l, leased, e := decodeJobInto(d, j, c)
-	if leased {
-		j.lease = new(lease)
-		*j.lease = l
-	}
-	if e.by != EndNone {
-		j.end = new(leaseEnd)
-		*j.end = e
-	}
-	if u := j.uniq(); u != nil {
-		u.sum = sha256.Sum256(j.payloadBytes())
-	}
-	return j
 }
 
 // checkRecord checks a job record (which passed checkJob) against the

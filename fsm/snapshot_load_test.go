@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"runtime"
 	"strconv"
 	"testing"
@@ -222,26 +221,6 @@ func TestRestorePanicReachesTheCaller(t *testing.T) {
 		t.Fatal("no panic")
 	}()
 	settled(t, before)
-}
-
-// decodeSnapJob decodes what decodeJob does.
-func TestDecodeSnapJobIsDecodeJob(t *testing.T) {
-	m := bigState(t, 300)
-	n := 0
-	m.st.jobs.Scan(func(e idEnt) bool {
-		rec := appendJob(nil, e.sl.j, true)
-		d1, d2 := decoder{b: rec}, decoder{b: rec}
-		var c class
-		a, b := decodeJob(&d1), decodeSnapJob(&d2, &c)
-		if d1.err != nil || d2.err != nil || !reflect.DeepEqual(a, b) || b.cls != &c {
-			t.Fatalf("job %q: %+v, %+v (%v, %v)", e.sl.j.id, a, b, d1.err, d2.err)
-		}
-		n++
-		return true
-	})
-	if n < 300 {
-		t.Fatal(n)
-	}
 }
 
 // Restored jobs share their class (queue, kind, backoff policy, max
