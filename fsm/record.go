@@ -333,14 +333,11 @@ func jobSize(j *job, withPayload bool) int {
 	return n
 }
 
-// decodeJob reads one record. It checks structure only; snapshot restore
-// checks invariants separately (checkJob).
-func decodeJob(d *decoder) *job { return decodeJobIn(d, new(class)) }
-
-// decodeJobIn is decodeJob with the record's class (queue, kind, policy)
-// written to *c, which the record points to until a state interns it
-// (state.put): a snapshot's restore keeps c beside the record and
-// allocates no class per record.
+// decodeJobIn reads one record, its class (queue, kind, policy) written
+// to *c, which the record points to until a state interns it
+// (state.putSum): a snapshot's restore keeps c beside the record and
+// allocates no class per record. It checks structure only; snapshot
+// restore checks invariants separately (checkJob).
 func decodeJobIn(d *decoder, c *class) *job {
 	j := &job{cls: c}
 	l, leased, e := decodeJobInto(d, j, c)

@@ -437,12 +437,10 @@ func (s *state) accSub(sl *slot) {
 	}
 }
 
-// put publishes a new decoded job in every index, its class interned. It
-// reports false if the job's queue-index key collides (only possible with
-// a corrupt snapshot).
-func (s *state) put(j *job) bool { return s.putSum(j, s.hash(j)) }
-
-// putSum is put with j's hash given (a restore's decoders compute it).
+// putSum publishes a new decoded job in every index, its class interned,
+// with its hash given (a restore's decoders compute it). It reports false
+// if the job's queue-index key collides (only possible with a corrupt
+// snapshot).
 func (s *state) putSum(j *job, sum [4]uint64) bool {
 	q := s.queueOrCreate(j.cls.queue)
 	j.cls = s.class(q, j.cls.classKey)
