@@ -70,7 +70,11 @@ func (w *workload) depsClient(c int, rng *rand.Rand) {
 			rep, op := w.call(c, rng, "create-batch", "/create-batch", req, Op{Job: id, Tags: req.IDs})
 			op.Detail = fmt.Sprint(rep.Outcomes)
 			w.record(op)
-			w.record(Op{Client: c, Kind: "submit-dep", Member: op.Member, Job: id + "-3", Tags: []string{id + "-1"}, Call: op.Call, Return: op.Return, Outcome: op.Outcome})
+			// The batch's dependent job, as its own submit for the
+			// dependency checks: the batch call's reply is its reply
+			// (leader-wait read a copy without Replied as never answered).
+			w.record(Op{Client: c, Kind: "submit-dep", Member: op.Member, Job: id + "-3", Tags: []string{id + "-1"}, Call: op.Call, Return: op.Return,
+				Outcome: op.Outcome, Replied: op.Replied, NoLeader: op.NoLeader})
 			batches = append(batches, id)
 		case r < 10:
 			req.Queue = qs[rng.IntN(2)]
