@@ -9,7 +9,7 @@ import (
 )
 
 // Job is a job as queries and results return it (see fsm.Job). Its slices
-// are shared: treat them as read-only.
+// are the caller's own: writing into them changes nothing in any member.
 type Job = fsm.Job
 
 // State is a job's lifecycle state (see fsm.State).

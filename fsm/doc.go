@@ -110,7 +110,8 @@
 //     listed and counted as scheduled.
 //   - One claim, expire or sweep entry does work proportional to the jobs
 //     it promotes, expires or removes; keep sweeps frequent.
-//   - Slices in returned Jobs are shared with the state machine: read only.
+//   - Slices in returned Jobs and Schedules are the caller's own (copies):
+//     writing into them changes nothing in the state machine.
 //
 // docs/jobs.md has the full transition table, the encodings and the figures.
 package fsm

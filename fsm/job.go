@@ -238,8 +238,10 @@ type NewJob struct {
 	Unique *UniqueOpts
 }
 
-// Job is a snapshot of one job as a query or result returns it. Slices are
-// shared with the state machine: treat them as read-only.
+// Job is a snapshot of one job as a query or result returns it. Its slices
+// (Payload, Result, After, Unmet) are the caller's own: results decode
+// them afresh and queries (Get, List) copy them out of the state, so a
+// caller that writes into them changes nothing in the state machine.
 type Job struct {
 	ID             string
 	Queue          string

@@ -145,7 +145,8 @@ func (m *Jobs) LogTime(now time.Time) time.Time {
 	return fromNanos(m.st.clock.at(toNanos(now)))
 }
 
-// Get returns the job with the given ID, payload included.
+// Get returns the job with the given ID, payload included: its slices
+// are copies, the caller's to keep and write.
 func (m *Jobs) Get(id string) (Job, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -153,7 +154,7 @@ func (m *Jobs) Get(id string) (Job, bool) {
 	if j == nil {
 		return Job{}, false
 	}
-	return j.public(true), true
+	return j.owned(), true
 }
 
 // Len returns the number of jobs held (all states).
@@ -368,7 +369,8 @@ type ListPage struct {
 // submit sequence); scheduled by run-at; running by lease deadline;
 // succeeded, dead and canceled by finish time (each then by submit
 // sequence). Pages are stable under concurrent applies: a cursor resumes
-// strictly after the last job returned in that order.
+// strictly after the last job returned in that order. The jobs' slices
+// are copies, the caller's to keep and write.
 func (m *Jobs) List(q ListQuery) (ListPage, error) {
 	if !q.State.Valid() {
 		return ListPage{}, fmt.Errorf("%w: list state %d", ErrInvalidCommand, q.State)
@@ -408,7 +410,7 @@ func (m *Jobs) List(q ListQuery) (ListPage, error) {
 			more = true
 			return false
 		}
-		page.Jobs = append(page.Jobs, j.public(true))
+		page.Jobs = append(page.Jobs, j.owned())
 		last = it
 		return true
 	}

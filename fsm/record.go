@@ -1,8 +1,10 @@
 package fsm
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
 	"time"
 	"unsafe"
 )
@@ -156,7 +158,8 @@ func viewString(p []byte) string {
 	return unsafe.String(&p[0], len(p))
 }
 
-// public converts a record to the caller's Job. Slices are shared.
+// public converts a record to the caller's Job. Slices are shared with
+// the record: what leaves the package goes through owned first.
 func (j *job) public(withPayload bool) Job { return j.publicWith(j.cls, j.lease, j.end, withPayload) }
 
 // publicWith is public with the record's class, lease and last lease end
@@ -184,6 +187,18 @@ func (j *job) publicWith(c *class, l *lease, e *leaseEnd, withPayload bool) Job 
 	}
 	j.dep().setPublic(&p)
 	p.Unique = j.uniq().public()
+	return p
+}
+
+// owned is j.public(true) with every slice copied: a query's answer is
+// the caller's to keep and to write, and writing into it changes nothing
+// in the state (its digest, its snapshots, the other callers' answers).
+func (j *job) owned() Job {
+	p := j.public(true)
+	p.Payload = bytes.Clone(p.Payload)
+	p.Result = bytes.Clone(p.Result)
+	p.After = slices.Clone(p.After)
+	p.Unmet = slices.Clone(p.Unmet)
 	return p
 }
 

@@ -1,8 +1,13 @@
 package fsm
 
-import "time"
+import (
+	"bytes"
+	"slices"
+	"time"
+)
 
-// Schedule returns the schedule with the given ID.
+// Schedule returns the schedule with the given ID; its slices are copies,
+// the caller's to keep and write.
 func (m *Jobs) Schedule(id string) (Schedule, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -10,18 +15,18 @@ func (m *Jobs) Schedule(id string) (Schedule, bool) {
 	if sc == nil {
 		return Schedule{}, false
 	}
-	return *sc, true
+	return sc.owned(), true
 }
 
-// Schedules returns every schedule in ID order. Slices in them are shared
-// with the state machine: read only.
+// Schedules returns every schedule in ID order; their slices are copies,
+// the caller's to keep and write.
 func (m *Jobs) Schedules() []Schedule {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	var out []Schedule
 	if m.st.sch.tree != nil {
 		m.st.sch.tree.Scan(func(e *schedEnt) bool {
-			out = append(out, *e.s)
+			out = append(out, e.s.owned())
 			return true
 		})
 	}
@@ -57,3 +62,13 @@ func (m *Jobs) ScheduleDue(now time.Time) (wait time.Duration, ok bool) {
 // scheduleShared looks a schedule up for a query (under the read lock; the
 // apply goroutine's schedule uses no scratch either).
 func (s *state) scheduleShared(id string) *Schedule { return s.schedule(id) }
+
+// owned is *s with every slice copied (the template's payload, the zone's
+// shifts, the open jobs): writing into it changes nothing in the state.
+func (s *Schedule) owned() Schedule {
+	o := *s
+	o.Job.Payload = bytes.Clone(o.Job.Payload)
+	o.Zone.Shifts = slices.Clone(o.Zone.Shifts)
+	o.Open = slices.Clone(o.Open)
+	return o
+}
