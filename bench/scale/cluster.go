@@ -14,7 +14,7 @@ import (
 	"github.com/jobraft/jobraft/raft"
 )
 
-// cluster is three Controllers in this process on loopback, real files
+// cluster is three Controllers (or -members of them) in this process on loopback, real files
 // with fsync, every setting at its default but the catch-up stream, which
 // is unthrottled so that a new member's snapshot install runs at what the
 // disk and the member take (the install rate is measured against the
@@ -24,6 +24,9 @@ type cluster struct {
 	noProgress int // the catch-up policy's NoProgressRounds (0: default)
 	members    []raft.Member
 	ctls       []*jobraft.Controller // nil while a member is closed
+	// closedAt is the applied index of the member closed last (a
+	// restart waits for it when no other member is open to say more).
+	closedAt uint64
 }
 
 // memberConfig is member m's Config (its data dir in c.dir).
@@ -56,12 +59,12 @@ func freeAddrs(n int) ([]string, error) {
 	return out, nil
 }
 
-// startCluster opens three members in dir and waits for a leader whose
-// first barrier committed.
-func startCluster(dir string, noProgress int) (*cluster, error) {
+// startCluster opens n members (3, or 1: -members) in dir and waits for
+// a leader whose first barrier committed.
+func startCluster(dir string, noProgress, n int) (*cluster, error) {
 	var last error
 	for range 5 { // a port taken between freeAddrs and Open: other ports
-		addrs, err := freeAddrs(3)
+		addrs, err := freeAddrs(n)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +72,7 @@ func startCluster(dir string, noProgress int) (*cluster, error) {
 		for i, a := range addrs {
 			c.members = append(c.members, raft.Member{ID: fmt.Sprint("m", i), Address: a, Voter: true})
 		}
-		c.ctls = make([]*jobraft.Controller, 3)
+		c.ctls = make([]*jobraft.Controller, n)
 		if last = c.openAll(); last == nil {
 			return c, nil
 		}
@@ -137,6 +140,7 @@ func (c *cluster) follower() int {
 func (c *cluster) closeMember(i int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	c.closedAt = c.ctls[i].Node().AppliedIndex()
 	err := c.ctls[i].Close(ctx)
 	c.ctls[i] = nil
 	return err

@@ -217,7 +217,7 @@ func memAvailable() uint64 {
 // Kinds×PerKind jobs of Kinds kinds in one queue, each client submitting
 // and claiming (by kind) its own.
 func (r *runner) fanout() (out fanoutResult, err error) {
-	c, err := startCluster(r.cfg.Dir, r.cfg.NoProgressRounds)
+	c, err := startCluster(r.cfg.Dir, r.cfg.NoProgressRounds, r.cfg.Members)
 	if err != nil {
 		return out, err
 	}

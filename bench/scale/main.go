@@ -44,9 +44,14 @@ func main() {
 	var jsonPath, replot string
 	flag.StringVar(&jsonPath, "json", "", "write the figures (JSON) here")
 	flag.StringVar(&replot, "replot", "", "only draw -plot from the figures in this JSON file (from -json) and print their table")
+	flag.IntVar(&cfg.Members, "members", 3, "cluster size: 3, or 1 (one member's figures, for a backlog whose three states do not fit in memory)")
 	flag.IntVar(&cfg.NoProgressRounds, "no-progress-rounds", 0, "the catch-up policy's NoProgressRounds (0: its default, 20 election timeouts)")
 	flag.Parse()
 	var err error
+	if cfg.Members != 1 && cfg.Members != 3 {
+		fmt.Fprintln(os.Stderr, "scale: -members is 3 or 1")
+		os.Exit(2)
+	}
 	if cfg.Sizes, err = parseSizes(sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(2)
@@ -64,15 +69,15 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	// Three members' states share this process: keep the heap within the
+	// The members' states share this process: keep the heap within the
 	// memory the machine has free rather than twice the live heap.
 	if os.Getenv("GOMEMLIMIT") == "" {
 		if avail := memAvailable(); avail > 0 {
 			debug.SetMemoryLimit(int64(avail / 10 * 9))
 		}
 	}
-	fmt.Printf("3 members in one process on loopback, fsync on, %d B payloads, C=%d, %v per rate after %v warm-up; load at start: %s\n\n",
-		cfg.Payload, cfg.Clients, cfg.D, cfg.Warm, loadAverage())
+	fmt.Printf("%d member(s) in one process on loopback, fsync on, %d B payloads, C=%d, %v per rate after %v warm-up; load at start: %s\n\n",
+		cfg.Members, cfg.Payload, cfg.Clients, cfg.D, cfg.Warm, loadAverage())
 	rep, err := run(cfg, func(s string) { fmt.Fprintln(os.Stderr, s) })
 	fmt.Print(rep.table())
 	fmt.Printf("\nload at the end: %s\n", loadAverage())
@@ -87,7 +92,7 @@ func main() {
 		}
 	}
 	if plotPath != "" && len(rep.Sizes) > 0 {
-		if perr := writePlot(plotPath, rep.Sizes); perr != nil {
+		if perr := writePlot(plotPath, rep.members(), rep.Sizes); perr != nil {
 			fmt.Fprintln(os.Stderr, "scale: plot:", perr)
 			os.Exit(1)
 		}
@@ -100,6 +105,9 @@ func main() {
 
 // report is what one run measured.
 type report struct {
+	// Members is the cluster's size (0 in a file written before it was
+	// recorded: 3).
+	Members int
 	Sizes   []sizeResult
 	Skipped []int // sizes that would not fit in memory
 	// Again is the empty backlog's rates measured once more at the end.
@@ -110,19 +118,19 @@ type report struct {
 // run measures every size in order (the baseline first), then the fanout
 // scenarios; on an error it returns what was measured so far.
 func run(cfg config, progress func(string)) (report, error) {
-	var rep report
+	rep := report{Members: cfg.Members}
 	r := &runner{cfg: cfg, payload: make([]byte, cfg.Payload), progress: progress}
 	for i := range r.payload {
 		r.payload[i] = byte('a' + i%26)
 	}
 	var perJob float64 // a member's heap per job at the last size
 	for _, n := range cfg.Sizes {
-		// Three members' states and a tenth more must fit in the memory
+		// The members' states and a tenth more each must fit in the memory
 		// available, less 2 GiB for the machine's other tenants (the
 		// backup and the new member check for their own). The last
 		// size's heap goes back to the system first.
 		debug.FreeOSMemory()
-		if need, avail := uint64(3.3*perJob*float64(n)), memAvailable(); perJob > 0 && avail > 0 && need > avail-min(avail, 2<<30) {
+		if need, avail := uint64(1.1*float64(cfg.Members)*perJob*float64(n)), memAvailable(); perJob > 0 && avail > 0 && need > avail-min(avail, 2<<30) {
 			progress(fmt.Sprintf("[%s] skipped: needs about %s MB (%.0f B per job measured at the last size), %s MB available", sizeName(n), mb(float64(need)), perJob, mb(float64(avail))))
 			rep.Skipped = append(rep.Skipped, n)
 			continue
@@ -199,5 +207,21 @@ func redraw(path, plotPath string) error {
 	if plotPath == "" || len(rep.Sizes) == 0 {
 		return nil
 	}
-	return writePlot(plotPath, rep.Sizes)
+	return writePlot(plotPath, rep.members(), rep.Sizes)
+}
+
+// members is the cluster size the figures were measured with.
+func (rep report) members() int {
+	if rep.Members == 0 {
+		return 3
+	}
+	return rep.Members
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -27,6 +27,10 @@ type config struct {
 	Profile  string // a directory: CPU profiles of every phase, heap profiles
 	// NoProgressRounds is the catch-up policy's (0: its default).
 	NoProgressRounds int
+	// Members is the cluster's size: 3, or 1 (a backlog too large for
+	// three members' states in this machine's memory: one member's
+	// figures, each against the empty backlog's on one member).
+	Members int
 }
 
 // sizeResult is everything measured at one backlog size.
@@ -84,7 +88,7 @@ func (r *runner) step(n int, f string, a ...any) {
 // measure runs every phase at backlog size n on a fresh cluster.
 func (r *runner) measure(n int) (res sizeResult, err error) {
 	res.N = n
-	c, err := startCluster(r.cfg.Dir, r.cfg.NoProgressRounds)
+	c, err := startCluster(r.cfg.Dir, r.cfg.NoProgressRounds, r.cfg.Members)
 	if err != nil {
 		return res, err
 	}
@@ -164,7 +168,7 @@ func (r *runner) rates(l *jobraft.Controller, res *sizeResult) (err error) {
 // again measures the empty backlog's rates once more on a fresh cluster
 // (the end of a run: how far the machine drifted meanwhile).
 func (r *runner) again() (res sizeResult, err error) {
-	c, err := startCluster(r.cfg.Dir, r.cfg.NoProgressRounds)
+	c, err := startCluster(r.cfg.Dir, r.cfg.NoProgressRounds, r.cfg.Members)
 	if err != nil {
 		return res, err
 	}
@@ -233,14 +237,18 @@ func compactLog(l *jobraft.Controller) error {
 	return l.Node().Raft().Snapshot().Error()
 }
 
-// memory measures one follower's heap: the heap after GC with it open,
-// less the heap after GC once it is closed. It leaves it closed.
+// memory measures one follower's heap (the only member's, alone): the
+// heap after GC with it open, less the heap after GC once it is closed.
+// It leaves it closed.
 func (r *runner) memory(c *cluster, res *sizeResult) error {
 	l, err := c.waitLeader(time.Minute)
 	if err != nil {
 		return err
 	}
 	f := c.follower()
+	if f < 0 {
+		f = 0 // the leader alone
+	}
 	// The follower holds what the leader holds.
 	if err := waitUntil(time.Minute, func() bool {
 		return c.ctls[f].Node().AppliedIndex() >= l.Node().AppliedIndex()
@@ -277,11 +285,14 @@ func (r *runner) restart(c *cluster, res *sizeResult) error {
 			f = i
 		}
 	}
-	l, err := c.waitLeader(time.Minute)
-	if err != nil {
-		return err
+	target := c.closedAt // alone: what it had applied
+	if len(c.ctls) > 1 {
+		l, err := c.waitLeader(time.Minute)
+		if err != nil {
+			return err
+		}
+		target = l.Node().Status().CommitIndex
 	}
-	target := l.Node().Status().CommitIndex
 	t0 := time.Now()
 	if err := c.open(f); err != nil {
 		return err

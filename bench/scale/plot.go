@@ -16,7 +16,7 @@ import (
 // writePlot draws three panels against the backlog (millions of pending
 // jobs): Submit and cycle rates; the p99s of Submit, cycle and claim; the
 // CPU per Submit and per cycle; written as a PNG to path.
-func writePlot(path string, sizes []sizeResult) error {
+func writePlot(path string, members int, sizes []sizeResult) error {
 	points := func(y func(sizeResult) float64) plotter.XYs {
 		xy := make(plotter.XYs, len(sizes))
 		for i, s := range sizes {
@@ -26,7 +26,7 @@ func writePlot(path string, sizes []sizeResult) error {
 	}
 	msOf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	usOf := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-	rates, err := panel("jobraft at scale: rates (3 members, C=64, fsync on)", "operations per second",
+	rates, err := panel(fmt.Sprintf("jobraft at scale: rates (%d member%s, C=64, fsync on)", members, plural(members)), "operations per second",
 		"Submit", points(func(s sizeResult) float64 { return s.Submit.Rate }),
 		"cycle (submit, claim, ack)", points(func(s sizeResult) float64 { return s.Cycle.Rate }))
 	if err != nil {
@@ -39,7 +39,7 @@ func writePlot(path string, sizes []sizeResult) error {
 	if err != nil {
 		return err
 	}
-	cpu, err := panel("process CPU per operation (3 members and the clients; not moved by the machine's other load)", "microseconds",
+	cpu, err := panel(fmt.Sprintf("process CPU per operation (%d member%s and the clients;", members, plural(members))+" not moved by the machine's other load)", "microseconds",
 		"per Submit", points(func(s sizeResult) float64 { return usOf(s.Submit.CPU) }),
 		"per cycle", points(func(s sizeResult) float64 { return usOf(s.Cycle.CPU) }))
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // the 10k column's ratios, and the plot is a PNG.
 func TestTinyRun(t *testing.T) {
 	cfg := config{Sizes: []int{0, 10_000}, Clients: 64, Warm: 200 * time.Millisecond, D: 500 * time.Millisecond, Payload: 256,
-		Queues: 100, PerQueue: 3, Kinds: 10, PerKind: 10, Dir: t.TempDir()}
+		Queues: 100, PerQueue: 3, Kinds: 10, PerKind: 10, Dir: t.TempDir(), Members: 3}
 	rep, err := run(cfg, func(s string) { t.Log(s) })
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +61,28 @@ func TestTinyRun(t *testing.T) {
 	img, err := os.ReadFile(png)
 	if err != nil || len(img) < 1000 || string(img[1:4]) != "PNG" {
 		t.Fatalf("plot: %d bytes, %v", len(img), err)
+	}
+}
+
+// -members 1 (a backlog whose three states do not fit in memory): every
+// phase measures one member, its restart included (reopened alone, it
+// leads again and applies what it had), and the table says so.
+func TestTinyRunOneMember(t *testing.T) {
+	cfg := config{Sizes: []int{0, 10_000}, Clients: 16, Warm: 100 * time.Millisecond, D: 300 * time.Millisecond, Payload: 256, Dir: t.TempDir(), Members: 1}
+	rep, err := run(cfg, func(s string) { t.Log(s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sizes) != 2 || rep.Members != 1 || rep.Fanout != nil {
+		t.Fatalf("measured %+v", rep)
+	}
+	s := rep.Sizes[1]
+	if !(s.Submit.Ops > 0 && s.Cycle.Ops > 0 && s.Jobs >= s.N && s.MemberHeap > uint64(s.Jobs*cfg.Payload) && s.SnapshotSize > 0 &&
+		s.Restart.Wall >= s.RestartOpen && s.RestartOpen > 0 && s.BackupSize > 0 && s.Restore.Wall > 0 && s.Promoted.Wall > 0 && s.JoinErr == "") {
+		t.Errorf("a phase measured nothing: %+v", s)
+	}
+	if tab := rep.table(); !strings.Contains(tab, "| CPU per Submit (process, 1 member) |") {
+		t.Errorf("the table does not say one member:\n%s", tab)
 	}
 }
 

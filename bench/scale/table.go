@@ -51,7 +51,7 @@ func (rep report) table() string {
 	})
 	row("Submit, C=64", rate(func(s sizeResult) result { return s.Submit }))
 	row("Submit p99", lat(func(s sizeResult) time.Duration { return s.Submit.P99 }))
-	row("CPU per Submit (process, 3 members)", cpu(func(s sizeResult) time.Duration { return s.Submit.CPU }))
+	row(fmt.Sprintf("CPU per Submit (process, %d member%s)", rep.members(), plural(rep.members())), cpu(func(s sizeResult) time.Duration { return s.Submit.CPU }))
 	row("cycle (submit, claim, ack), C=64", rate(func(s sizeResult) result { return s.Cycle }))
 	row("cycle p99", lat(func(s sizeResult) time.Duration { return s.Cycle.P99 }))
 	row("CPU per cycle", cpu(func(s sizeResult) time.Duration { return s.Cycle.CPU }))
