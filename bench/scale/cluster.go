@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	hraft "github.com/hashicorp/raft"
 	"github.com/jobraft/jobraft"
 	"github.com/jobraft/jobraft/catchup"
 	"github.com/jobraft/jobraft/raft"
@@ -164,6 +165,29 @@ func (c *cluster) waitJobs(want int, d time.Duration) error {
 		}
 		return true
 	})
+}
+
+// settle takes, on every open member, the snapshot the preload's log made
+// due by the snapshot cadence (raft.Config.SnapshotLogRatio), and waits
+// for one the cadence started: a backlog that grew over a day was
+// snapshotted along the way, and the persist of a 10M state (tens of
+// seconds) falling into a 5 s window measures the persist, not the rates.
+func (c *cluster) settle(d time.Duration) error {
+	for _, ctl := range c.ctls {
+		if ctl == nil {
+			continue
+		}
+		if err := waitUntil(d, func() bool {
+			if !ctl.Node().SnapshotCadence().Due {
+				return true
+			}
+			err := ctl.Node().Raft().Snapshot().Error()
+			return err == nil || errors.Is(err, hraft.ErrNothingNewToSnapshot)
+		}); err != nil {
+			return fmt.Errorf("the preload's snapshot on %s: %w", ctl.Node().Status().ID, err)
+		}
+	}
+	return nil
 }
 
 var errTimeout = errors.New("timed out")

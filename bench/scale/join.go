@@ -161,13 +161,16 @@ func diskRate(dir string, size int64) (float64, error) {
 	return float64(size) / time.Since(t0).Seconds(), nil
 }
 
-// samplePeakHeap samples the heap's object bytes every 10 ms until the
-// returned function is called, which returns the peak seen.
-func samplePeakHeap() (stop func() uint64) {
-	var peak atomic.Uint64
+// samplePeakHeap samples the heap every 10 ms until the returned
+// function is called, which returns the peaks seen: of the heap's object
+// bytes (garbage not yet collected included: with the GC at its default
+// pace up to about the live heap again) and of the heap the last GC found
+// live (what was retained).
+func samplePeakHeap() (stop func() (objects, live uint64)) {
+	var peak, peakLive atomic.Uint64
 	quit := make(chan struct{})
 	finished := make(chan struct{})
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	go func() {
 		defer close(finished)
 		t := time.NewTicker(10 * time.Millisecond)
@@ -177,6 +180,9 @@ func samplePeakHeap() (stop func() uint64) {
 			if v := s[0].Value.Uint64(); v > peak.Load() {
 				peak.Store(v)
 			}
+			if v := s[1].Value.Uint64(); v > peakLive.Load() {
+				peakLive.Store(v)
+			}
 			select {
 			case <-quit:
 				return
@@ -184,10 +190,10 @@ func samplePeakHeap() (stop func() uint64) {
 			}
 		}
 	}()
-	return func() uint64 {
+	return func() (uint64, uint64) {
 		close(quit)
 		<-finished
-		return peak.Load()
+		return peak.Load(), peakLive.Load()
 	}
 }
 

@@ -48,7 +48,8 @@ type sizeResult struct {
 	Restart      phase         // until it applied the leader's commit index
 	Backup       phase
 	BackupSize   int64
-	BackupHeap   uint64 // peak heap growth while the backup ran
+	BackupHeap   uint64 // peak heap growth while the backup ran (garbage included)
+	BackupLive   uint64 // peak growth of the heap a GC found live while it ran
 	Restore      phase
 	DiskRate     float64 // bytes/s: a file of the snapshot's size written and fsynced
 	InstallRate  float64 // bytes/s: the new member's snapshot install (the stream, then its seal and restore)
@@ -109,6 +110,11 @@ func (r *runner) measure(n int) (res sizeResult, err error) {
 		return res, fmt.Errorf("preload: %w", err)
 	}
 	res.Preload = time.Since(t0)
+	t1 := time.Now()
+	if err := c.settle(10 * time.Minute); err != nil {
+		return res, err
+	}
+	r.step(n, "the preload's snapshots taken in %v", secs(time.Since(t1)))
 	l, err := c.waitLeader(time.Minute)
 	if err != nil {
 		return res, err
@@ -133,7 +139,7 @@ func (r *runner) measure(n int) (res sizeResult, err error) {
 		if err := r.backup(c, &res); err != nil {
 			return res, err
 		}
-		r.step(n, "backup %v (%s MB, heap +%s MB at its peak), restore %v", res.Backup, mb(float64(res.BackupSize)), mb(float64(res.BackupHeap)), res.Restore)
+		r.step(n, "backup %v (%s MB, heap +%s MB at its peak, +%s MB live), restore %v", res.Backup, mb(float64(res.BackupSize)), mb(float64(res.BackupHeap)), mb(float64(res.BackupLive)), res.Restore)
 	}
 	if res.DiskRate, err = diskRate(c.dir, max(res.SnapshotSize, 64<<20)); err != nil {
 		return res, fmt.Errorf("disk: %w", err)
@@ -323,8 +329,12 @@ func (r *runner) backup(c *cluster, res *sizeResult) error {
 		}
 		return err
 	})
-	if peak := stop(); peak > base {
+	peak, live := stop()
+	if peak > base {
 		res.BackupHeap = peak - base
+	}
+	if live > base {
+		res.BackupLive = live - base
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

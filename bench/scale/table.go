@@ -77,11 +77,11 @@ func (rep report) table() string {
 		}
 		return fmt.Sprintf("%s, %s MB", s.Backup, mb(float64(s.BackupSize)))
 	})
-	row("heap growth while it ran (peak)", func(s sizeResult) string {
+	row("heap growth while it ran: live after a GC, all objects (peaks)", func(s sizeResult) string {
 		if s.Backup.Wall == 0 {
 			return "skipped"
 		}
-		return mb(float64(s.BackupHeap)) + " MB"
+		return mb(float64(s.BackupLive)) + " MB, " + mb(float64(s.BackupHeap)) + " MB"
 	})
 	row("Restore (verify + seed)", func(s sizeResult) string { return s.Restore.String() })
 	row("disk: write + fsync, snapshot's size", func(s sizeResult) string { return mb(s.DiskRate) + " MB/s" })
