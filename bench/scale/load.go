@@ -30,6 +30,8 @@ type result struct {
 	// machine the rate follows the share of the cores the process gets;
 	// the CPU an operation costs does not.
 	CPU time.Duration
+	// Wal is what the members' log writers reported over the window.
+	Wal walFigures
 }
 
 // closedLoop runs n clients issuing op back to back for d after warm and
@@ -76,9 +78,11 @@ func closedLoop(n int, warm, d time.Duration, prof string, f op) (result, error)
 		return result{}, err
 	}
 	measuring.Store(true)
+	walStats.start()
 	start, cpu0 := time.Now(), cpuTime()
 	pause(ctx, d)
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	walFig := walStats.stop()
 	cancel()
 	wg.Wait()
 	if err := stop(); err != nil {
@@ -91,7 +95,7 @@ func closedLoop(n int, warm, d time.Duration, prof string, f op) (result, error)
 		}
 		return result{}, fmt.Errorf("no operation completed in %v", d)
 	}
-	r := result{Ops: len(all), Errors: int(errs.Load()), Rate: float64(len(all)) / elapsed.Seconds(), CPU: cpu / time.Duration(len(all))}
+	r := result{Ops: len(all), Errors: int(errs.Load()), Rate: float64(len(all)) / elapsed.Seconds(), CPU: cpu / time.Duration(len(all)), Wal: walFig}
 	r.P50, r.P99 = percentiles(all)
 	r.ClaimP50, r.ClaimP99 = percentiles(cls)
 	return r, nil

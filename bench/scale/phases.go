@@ -164,10 +164,12 @@ func (r *runner) rates(l *jobraft.Controller, res *sizeResult) (err error) {
 		return fmt.Errorf("cycle: %w", err)
 	}
 	r.step(n, "cycle  %s/s  p99 %v  claim p50 %v p99 %v  CPU %v  failed %d", thousands(res.Cycle.Rate), ms(res.Cycle.P99), ms(res.Cycle.ClaimP50), ms(res.Cycle.ClaimP99), us(res.Cycle.CPU), res.Cycle.Errors)
+	r.step(n, "       %s", res.Cycle.Wal)
 	if res.Submit, err = closedLoop(r.cfg.Clients, r.cfg.Warm, r.cfg.D, r.prof(n, "submit"), o.submit); err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
 	r.step(n, "Submit %s/s  p99 %v  CPU %v  failed %d", thousands(res.Submit.Rate), ms(res.Submit.P99), us(res.Submit.CPU), res.Submit.Errors)
+	r.step(n, "       %s", res.Submit.Wal)
 	return nil
 }
 
