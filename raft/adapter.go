@@ -30,6 +30,9 @@ type adapter struct {
 	// bytes counts the data bytes applied and marks them at snapshot
 	// points, for the snapshot cadence (cadence.go).
 	bytes byteMarks
+	// taking counts the snapshots taken and not yet released (persisted,
+	// or failed): while one is, the cadence asks for none (cadence.go).
+	taking atomic.Int32
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever applied moves
@@ -123,7 +126,8 @@ func (a *adapter) Snapshot() (hraft.FSMSnapshot, error) {
 	}
 	applied := a.applied.Load()
 	a.bytes.mark(applied)
-	return &fsmSnapshot{s: s, applied: applied}, nil
+	a.taking.Add(1)
+	return &fsmSnapshot{s: s, applied: applied, taking: &a.taking}, nil
 }
 
 func (a *adapter) Restore(rc io.ReadCloser) error {
@@ -145,8 +149,10 @@ func (a *adapter) Restore(rc io.ReadCloser) error {
 }
 
 type fsmSnapshot struct {
-	s       Snapshot
-	applied uint64
+	s        Snapshot
+	applied  uint64
+	taking   *atomic.Int32 // the adapter's count, less one at Release
+	released atomic.Bool
 }
 
 func (s *fsmSnapshot) Persist(sink hraft.SnapshotSink) error {
@@ -163,4 +169,11 @@ func (s *fsmSnapshot) Persist(sink hraft.SnapshotSink) error {
 	return sink.Close()
 }
 
-func (s *fsmSnapshot) Release() { s.s.Release() }
+// Release: hashicorp/raft calls it once Persist returned (sealed, or
+// failed and canceled).
+func (s *fsmSnapshot) Release() {
+	if !s.released.Swap(true) {
+		s.taking.Add(-1)
+	}
+	s.s.Release()
+}

@@ -1,10 +1,14 @@
 package raft_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,5 +234,79 @@ func BenchmarkSnapshotCadence(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// slowKV is a KV whose snapshots' Persist waits for hold to close, and
+// that counts them.
+type slowKV struct {
+	*clustertest.KV
+	hold     chan struct{}
+	persists atomic.Int32
+}
+
+type slowSnap struct {
+	raft.Snapshot
+	kv *slowKV
+}
+
+func (s *slowKV) Snapshot() (raft.Snapshot, error) {
+	sn, err := s.KV.Snapshot()
+	return &slowSnap{Snapshot: sn, kv: s}, err
+}
+
+func (s *slowSnap) Persist(w io.Writer) error {
+	s.kv.persists.Add(1)
+	<-s.kv.hold
+	return s.Snapshot.Persist(w)
+}
+
+// While a snapshot is being taken (here one asked by hand, its persist
+// held), the cadence asks for no other, though by the snapshot before it
+// one is due: judged against that one, raft took a second snapshot as soon
+// as the first sealed (a 10M-job member's whole state written twice in a
+// row). Once the first seals, the bytes since it decide, as ever.
+func TestSnapshotCadenceAsksForNoneWhileOneIsTaken(t *testing.T) {
+	kv := &slowKV{KV: clustertest.NewKV(), hold: make(chan struct{})}
+	cfg := clustertest.FastConfig(t, "solo", t.TempDir(), clustertest.FreeAddr(t))
+	cfg.Bootstrap = true
+	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.SnapshotLogRatio = 16, 20*time.Millisecond, 0.5
+	n := clustertest.OpenNew(t, cfg, kv)
+	var release sync.Once
+	unhold := func() { release.Do(func() { close(kv.hold) }) }
+	t.Cleanup(unhold) // before the member's close (cleanups run last first): a failure never leaves a persist held
+	propose := func(key string, size int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if _, err := n.Propose(ctx, []byte(key+"="+strings.Repeat("a", size))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Fewer entries than the floor: no snapshot of the cadence's.
+	for k := range 8 {
+		propose(fmt.Sprint("big", k), 8<<10)
+	}
+	byHand := make(chan error, 1)
+	go func() { byHand <- n.Raft().Snapshot().Error() }()
+	clustertest.WaitFor(t, wait, "the snapshot by hand to start its persist", func() bool { return kv.persists.Load() == 1 })
+	// Entries past the floor while it persists: by the snapshot before
+	// it (none), a snapshot is due.
+	for k := range 32 {
+		propose(fmt.Sprint("small", k), 100)
+	}
+	cad := waitChecks(t, n, 10, 0)
+	if !cad.Taking || cad.Due || cad.EntriesSince < 16 {
+		t.Fatalf("cadence while a snapshot is taken: %+v, want taking and not due", cad)
+	}
+	unhold()
+	if err := <-byHand; err != nil {
+		t.Fatal(err)
+	}
+	cad = n.SnapshotCadence()
+	first := cad.SnapshotIndex
+	cad = waitChecks(t, n, 10, first)
+	if cad.SnapshotIndex != first || kv.persists.Load() != 1 || cad.Taking || cad.Due {
+		t.Fatalf("after the snapshot by hand sealed at %d: %+v, %d persists; want no other", first, cad, kv.persists.Load())
 	}
 }
