@@ -149,13 +149,12 @@ func (c *Controller) ownBatch(ctx context.Context, cmd *fsm.SubmitCmd, sum uint6
 	out := BatchResult{Batch: info, Jobs: make([]SubmitResult, len(cmd.Jobs))}
 	for i := range cmd.Jobs {
 		id := cmd.Jobs[i].ID
-		j, ok := c.jobs.Get(id)
+		j, ok := c.jobs.Head(id)
 		if !ok || j.Batch != info.ID {
 			out.Jobs[i] = SubmitResult{Job: Job{ID: id}, Err: &SubmitError{ID: id, Class: ErrNotSubmitted,
 				Cause: fmt.Errorf("%w: job %q is not a member of batch %q (rejected by the submit that created it, or swept)", ErrNotFound, id, info.ID)}}
 			continue
 		}
-		j.Payload = nil
 		out.Jobs[i] = SubmitResult{Job: j}
 	}
 	return out, nil

@@ -154,7 +154,19 @@ func (m *Jobs) Get(id string) (Job, bool) {
 	if j == nil {
 		return Job{}, false
 	}
-	return j.owned(), true
+	return j.owned(true), true
+}
+
+// Head is Get without the payload (nil): for a caller that reads the
+// job's other fields, it copies no payload (up to MaxPayload bytes).
+func (m *Jobs) Head(id string) (Job, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	j := m.st.getShared(id)
+	if j == nil {
+		return Job{}, false
+	}
+	return j.owned(false), true
 }
 
 // Len returns the number of jobs held (all states).
@@ -410,7 +422,7 @@ func (m *Jobs) List(q ListQuery) (ListPage, error) {
 			more = true
 			return false
 		}
-		page.Jobs = append(page.Jobs, j.owned())
+		page.Jobs = append(page.Jobs, j.owned(true))
 		last = it
 		return true
 	}

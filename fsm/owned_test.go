@@ -76,6 +76,11 @@ func TestQueryAnswersAreTheCallersToWrite(t *testing.T) {
 	for id := range want {
 		g := h.get(id)
 		scribble(&g)
+		if hd, ok := h.m.Head(id); !ok || hd.Payload != nil || hd.ID != id {
+			t.Fatalf("Head(%q) = %+v, %v; want the job without its payload", id, hd, ok)
+		} else {
+			scribble(&hd)
+		}
 	}
 	for _, st := range []State{StatePending, StateWaiting, StateSucceeded} {
 		page, err := h.m.List(ListQuery{Queue: "q", State: st})

@@ -190,11 +190,12 @@ func (j *job) publicWith(c *class, l *lease, e *leaseEnd, withPayload bool) Job 
 	return p
 }
 
-// owned is j.public(true) with every slice copied: a query's answer is
-// the caller's to keep and to write, and writing into it changes nothing
-// in the state (its digest, its snapshots, the other callers' answers).
-func (j *job) owned() Job {
-	p := j.public(true)
+// owned is j.public(withPayload) with every slice copied: a query's
+// answer is the caller's to keep and to write, and writing into it changes
+// nothing in the state (its digest, its snapshots, the other callers'
+// answers).
+func (j *job) owned(withPayload bool) Job {
+	p := j.public(withPayload)
 	p.Payload = bytes.Clone(p.Payload)
 	p.Result = bytes.Clone(p.Result)
 	p.After = slices.Clone(p.After)

@@ -133,7 +133,7 @@ func (r *Recorder) appendEvents(evs []Event, e fsm.Entry, res *fsm.Result) (_ []
 		ready = res.Command == fsm.CmdNak || res.Command == fsm.CmdRetry
 	case fsm.CmdExpire:
 		for _, id := range res.Expired {
-			j, _ := r.jobs.Get(id)
+			j, _ := r.jobs.Head(id) // on the apply goroutine: no payload copied
 			j.ID = id
 			evs = append(evs, ev(EventExpired, &j))
 		}
