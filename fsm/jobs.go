@@ -147,26 +147,20 @@ func (m *Jobs) LogTime(now time.Time) time.Time {
 
 // Get returns the job with the given ID, payload included: its slices
 // are copies, the caller's to keep and write.
-func (m *Jobs) Get(id string) (Job, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	j := m.st.getShared(id)
-	if j == nil {
-		return Job{}, false
-	}
-	return j.owned(true), true
-}
+func (m *Jobs) Get(id string) (Job, bool) { return m.get(id, true) }
 
 // Head is Get without the payload (nil): for a caller that reads the
 // job's other fields, it copies no payload (up to MaxPayload bytes).
-func (m *Jobs) Head(id string) (Job, bool) {
+func (m *Jobs) Head(id string) (Job, bool) { return m.get(id, false) }
+
+func (m *Jobs) get(id string, withPayload bool) (Job, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	j := m.st.getShared(id)
 	if j == nil {
 		return Job{}, false
 	}
-	return j.owned(false), true
+	return j.owned(withPayload), true
 }
 
 // Len returns the number of jobs held (all states).
